@@ -1,0 +1,52 @@
+"""Where a dataset's artifacts live on disk, the same for Dagster assets and plain Python use.
+
+``<root>/<dataset>/<artifact>[/<round>]``; the default root is ``$GRASP_HOME`` or
+``dagster_home/artifacts`` in the checkout. Every artifact directory is written with
+:func:`grasp_core.io.atomic_dir`, so a directory without its completion marker is never trusted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from grasp_core.errors import MissingArtifactError
+from grasp_core.io import is_complete
+
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "dagster_home" / "artifacts"
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("GRASP_HOME", DEFAULT_ROOT))
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    dataset: str
+    root: Path = DEFAULT_ROOT
+
+    @classmethod
+    def for_dataset(cls, dataset: str, root: str | Path | None = None) -> "Artifacts":
+        return cls(dataset, Path(root) if root is not None else default_root())
+
+    def path(self, name: str, round_key: str | None = None) -> Path:
+        base = self.root / self.dataset / name
+        return base / round_key if round_key else base
+
+    def require(self, name: str, round_key: str | None = None) -> Path:
+        """Path of a finished artifact, or a clear error saying how to build it."""
+        p = self.path(name, round_key)
+        if not is_complete(p):
+            what = name if round_key is None else f"{name} (round {round_key})"
+            state = "was left incomplete by an interrupted run" if p.exists() else "has not been built yet"
+            raise MissingArtifactError(
+                f"{what} for dataset {self.dataset!r} {state} at {p}. "
+                f"Materialize it first, e.g. `grasp pipeline {self.dataset}` or "
+                f"`dagster asset materialize -m grasp_assets.definitions --select {name} --partition {self.dataset}`."
+            )
+        return p
+
+    @property
+    def skb(self) -> Path:
+        return self.path("skb")

@@ -1,0 +1,69 @@
+"""The one ranking interface shared by every retriever, fusion and the reranker.
+
+A :class:`Ranking` is a query's ranked candidates: node ids with descending scores. A retriever
+answers a batch of queries at once (``Retriever.rank``). Fusion is reciprocal rank fusion exactly as
+``DESIGN.md`` §3: ``s(d) = Σ_i w_i / (k + r_i(d))`` with ranks from 1; a list in which ``d`` is absent
+contributes 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+
+class Ranking(NamedTuple):
+    node_ids: np.ndarray  # int64, best first
+    scores: np.ndarray  # float32, descending
+
+    @classmethod
+    def empty(cls) -> "Ranking":
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.float32))
+
+    @classmethod
+    def from_scores(cls, node_ids: np.ndarray, scores: np.ndarray, k: int | None = None) -> "Ranking":
+        """Sort candidates by descending score (ties: smaller node id first) and keep the top ``k``."""
+        node_ids = np.asarray(node_ids, np.int64)
+        scores = np.asarray(scores, np.float32)
+        order = np.lexsort((node_ids, -scores))
+        if k is not None:
+            order = order[:k]
+        return cls(node_ids[order], scores[order])
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return len(self.node_ids)
+
+    def top(self, k: int) -> "Ranking":
+        return Ranking(self.node_ids[:k], self.scores[:k])
+
+    def rank_of(self, node_ids: Sequence[int]) -> int | None:
+        """1-based rank of the best-ranked of ``node_ids``, or None when none is in the list."""
+        hits = np.flatnonzero(np.isin(self.node_ids, np.asarray(node_ids, np.int64)))
+        return int(hits[0]) + 1 if len(hits) else None
+
+
+class Retriever(Protocol):
+    """Anything that ranks nodes for a batch of queries."""
+
+    def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]: ...
+
+
+def rrf(rankings: Sequence[Ranking], weights: Sequence[float] | None = None, k: float = 60.0,
+        top: int | None = None) -> Ranking:
+    """Reciprocal rank fusion of several rankings of one query."""
+    weights = [1.0] * len(rankings) if weights is None else list(weights)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
+    ids = [r.node_ids for r in rankings if len(r)]
+    if not ids:
+        return Ranking.empty()
+    union = np.unique(np.concatenate(ids))
+    scores = np.zeros(len(union), np.float64)
+    for ranking, w in zip(rankings, weights):
+        if not len(ranking) or w == 0:
+            continue
+        pos = np.searchsorted(union, ranking.node_ids)
+        scores[pos] += w / (k + np.arange(1, len(ranking) + 1))
+    return Ranking.from_scores(union, scores, top)

@@ -1,0 +1,248 @@
+"""The on-disk SKB (``DESIGN.md`` §2): ``schema.json``, ``nodes.parquet``, ``edges.parquet``, ``queries.parquet``.
+
+``SKB`` is the in-memory form every loader produces and every consumer reads. ``write_skb`` writes the
+four files into a temporary directory that is renamed into place; ``read_skb`` validates everything
+and raises :class:`SKBFormatError` naming the file, the row and the problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grasp_core.errors import SKBFormatError
+from grasp_core.io import atomic_dir
+from grasp_core.skb.schema import Schema
+
+SPLITS = ("train", "val", "test", "test-human")
+QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
+# Columns of queries.parquet that only analysis may read (never a retriever or the planner).
+ANALYSIS_COLUMNS = ("template",)
+
+
+@dataclass
+class SKB:
+    schema: Schema
+    nodes: pd.DataFrame  # node_id (0..N-1, row i has node_id i), key, type, name, one column per text field
+    edges: pd.DataFrame  # src, rel, dst
+    queries: pd.DataFrame  # qid, split, query, answer_ids (list of node ids) [, template]
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    def node_type_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.nodes["type"].value_counts().sort_index().items()}
+
+    def edge_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.edges["rel"].value_counts().sort_index().items()}
+
+    def split_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.queries["split"].value_counts().sort_index().items()}
+
+    def split(self, name: str) -> pd.DataFrame:
+        return self.queries[self.queries["split"] == name].reset_index(drop=True)
+
+    @cached_property
+    def degrees(self) -> np.ndarray:
+        """Undirected degree of every node."""
+        return np.bincount(
+            np.concatenate([self.edges["src"].to_numpy(), self.edges["dst"].to_numpy()]), minlength=self.num_nodes
+        )
+
+    def ids_of_type(self, node_type: str) -> np.ndarray:
+        return self.nodes.index[self.nodes["type"].to_numpy() == node_type].to_numpy(dtype=np.int64)
+
+    def text_fields_of(self, node_id: int) -> dict[str, str]:
+        """The non-empty text fields of a node, in schema order."""
+        row = self.nodes.iloc[node_id]
+        return {f: row[f] for f in self.schema.node_types[row["type"]] if isinstance(row[f], str) and row[f]}
+
+    def document(self, node_id: int) -> str:
+        """Document text = type + name + text fields (``DESIGN.md`` §3, Embeddings)."""
+        row = self.nodes.iloc[node_id]
+        parts = [f"{row['type']}: {row['name']}"]
+        parts += [f"{f}: {v}" for f, v in self.text_fields_of(node_id).items()]
+        return "\n".join(parts)
+
+    def documents(self) -> list[str]:
+        return [self.document(i) for i in range(self.num_nodes)]
+
+
+def write_skb(skb: SKB, path: str | Path) -> Path:
+    """Validate and write ``skb`` to ``path`` atomically (a crash leaves the previous version intact)."""
+    validate(skb)
+    path = Path(path)
+    with atomic_dir(path) as tmp:
+        skb.schema.save(tmp / "schema.json")
+        pq.write_table(_nodes_table(skb), tmp / "nodes.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "src": pa.array(skb.edges["src"].to_numpy(np.int64)),
+                    "rel": pa.array(skb.edges["rel"].astype(str).to_numpy(), pa.string()),
+                    "dst": pa.array(skb.edges["dst"].to_numpy(np.int64)),
+                }
+            ),
+            tmp / "edges.parquet",
+        )
+        pq.write_table(_queries_table(skb.queries), tmp / "queries.parquet")
+    return path
+
+
+def _nodes_table(skb: SKB) -> pa.Table:
+    cols = {
+        "node_id": pa.array(skb.nodes["node_id"].to_numpy(np.int64)),
+        "key": pa.array(skb.nodes["key"].astype(str).tolist(), pa.string()),
+        "type": pa.array(skb.nodes["type"].astype(str).tolist(), pa.string()),
+        "name": pa.array(skb.nodes["name"].astype(str).tolist(), pa.string()),
+    }
+    for f in skb.schema.text_fields:
+        values = skb.nodes[f] if f in skb.nodes else pd.Series([None] * len(skb.nodes))
+        cols[f] = pa.array([v if isinstance(v, str) else None for v in values], pa.string())
+    return pa.table(cols)
+
+
+def _queries_table(queries: pd.DataFrame) -> pa.Table:
+    cols = {
+        "qid": pa.array(queries["qid"].to_numpy(np.int64)),
+        "split": pa.array(queries["split"].astype(str).tolist(), pa.string()),
+        "query": pa.array(queries["query"].astype(str).tolist(), pa.string()),
+        "answer_ids": pa.array([list(map(int, a)) for a in queries["answer_ids"]], pa.list_(pa.int64())),
+    }
+    for extra in ANALYSIS_COLUMNS:
+        if extra in queries:
+            cols[extra] = pa.array(queries[extra].astype(str).tolist(), pa.string())
+    return pa.table(cols)
+
+
+def read_skb(path: str | Path, with_queries: bool = True) -> SKB:
+    """Read and validate an SKB directory. Raises :class:`SKBFormatError` on any malformed input."""
+    path = Path(path)
+    if not path.is_dir():
+        raise SKBFormatError(str(path), "SKB directory does not exist (build it first, e.g. `grasp data build`)")
+    schema = Schema.load(path / "schema.json")
+    nodes = _read_parquet(path / "nodes.parquet", ("node_id", "key", "type", "name"))
+    edges = _read_parquet(path / "edges.parquet", ("src", "rel", "dst"))
+    queries = (
+        _read_parquet(path / "queries.parquet", QUERY_COLUMNS)
+        if with_queries
+        else pd.DataFrame({c: [] for c in QUERY_COLUMNS})
+    )
+    skb = SKB(schema, nodes, edges, queries)
+    validate(skb, where=path)
+    return skb
+
+
+def _read_parquet(file: Path, required: tuple[str, ...]) -> pd.DataFrame:
+    if not file.exists():
+        raise SKBFormatError(str(file), "file is missing")
+    try:
+        table = pq.read_table(file)
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise SKBFormatError(str(file), f"not a readable parquet file ({exc})") from exc
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise SKBFormatError(str(file), f"missing columns {missing}")
+    return table.to_pandas()
+
+
+def validate(skb: SKB, where: str | Path = "<memory>") -> None:
+    """Check every contract of ``DESIGN.md`` §2; raise :class:`SKBFormatError` at the first violation."""
+    where = Path(where)
+    _validate_nodes(skb, str(where / "nodes.parquet"))
+    _validate_edges(skb, str(where / "edges.parquet"))
+    _validate_queries(skb, str(where / "queries.parquet"))
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _validate_nodes(skb: SKB, file: str) -> None:
+    nodes = skb.nodes
+    ids = nodes["node_id"].to_numpy()
+    bad = ids != np.arange(len(nodes))
+    if bad.any():
+        row = _first_bad(bad)
+        raise SKBFormatError(file, f"node_id {ids[row]} out of place: node ids must be 0..N-1 in row order", row)
+    types = nodes["type"].to_numpy()
+    unknown = ~np.isin(types, list(skb.schema.node_types))
+    if unknown.any():
+        row = _first_bad(unknown)
+        raise SKBFormatError(file, f"unknown node type {types[row]!r} (schema has {sorted(skb.schema.node_types)})", row)
+    dup = nodes["key"].duplicated().to_numpy()
+    if dup.any():
+        row = _first_bad(dup)
+        raise SKBFormatError(file, f"duplicate key {nodes['key'].iloc[row]!r}", row)
+    missing_name = nodes["name"].isna().to_numpy()
+    if missing_name.any():
+        raise SKBFormatError(file, "node has no name", _first_bad(missing_name))
+    absent = [f for f in skb.schema.text_fields if f not in nodes]
+    if absent:
+        raise SKBFormatError(file, f"missing text field columns {absent} declared in schema.json")
+
+
+def _validate_edges(skb: SKB, file: str) -> None:
+    edges, n = skb.edges, skb.num_nodes
+    if len(edges) == 0:
+        return
+    src, dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
+    for name, ends in (("src", src), ("dst", dst)):
+        bad = (ends < 0) | (ends >= n)
+        if bad.any():
+            row = _first_bad(bad)
+            raise SKBFormatError(file, f"edge {name} {ends[row]} is not a node (valid ids are 0..{n - 1})", row)
+    rels = edges["rel"].to_numpy()
+    unknown = ~np.isin(rels, skb.schema.relation_names)
+    if unknown.any():
+        row = _first_bad(unknown)
+        raise SKBFormatError(file, f"unknown relation {rels[row]!r}", row)
+    # endpoint types must match a declared (rel, src type, dst type) triple, in either direction
+    type_codes, type_names = pd.factorize(skb.nodes["type"])
+    rel_codes, rel_names = pd.factorize(edges["rel"])
+    n_types = len(type_names)
+    allowed = np.zeros((len(rel_names), n_types, n_types), dtype=bool)
+    t_index = {t: i for i, t in enumerate(type_names)}
+    for r in skb.schema.relations:
+        if r.name in set(rel_names) and r.src in t_index and r.dst in t_index:
+            ri = list(rel_names).index(r.name)
+            allowed[ri, t_index[r.src], t_index[r.dst]] = allowed[ri, t_index[r.dst], t_index[r.src]] = True
+    ok = allowed[rel_codes, type_codes[src], type_codes[dst]]
+    if not ok.all():
+        row = _first_bad(~ok)
+        raise SKBFormatError(
+            file,
+            f"relation {rels[row]!r} between types {type_names[type_codes[src[row]]]!r} and "
+            f"{type_names[type_codes[dst[row]]]!r} contradicts schema.json",
+            row,
+        )
+
+
+def _validate_queries(skb: SKB, file: str) -> None:
+    q = skb.queries
+    if len(q) == 0:
+        return
+    dup = q["qid"].duplicated().to_numpy()
+    if dup.any():
+        row = _first_bad(dup)
+        raise SKBFormatError(file, f"duplicate qid {q['qid'].iloc[row]}", row)
+    splits = q["split"].to_numpy()
+    bad_split = ~np.isin(splits, SPLITS)
+    if bad_split.any():
+        row = _first_bad(bad_split)
+        raise SKBFormatError(file, f"unknown split {splits[row]!r} (expected one of {SPLITS})", row)
+    n = skb.num_nodes
+    for row, answers in enumerate(q["answer_ids"]):
+        if answers is None or len(answers) == 0:
+            raise SKBFormatError(file, "query has no answer", row)
+        a = np.asarray(answers)
+        bad = (a < 0) | (a >= n)
+        if bad.any():
+            raise SKBFormatError(file, f"answer id {a[bad][0]} is not a node", row)
