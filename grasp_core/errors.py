@@ -26,3 +26,28 @@ class MissingArtifactError(GraspError):
 
 class MissingModelError(GraspError):
     """A model path in the configuration does not exist; the message names the setting."""
+
+
+class CorruptArtifactError(GraspError):
+    """An artifact exists but cannot be read (truncated, wrong shape, unreadable); the message says which file."""
+
+
+class PlanError(GraspError):
+    """An unusable plan. ``reason`` is a short stable code (``json``, ``schema``, ``unknown_type``, …)
+    that traces, rewards and metrics group by; the message says what exactly is wrong."""
+
+    def __init__(self, reason: str, message: str = ""):
+        self.reason, self.message = reason, message
+        super().__init__(f"{reason}: {message}" if message else reason)
+
+
+class GraphStoreError(GraspError):
+    """The graph store cannot be built, opened or queried (bad path, unreachable server, failed query)."""
+
+
+class ExtractionError(GraspError):
+    """An LLM's entity-extraction output that cannot be read; ``reason`` says why (the query then falls back)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)

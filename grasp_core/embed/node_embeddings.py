@@ -1,0 +1,153 @@
+"""Name and document embeddings of every node of an SKB (``DESIGN.md`` §3, Embeddings).
+
+On disk (one directory, written with :func:`grasp_core.io.atomic_dir`)::
+
+    name.npy   float16 [N, dim]   node names, truncated at ``EncoderConfig.name_max_tokens``
+    doc.npy    float16 [N, dim]   ``skb.document(i)`` (type + name + text fields), ``doc_max_tokens``
+    meta.json  encoder identity, token limits, N, dim, sha256 of the name texts and of the doc texts
+
+Building is resumable: texts are encoded in chunks, each saved under ``.<out_dir>.work/`` next to
+``out_dir`` with a file name derived from a hash of (encoder identity, token limit, chunk texts). A rerun
+after an interruption reuses exactly the chunks whose texts and encoder are unchanged; anything else is
+re-encoded. The work directory is removed once the final directory is in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from grasp_core.embed.encoder import Encoder, EncoderConfig
+from grasp_core.errors import CorruptArtifactError, MissingArtifactError
+from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
+from grasp_core.skb.format import SKB
+
+KINDS = ("name", "doc")
+CHUNK_SIZE = 4096
+
+
+@dataclass
+class NodeEmbeddings:
+    name: np.ndarray  # float32 [N, dim], L2-normalized
+    doc: np.ndarray  # float32 [N, dim], L2-normalized
+    identity: str
+    meta: dict
+
+    def of(self, kind: str) -> np.ndarray:
+        if kind not in KINDS:
+            raise ValueError(f"embedding kind must be one of {KINDS}, not {kind!r}")
+        return self.name if kind == "name" else self.doc
+
+
+def texts_hash(texts: Sequence[str]) -> str:
+    """sha256 of a list of texts (each text's UTF-8 bytes followed by a NUL separator)."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def node_texts(skb: SKB) -> dict[str, list[str]]:
+    """The texts that are embedded: node names and node documents."""
+    return {"name": skb.nodes["name"].astype(str).tolist(), "doc": skb.documents()}
+
+
+def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderConfig) -> dict:
+    return {
+        "identity": encoder.identity,
+        "dim": encoder.dim,
+        "num_nodes": len(texts["name"]),
+        "name_max_tokens": cfg.name_max_tokens,
+        "doc_max_tokens": cfg.doc_max_tokens,
+        "name_hash": texts_hash(texts["name"]),
+        "doc_hash": texts_hash(texts["doc"]),
+    }
+
+
+def embeddings_are_current(out_dir: str | Path, skb: SKB, encoder: Encoder, cfg: EncoderConfig = EncoderConfig()) -> bool:
+    """True when ``out_dir`` is complete and was built from these texts with this encoder and token limits."""
+    out_dir = Path(out_dir)
+    if not is_complete(out_dir) or not (out_dir / "meta.json").is_file():
+        return False
+    return read_json(out_dir / "meta.json") == _expected_meta(node_texts(skb), encoder, cfg)
+
+
+def build_node_embeddings(skb: SKB, encoder: Encoder, out_dir: str | Path, cfg: EncoderConfig = EncoderConfig(),
+                          chunk_size: int = CHUNK_SIZE) -> Path:
+    """Encode names and documents of every node into ``out_dir`` (skipped when already current)."""
+    out_dir = Path(out_dir)
+    texts = node_texts(skb)
+    meta = _expected_meta(texts, encoder, cfg)
+    if is_complete(out_dir) and (out_dir / "meta.json").is_file() and read_json(out_dir / "meta.json") == meta:
+        return out_dir
+    work = out_dir.parent / f".{out_dir.name}.work"
+    work.mkdir(parents=True, exist_ok=True)
+    limits = {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens}
+    chunks = [(kind, start) for kind in KINDS for start in range(0, len(texts[kind]), chunk_size)]
+    parts: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
+    used = set()
+    for kind, start in tqdm(chunks, desc=f"embed {out_dir.name}", unit="chunk"):
+        chunk = texts[kind][start:start + chunk_size]
+        key = texts_hash([encoder.identity, str(limits[kind]), *chunk])[:24]
+        file = work / f"{kind}-{start:09d}-{key}.npy"
+        used.add(file.name)
+        vectors = _load_chunk(file, len(chunk), encoder.dim)
+        if vectors is None:
+            vectors = encoder.encode(chunk, limits[kind]).astype(np.float16)
+            with atomic_file(file, "wb") as handle:
+                np.save(handle, vectors)
+        parts[kind].append(vectors)
+    for stale in work.iterdir():  # chunks of an older encoder or older texts
+        if stale.name not in used:
+            stale.unlink()
+    with atomic_dir(out_dir) as tmp:
+        for kind in KINDS:
+            stacked = np.concatenate(parts[kind]) if parts[kind] else np.zeros((0, encoder.dim), np.float16)
+            np.save(tmp / f"{kind}.npy", stacked)
+        write_json(tmp / "meta.json", meta)
+    shutil.rmtree(work, ignore_errors=True)
+    return out_dir
+
+
+def _load_chunk(file: Path, rows: int, dim: int) -> np.ndarray | None:
+    """A finished chunk, or None when it is absent or unreadable (then it is re-encoded)."""
+    if not file.exists():
+        return None
+    try:
+        vectors = np.load(file)
+    except (ValueError, OSError, EOFError):
+        return None
+    return vectors if vectors.shape == (rows, dim) and vectors.dtype == np.float16 else None
+
+
+def load_node_embeddings(out_dir: str | Path) -> NodeEmbeddings:
+    """Read a directory written by :func:`build_node_embeddings` as float32 arrays."""
+    out_dir = Path(out_dir)
+    if not is_complete(out_dir):
+        raise MissingArtifactError(
+            f"node embeddings at {out_dir} are missing or incomplete; build them with build_node_embeddings"
+        )
+    try:
+        meta = read_json(out_dir / "meta.json")
+    except (OSError, ValueError) as exc:
+        raise CorruptArtifactError(f"{out_dir / 'meta.json'}: unreadable ({exc}); rebuild the embeddings") from exc
+    arrays = {}
+    for kind in KINDS:
+        file = out_dir / f"{kind}.npy"
+        try:
+            array = np.load(file)
+        except (ValueError, OSError, EOFError) as exc:
+            raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
+        expected = (meta.get("num_nodes"), meta.get("dim"))
+        if array.shape != expected:
+            raise CorruptArtifactError(f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings")
+        array = array.astype(np.float32)  # float16 on disk: renormalize so inner product is cosine again
+        arrays[kind] = array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
+    return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta)

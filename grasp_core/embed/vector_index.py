@@ -1,0 +1,152 @@
+"""Per node type, one faiss index over node names and one over node documents (``DESIGN.md`` §3).
+
+Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
+``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``
+(inner product metric). ``search`` answers with global node ids; a search over all nodes
+(``node_type=None``) searches every type's index and merges the per-type top-k (exact, since each
+per-type top-k contains that type's share of the global top-k).
+
+Speed (``benchmarks/faiss_vs_torch.py``, results in ``benchmarks/results/faiss_vs_torch.json``): faiss-cpu
+1.15.1 only uses BLAS (one matrix product) when a batch has at least
+``faiss.cvar.distance_compute_blas_threshold`` queries, 20 by default; below it a per-query scan runs.
+The measured choice is kept in ``IndexConfig.blas_threshold`` and applied (process-wide, faiss has one
+global) whenever an index is built or loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from grasp_core.embed.node_embeddings import KINDS, NodeEmbeddings
+from grasp_core.errors import CorruptArtifactError, MissingArtifactError
+from grasp_core.io import atomic_dir, is_complete, read_json, write_json
+from grasp_core.skb.format import SKB
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    hnsw_min_size: int = field(
+        default=1_000_000, metadata={"help": "A node type with at least this many nodes gets an HNSW index; exact otherwise."}
+    )
+    hnsw_m: int = field(default=32, metadata={"help": "HNSW graph degree (faiss M)."})
+    hnsw_ef_construction: int = field(default=200, metadata={"help": "HNSW candidate list size while building."})
+    hnsw_ef_search: int = field(default=256, metadata={"help": "HNSW candidate list size while searching (>= k)."})
+    blas_threshold: int = field(
+        default=1,
+        metadata={"help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
+                          "(measured fastest at 1 for 1 and 64 queries; see benchmarks/faiss_vs_torch.py)."},
+    )
+
+
+class NodeIndex:
+    """Name and document indexes per node type over one set of :class:`NodeEmbeddings`."""
+
+    def __init__(self, ids: dict[str, np.ndarray], indexes: dict[tuple[str, str], faiss.Index],
+                 embeddings: NodeEmbeddings, cfg: IndexConfig):
+        self.ids = ids  # node type -> global node ids (int64), in index order
+        self.indexes = indexes  # (node type, kind) -> faiss index
+        self.embeddings = embeddings
+        self.cfg = cfg
+        faiss.cvar.distance_compute_blas_threshold = cfg.blas_threshold
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.ids)
+
+    @classmethod
+    def build(cls, skb: SKB, embeddings: NodeEmbeddings, cfg: IndexConfig = IndexConfig()) -> "NodeIndex":
+        if len(embeddings.name) != skb.num_nodes:
+            raise ValueError(f"embeddings cover {len(embeddings.name)} nodes, the SKB has {skb.num_nodes}")
+        ids = {t: skb.ids_of_type(t) for t in skb.schema.node_types}
+        indexes = {}
+        for t, type_ids in ids.items():
+            for kind in KINDS:
+                vectors = np.ascontiguousarray(embeddings.of(kind)[type_ids], dtype=np.float32)
+                indexes[t, kind] = _new_index(vectors.shape[1], len(type_ids), cfg)
+                indexes[t, kind].add(vectors)
+        return cls(ids, indexes, embeddings, cfg)
+
+    def search(self, node_type: str | None, kind: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` nodes of ``node_type`` (None = all) by cosine to each query.
+
+        Returns (scores float32 [q, k], node_ids int64 [q, k]), best first; when fewer than ``k`` nodes
+        exist the rest is padded with id -1 and score -inf.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"index kind must be one of {KINDS}, not {kind!r}")
+        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        types = self.node_types if node_type is None else [node_type]
+        unknown = [t for t in types if t not in self.ids]
+        if unknown:
+            raise ValueError(f"unknown node type {unknown[0]!r} (the index has {self.node_types})")
+        scores, ids = [], []
+        for t in types:
+            s, local = self.indexes[t, kind].search(queries, k) if len(self.ids[t]) else _empty(len(queries), k)
+            ids.append(np.where(local >= 0, self.ids[t][np.maximum(local, 0)], -1))
+            scores.append(np.where(local >= 0, s, -np.inf).astype(np.float32))
+        if len(types) == 1:
+            return scores[0], ids[0]
+        scores, ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+
+    def vectors(self, kind: str, node_ids: np.ndarray) -> np.ndarray:
+        """The float32 vectors of ``node_ids`` ([n, dim])."""
+        return self.embeddings.of(kind)[np.asarray(node_ids, np.int64)]
+
+    def save(self, out_dir: str | Path) -> Path:
+        out_dir = Path(out_dir)
+        with atomic_dir(out_dir) as tmp:
+            types = []
+            for i, (t, type_ids) in enumerate(self.ids.items()):
+                np.save(tmp / f"{i:03d}.ids.npy", type_ids)
+                for kind in KINDS:
+                    faiss.write_index(self.indexes[t, kind], str(tmp / f"{i:03d}.{kind}.faiss"))
+                types.append(t)
+            write_json(tmp / "meta.json", {"types": types, "identity": self.embeddings.identity,
+                                           "num_nodes": len(self.embeddings.name), "config": asdict(self.cfg)})
+        return out_dir
+
+    @classmethod
+    def load(cls, out_dir: str | Path, embeddings: NodeEmbeddings) -> "NodeIndex":
+        out_dir = Path(out_dir)
+        if not is_complete(out_dir):
+            raise MissingArtifactError(f"node index at {out_dir} is missing or incomplete; build it with NodeIndex.build")
+        meta = read_json(out_dir / "meta.json")
+        if meta["identity"] != embeddings.identity or meta["num_nodes"] != len(embeddings.name):
+            raise MissingArtifactError(
+                f"node index at {out_dir} was built from other embeddings ({meta['identity']}, {meta['num_nodes']} "
+                f"nodes) than the given ones ({embeddings.identity}, {len(embeddings.name)} nodes); rebuild it"
+            )
+        cfg = IndexConfig(**meta["config"])
+        ids, indexes = {}, {}
+        for i, t in enumerate(meta["types"]):
+            try:
+                ids[t] = np.load(out_dir / f"{i:03d}.ids.npy")
+                for kind in KINDS:
+                    indexes[t, kind] = faiss.read_index(str(out_dir / f"{i:03d}.{kind}.faiss"))
+            except (ValueError, OSError, EOFError, RuntimeError) as exc:
+                raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: unreadable ({exc}); rebuild it") from exc
+            if any(indexes[t, kind].ntotal != len(ids[t]) for kind in KINDS):
+                raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: index size does not match its ids")
+            if isinstance(indexes[t, "name"], faiss.IndexHNSW):
+                for kind in KINDS:
+                    indexes[t, kind].hnsw.efSearch = cfg.hnsw_ef_search
+        return cls(ids, indexes, embeddings, cfg)
+
+
+def _new_index(dim: int, size: int, cfg: IndexConfig) -> faiss.Index:
+    if size < cfg.hnsw_min_size:
+        return faiss.IndexFlatIP(dim)
+    index = faiss.IndexHNSWFlat(dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = cfg.hnsw_ef_construction
+    index.hnsw.efSearch = cfg.hnsw_ef_search
+    return index
+
+
+def _empty(q: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full((q, k), -np.inf, np.float32), np.full((q, k), -1, np.int64)

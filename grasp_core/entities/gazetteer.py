@@ -1,0 +1,319 @@
+"""The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``DESIGN.md`` §3).
+
+Built once per SKB: a dictionary from normalized strings (node names, plus the aliases of alias fields such as
+hpo's ``synonyms``) to the nodes they name. Extraction of a query:
+
+1. **Exact matches.** Every n-gram of 1..``max_ngram`` tokens is looked up. Normalization = NFKC, case folding,
+   alphanumeric tokens, light plural stemming (``seizures`` = ``seizure``, ``allergies`` = ``allergy``).
+   Strings made only of stopwords, one-token strings under ``min_chars`` characters and bare numbers are not in
+   the dictionary; a one-token symbol-like name (``MET``, ``SET``: two or more capitals) only matches a query
+   token that has a capital letter, so ``met`` in running text is not the gene.
+2. **Overlaps.** The longest match wins (ties: the earlier one); a shorter match lying wholly inside an accepted
+   one becomes a nested mention (``parent`` = the longer one's row; one level, longest first, no overlaps);
+   crossing matches are dropped.
+3. **Fuzzy matches** (when ``fuzzy``): each maximal run of ≥ ``fuzzy_min_tokens`` non-stopword tokens that no
+   exact match touches is embedded and searched in the all-types name index; its best node is kept when the
+   cosine reaches ``fuzzy_min_cosine``. This catches paraphrases and word-order variants of longer names at the
+   cost of one encoder call per batch (a handful of spans per query).
+4. **Types** come from the matched nodes: at most ``max_types``, the types with most matched nodes first
+   (ties: the higher-degree node's type).
+5. **Roles** (a documented rule, no answer type is known at inference): a node-type word (``disease``,
+   ``genes``, ``effect/phenotype`` -> ``phenotype``) within ``target_window`` tokens after a request cue
+   (``which``, ``what``, ``find``, ``looking for``, ...) describes the answer -> a ``target`` row of that type
+   (if a node name covers that span, that mention becomes the target). A numeric constraint (a comparator
+   or currency before a number, or a unit after it: ``under $50``, ``at least 30 hours``) -> an ``attribute``
+   row without links. Every other match -> ``anchor``.
+6. **Mention text.** An exact match is written the way the node's name is written (paper: "written the way a
+   graph node name would be written"): the name of a matched node whose name normalizes to the span, else the
+   highest-degree matched node's name (a synonym match). A fuzzy match keeps the query's wording, so its link
+   similarity stays honest.
+
+Rows are ordered by position (a parent before its nested mentions) and then linked by :mod:`linking`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from grasp_core.entities.linking import LinkingConfig, Mention, link_many
+from grasp_core.entities.table import EntityTable
+from grasp_core.skb.format import SKB
+
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with without within into onto about over under above below between
+    among and or but nor not no is are was were be been being am do does did done has have had having can could
+    may might must shall should will would this that these those it its they them their there here which what who
+    whom whose when where why how whether if then than so such as also any some all each every both either neither
+    other another more most less least many much few very too only just same own i me my we our you your he she
+    his her him us via per etc please""".split()
+)
+REQUEST_CUES = frozenset(
+    """which what who find list identify name recommend suggest search seek seeking looking need want show give
+    retrieve return locate discover get tell""".split()
+)
+ALIAS_SPLIT = re.compile(r"\s*(?:[;|\n]|\t)\s*")
+_TOKEN = re.compile(r"[^\W_]+")
+_COMPARATOR = (r"(?:under|over|below|above|less than|more than|fewer than|greater than|at least|at most|up to|"
+               r"no more than|no less than|between|after|before|since|within|around|about|approximately)")
+_UNIT = (r"(?:%|percent|stars?|hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?|yrs?|pounds?|lbs?|kg|g|"
+         r"grams?|ounces?|oz|inch(?:es)?|cm|mm|feet|ft|meters?|liters?|ml|mg|watts?|volts?|gb|tb|mb|mah|"
+         r"dollars?|usd|euros?|reviews?|citations?|papers?|pages?|pieces?|pcs|pack|count)")
+_NUMBER = r"\$?\d[\d,]*(?:\.\d+)?"
+ATTRIBUTE_PATTERN = re.compile(
+    rf"\b{_COMPARATOR}\s+{_NUMBER}(?:\s*{_UNIT}\b)?|\${_NUMBER}(?:\s*{_UNIT}\b)?|\b{_NUMBER}\s*{_UNIT}\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class GazetteerConfig:
+    max_ngram: int = field(default=6, metadata={"help": "Longest n-gram (tokens) looked up in the gazetteer."})
+    alias_fields: tuple[str, ...] = field(
+        default=("synonyms", "synonym", "aliases", "alias"),
+        metadata={"help": "Text fields whose values are alternative names (split on ';', '|', tab or newline)."},
+    )
+    min_chars: int = field(default=3, metadata={"help": "One-token names shorter than this are not matched."})
+    max_types: int = field(default=2, metadata={"help": "Types assigned to a mention, from its matched nodes."})
+    nested: bool = field(default=True, metadata={"help": "Keep matches nested in longer ones (with a parent)."})
+    fuzzy: bool = field(default=True, metadata={"help": "Embed unmatched multi-word spans and search the name index."})
+    fuzzy_min_tokens: int = field(default=2, metadata={"help": "Shortest span (tokens) tried by fuzzy matching."})
+    fuzzy_min_cosine: float = field(default=0.85, metadata={"help": "Cosine a fuzzy span needs with its best node."})
+    target_window: int = field(
+        default=3, metadata={"help": "A type word at most this many tokens after a request cue is a target."}
+    )
+    batch_size: int = field(default=1024, metadata={"help": "Queries per encoder/linking batch."})
+    linking: LinkingConfig = field(default_factory=LinkingConfig, metadata={"help": "Entity-linking settings."})
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[tuple[str, int, int]]:
+    """Normalized tokens of ``text`` with their character spans in the NFKC-normalized text."""
+    text = unicodedata.normalize("NFKC", text)
+    return [(_stem(m.group().casefold()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def normalize(text: str) -> str:
+    return " ".join(t for t, _, _ in tokenize(text))
+
+
+def _is_symbol(alias: str) -> bool:
+    return len(alias.split()) == 1 and sum(c.isupper() for c in alias) >= 2
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int  # token positions, end exclusive
+    end: int
+    node_ids: tuple[int, ...]
+    fuzzy: bool = False
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+class GazetteerExtractor:
+    """Finds and links mentions by dictionary matching. Build once per SKB, then ``extract`` many queries."""
+
+    def __init__(self, skb: SKB, index, encoder, cfg: GazetteerConfig = GazetteerConfig()):
+        self.skb, self.index, self.encoder, self.cfg = skb, index, encoder, cfg
+        self._names = skb.nodes["name"].astype(str).to_numpy()
+        self._types = skb.nodes["type"].astype(str).to_numpy()
+        self._degrees = skb.degrees
+        self._entries, self._symbol_keys = self._build_dictionary()
+        self._type_words = self._build_type_words()
+
+    # ---------------------------------------------------------------- building
+    def _aliases(self) -> list[tuple[int, str]]:
+        out = [(i, name) for i, name in enumerate(self._names)]
+        for f in self.cfg.alias_fields:
+            if f not in self.skb.nodes:
+                continue
+            for i, value in enumerate(self.skb.nodes[f].to_numpy()):
+                if isinstance(value, str) and value:
+                    out.extend((i, a) for a in ALIAS_SPLIT.split(value) if a)
+        return out
+
+    def _build_dictionary(self) -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
+        entries: dict[str, set[int]] = defaultdict(set)
+        symbol_votes: dict[str, bool] = {}
+        for node_id, alias in self._aliases():
+            tokens = [t for t, _, _ in tokenize(alias)]
+            if not tokens or len(tokens) > self.cfg.max_ngram or all(t in STOPWORDS for t in tokens):
+                continue
+            if len(tokens) == 1 and (len(tokens[0]) < self.cfg.min_chars or tokens[0].isdigit()):
+                continue
+            key = " ".join(tokens)
+            entries[key].add(node_id)
+            symbol_votes[key] = symbol_votes.get(key, True) and _is_symbol(alias)
+        by_degree = {k: tuple(sorted(v, key=lambda i: (-self._degrees[i], i))) for k, v in entries.items()}
+        return by_degree, frozenset(k for k, is_symbol in symbol_votes.items() if is_symbol)
+
+    def _build_type_words(self) -> dict[str, str]:
+        """Normalized type word -> node type: the full type name and each part of ``a/b`` or ``a_b`` names."""
+        words: dict[str, str] = {}
+        for t in self.skb.schema.node_types:
+            for variant in [t, *re.split(r"[/]", t)]:
+                key = normalize(variant.replace("_", " "))
+                if key and key not in STOPWORDS:
+                    words.setdefault(key, t)
+        return words
+
+    # -------------------------------------------------------------- extraction
+    def extract(self, queries: Sequence[str], show_progress: bool = False) -> list[EntityTable]:
+        """The entity table of every query."""
+        return [t for _, t in self.extract_with_mentions(queries, show_progress)]
+
+    def extract_with_mentions(
+        self, queries: Sequence[str], show_progress: bool = False
+    ) -> list[tuple[list[Mention], EntityTable]]:
+        """Like :meth:`extract`, also returning the mentions before linking (LLM demonstrations use them)."""
+        out: list[tuple[list[Mention], EntityTable]] = []
+        size = self.cfg.batch_size
+        for start in tqdm(range(0, len(queries), size), desc="gazetteer", disable=not show_progress, unit="batch"):
+            batch = list(queries[start:start + size])
+            mentions = self.find_mentions(batch)
+            tables = link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking)
+            out.extend(zip(mentions, tables))
+        return out
+
+    def find_mentions(self, queries: Sequence[str]) -> list[list[Mention]]:
+        """The mentions of each query (unlinked), in position order."""
+        parsed = [self._exact(q) for q in queries]
+        if self.cfg.fuzzy:
+            self._add_fuzzy(queries, parsed)
+        return [self._to_mentions(q, tokens, matches) for q, (tokens, matches) in zip(queries, parsed)]
+
+    def _exact(self, query: str) -> tuple[list[tuple[str, int, int]], list[_Match]]:
+        tokens = tokenize(query)
+        text = unicodedata.normalize("NFKC", query)
+        norm = [t for t, _, _ in tokens]
+        found = []
+        for i in range(len(norm)):
+            for n in range(min(self.cfg.max_ngram, len(norm) - i), 0, -1):
+                key = " ".join(norm[i:i + n])
+                ids = self._entries.get(key)
+                if ids is None:
+                    continue
+                if key in self._symbol_keys and not any(c.isupper() for c in text[tokens[i][1]:tokens[i][2]]):
+                    continue
+                found.append(_Match(i, i + n, ids))
+        return tokens, self._resolve(found)
+
+    def _resolve(self, found: list[_Match]) -> list[_Match]:
+        """Longest match wins; matches wholly inside a winner are kept as nested (one level)."""
+        found = sorted(found, key=lambda m: (-m.length, m.start))
+        top: list[_Match] = []
+        for m in found:
+            if all(m.end <= t.start or m.start >= t.end for t in top):
+                top.append(m)
+        nested: list[_Match] = []
+        if self.cfg.nested:
+            for m in found:
+                if m in top:
+                    continue
+                inside = any(t.start <= m.start and m.end <= t.end for t in top)
+                if inside and all(m.end <= o.start or m.start >= o.end for o in nested):
+                    nested.append(m)
+        return top + nested
+
+    def _add_fuzzy(self, queries: Sequence[str], parsed: list[tuple[list[tuple[str, int, int]], list[_Match]]]) -> None:
+        spans: list[tuple[int, int, int]] = []  # (query, start, end)
+        for q, (tokens, matches) in enumerate(parsed):
+            covered = np.zeros(len(tokens), bool)
+            for m in matches:
+                covered[m.start:m.end] = True
+            run_start = None
+            for i in range(len(tokens) + 1):
+                free = i < len(tokens) and not covered[i] and tokens[i][0] not in STOPWORDS \
+                    and tokens[i][0] not in REQUEST_CUES and not tokens[i][0].isdigit()
+                if free and run_start is None:
+                    run_start = i
+                if not free and run_start is not None:
+                    for s in range(run_start, i, self.cfg.max_ngram):
+                        e = min(s + self.cfg.max_ngram, i)
+                        if e - s >= self.cfg.fuzzy_min_tokens:
+                            spans.append((q, s, e))
+                    run_start = None
+        if not spans:
+            return
+        texts = [self._surface(queries[q], parsed[q][0], s, e) for q, s, e in spans]
+        vectors = self.encoder.encode(texts, max_tokens=self.cfg.linking.name_max_tokens)
+        scores, ids = self.index.search(None, "name", vectors, 1)
+        for (q, s, e), score, node in zip(spans, scores[:, 0], ids[:, 0]):
+            if node >= 0 and score >= self.cfg.fuzzy_min_cosine:
+                parsed[q][1].append(_Match(s, e, (int(node),), fuzzy=True))
+
+    def _types_of(self, node_ids: tuple[int, ...]) -> tuple[str, ...]:
+        types = [self._types[i] for i in node_ids]  # node_ids are by descending degree
+        counts = Counter(types)
+        ranked = sorted(dict.fromkeys(types), key=lambda t: -counts[t])  # stable: ties keep degree order
+        return tuple(ranked[: self.cfg.max_types])
+
+    def _surface(self, query: str, tokens, start: int, end: int) -> str:
+        text = unicodedata.normalize("NFKC", query)
+        return text[tokens[start][1]:tokens[end - 1][2]]
+
+    def _mention_text(self, key: str, node_ids: tuple[int, ...]) -> str:
+        for i in node_ids:
+            if normalize(self._names[i]) == key:
+                return str(self._names[i])
+        return str(self._names[node_ids[0]])
+
+    def _target_span(self, tokens) -> tuple[int, int, str] | None:
+        """The first node-type word (1–3 tokens) within ``target_window`` tokens after a request cue."""
+        norm = [t for t, _, _ in tokens]
+        for c in (i for i, t in enumerate(norm) if t in REQUEST_CUES):
+            for i in range(c + 1, min(c + 1 + self.cfg.target_window, len(norm))):
+                for n in (3, 2, 1):
+                    node_type = self._type_words.get(" ".join(norm[i:i + n]))
+                    if node_type is not None:
+                        return i, i + n, node_type
+        return None
+
+    def _to_mentions(self, query: str, tokens, matches: list[_Match]) -> list[Mention]:
+        rows: list[tuple[int, int, str, tuple[str, ...], str]] = []  # token start, end, text, types, role
+        target = self._target_span(tokens)
+        for m in matches:
+            types, role = self._types_of(m.node_ids), "anchor"
+            if target is not None and (m.start, m.end) == target[:2]:
+                types, role = tuple(dict.fromkeys((target[2], *types)))[: self.cfg.max_types], "target"
+                target = None
+            key = " ".join(tok for tok, _, _ in tokens[m.start:m.end])
+            text = self._surface(query, tokens, m.start, m.end) if m.fuzzy else self._mention_text(key, m.node_ids)
+            rows.append((m.start, m.end, text, types, role))
+        if target is not None:
+            s, e, node_type = target
+            rows.append((s, e, self._surface(query, tokens, s, e), (node_type,), "target"))
+        text = unicodedata.normalize("NFKC", query)
+        starts, ends = [s for _, s, _ in tokens], [e for _, _, e in tokens]
+        for a in ATTRIBUTE_PATTERN.finditer(text):
+            s = int(np.searchsorted(starts, a.start()))
+            e = int(np.searchsorted(ends, a.end())) + 1  # tokens s..e-1 hold the attribute
+            if s < len(tokens) and not any(r[0] < e and s < r[1] for r in rows):
+                rows.append((s, e, a.group(), (), "attribute"))
+        rows.sort(key=lambda r: (r[0], -r[1]))  # a parent before its nested mentions
+        parents = _parents([(r[0], r[1]) for r in rows])
+        return [Mention(text, types, role, parent) for (_, _, text, types, role), parent in zip(rows, parents)]
+
+
+def _parents(spans: list[tuple[int, int]]) -> list[int | None]:
+    """For spans sorted by (start, -end): the index of the first longer span containing each one, or None."""
+    out: list[int | None] = []
+    for i, (s, e) in enumerate(spans):
+        out.append(next((j for j in range(i) if spans[j][0] <= s and e <= spans[j][1] and spans[j] != (s, e)), None))
+    return out

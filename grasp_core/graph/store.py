@@ -1,0 +1,118 @@
+"""The graph store interface (``DESIGN.md`` §3, "Graph store"): one protocol, two real backends.
+
+- ``ladybug`` (default): LadybugDB, embedded and in-process (the maintained continuation of Kùzu);
+  see :mod:`grasp_core.graph.ladybug_store`.
+- ``neo4j``: a Neo4j server over Bolt; see :mod:`grasp_core.graph.neo4j_store`.
+
+Both hold one node label/table per node type (``id`` = node_id, ``name``) and one relationship type/table
+per relation. SKB type and relation names ("gene/protein", "off-label use") are not identifiers, so
+:func:`table_names` maps them — in this one place, used by both loaders and the Cypher compiler — to
+``N_<slug>`` / ``R_<slug>`` (non-alphanumerics become ``_``; a slug that collides gets ``_<k>`` appended,
+in schema order, so the mapping is deterministic and injective).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, Protocol
+
+from grasp_core.skb.format import SKB
+from grasp_core.skb.schema import Schema
+
+Dialect = Literal["ladybug", "neo4j"]
+
+
+@dataclass(frozen=True)
+class GraphStoreConfig:
+    backend: Literal["ladybug", "neo4j"] = field(
+        default="ladybug", metadata={"help": "ladybug = embedded LadybugDB (no server); neo4j = a Neo4j server over Bolt."}
+    )
+    uri: str | None = field(default=None, metadata={"help": "Neo4j Bolt URI; None = env NEO4J_URI."})
+    user: str | None = field(default=None, metadata={"help": "Neo4j user; None = env NEO4J_USER (else 'neo4j')."})
+    password: str | None = field(default=None, metadata={"help": "Neo4j password; None = env NEO4J_PASSWORD."})
+    database: str | None = field(default=None, metadata={"help": "Neo4j database name; None = the server default."})
+    batch_size: int = field(default=20_000, metadata={"help": "Rows per UNWIND batch when loading Neo4j."})
+    num_threads: int = field(default=0, metadata={"help": "LadybugDB worker threads; 0 = all cores."})
+    buffer_pool_gib: float = field(default=0.0, metadata={"help": "LadybugDB buffer pool in GiB; 0 = engine default."})
+    read_only: bool = field(default=False, metadata={"help": "Open an existing LadybugDB store read-only (serving)."})
+
+    def neo4j_auth(self) -> tuple[str, str, str]:
+        """(uri, user, password), falling back to NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD."""
+        return (
+            self.uri or os.environ.get("NEO4J_URI", ""),
+            self.user or os.environ.get("NEO4J_USER", "neo4j"),
+            self.password or os.environ.get("NEO4J_PASSWORD", ""),
+        )
+
+
+class GraphStore(Protocol):
+    dialect: Dialect
+
+    def load(self, skb: SKB) -> None:
+        """Replace the store's content with ``skb``'s nodes and edges."""
+
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        """Run one Cypher query; every value from outside the schema must come in ``params``."""
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """{"nodes": {node type: n}, "edges": {relation: n}} with the SKB's own names."""
+
+    def close(self) -> None: ...
+
+
+class TableNames(NamedTuple):
+    node: dict[str, str]  # node type -> label / node table
+    rel: dict[str, str]  # relation -> relationship type / rel table
+
+
+def table_names(schema: Schema) -> TableNames:
+    """The one mapping from SKB type/relation names to safe Cypher identifiers (see the module doc)."""
+    return TableNames(_safe_names("N_", list(schema.node_types)), _safe_names("R_", schema.relation_names))
+
+
+def _safe_names(prefix: str, names: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        base = prefix + re.sub(r"[^A-Za-z0-9]", "_", name)
+        ident, k = base, 1
+        while ident in used:
+            ident, k = f"{base}_{k}", k + 1
+        used.add(ident)
+        out[name] = ident
+    return out
+
+
+def quote(identifier: str) -> str:
+    """Backtick-quote an identifier produced by :func:`table_names` (both dialects accept this)."""
+    if not re.fullmatch(r"[A-Za-z0-9_]+", identifier):
+        raise ValueError(f"{identifier!r} is not a generated identifier")
+    return f"`{identifier}`"
+
+
+def relation_pairs(schema: Schema) -> dict[str, list[tuple[str, str]]]:
+    """relation -> its declared (src type, dst type) pairs, in schema order, without duplicates."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for r in schema.relations:
+        pairs = out.setdefault(r.name, [])
+        if (r.src, r.dst) not in pairs:
+            pairs.append((r.src, r.dst))
+    return out
+
+
+def open_graph_store(cfg: GraphStoreConfig, path: str | Path | None = None) -> GraphStore:
+    """Open the configured backend. ``path`` is the LadybugDB store directory (unused by Neo4j)."""
+    if cfg.backend == "ladybug":
+        from grasp_core.graph.ladybug_store import LadybugStore
+
+        if path is None:
+            raise ValueError("the ladybug backend needs a store directory path")
+        return LadybugStore(path, cfg)
+    if cfg.backend == "neo4j":
+        from grasp_core.graph.neo4j_store import Neo4jStore
+
+        return Neo4jStore(cfg)
+    raise ValueError(f"GraphStoreConfig.backend must be 'ladybug' or 'neo4j', not {cfg.backend!r}")

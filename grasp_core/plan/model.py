@@ -1,0 +1,87 @@
+"""The plan the planner writes (``DESIGN.md`` §3, "Plan format"), as a pydantic model.
+
+```json
+{"target": {"type": "drug"},
+ "anchors": [{"var": "a1", "type": "anatomy", "text": "retina", "match_mode": "name"},
+             {"var": "a2", "ref": "E2", "match_mode": "name"}],
+ "hops": [{"from": "a1", "rel": "expression present", "to": "x1", "to_type": "gene/protein"},
+          {"from": "x1", "rel": "target", "to": "target"}],
+ "relevance_text": "approved for topical ocular use"}
+```
+
+Decisions where the design is silent:
+- Unknown keys are rejected (``extra="forbid"``): a plan with keys the executor would ignore is a plan the
+  planner misunderstood, and the reward should say so rather than silently run half of it.
+- ``match_mode`` defaults to ``"name"`` and ``relevance_text`` to ``""`` (``null`` is read as ``""``).
+- An anchor has exactly one of ``text`` and ``ref``. A text anchor needs ``type``; a ref anchor takes its type
+  from its own ``type`` when given, else from the referenced entity row's first type (resolved by
+  :func:`grasp_core.plan.validate.validate_plan`).
+- ``target`` is the reserved answer variable; no anchor may be called ``target``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TARGET = "target"
+MatchMode = Literal["name", "doc"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Target(_Strict):
+    type: str
+
+
+class Anchor(_Strict):
+    var: str = Field(min_length=1)
+    type: str | None = None
+    text: str | None = None
+    ref: str | None = None
+    match_mode: MatchMode = "name"
+
+    @model_validator(mode="after")
+    def _text_xor_ref(self) -> "Anchor":
+        if (self.text is None) == (self.ref is None):
+            raise ValueError(f"anchor {self.var!r} needs exactly one of 'text' and 'ref'")
+        if self.text is not None and not self.text.strip():
+            raise ValueError(f"anchor {self.var!r} has an empty 'text'")
+        if self.text is not None and self.type is None:
+            raise ValueError(f"anchor {self.var!r} has a 'text' but no 'type'")
+        if self.var == TARGET:
+            raise ValueError(f"{TARGET!r} is the answer variable and cannot be an anchor")
+        return self
+
+
+class Hop(_Strict):
+    from_: str = Field(alias="from", min_length=1)
+    rel: str
+    to: str = Field(min_length=1)
+    to_type: str | None = None
+
+
+class Plan(_Strict):
+    target: Target
+    anchors: tuple[Anchor, ...] = ()
+    hops: tuple[Hop, ...] = ()
+    relevance_text: str = ""
+
+    @field_validator("relevance_text", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        return "" if value is None else value
+
+    def anchor(self, var: str) -> Anchor:
+        return next(a for a in self.anchors if a.var == var)
+
+    def to_json(self) -> dict:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    def to_text(self) -> str:
+        """Compact JSON, the form the planner is trained to emit."""
+        return json.dumps(self.to_json(), ensure_ascii=False, separators=(", ", ": "))

@@ -1,0 +1,117 @@
+"""MLflow tracking without global state: every training/eval step logs into an explicit run.
+
+The default store is a sqlite database inside ``dagster_home/`` (MLflow's file store is in maintenance
+mode); ``MLFLOW_TRACKING_URI`` points it elsewhere. Artifacts (tables, plots) go next to it in
+``dagster_home/mlartifacts``. Runs of one dataset × round nest under a parent run, so the MLflow UI shows
+them together and configurations compare side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_HOME = Path(__file__).resolve().parent.parent / "dagster_home"
+
+
+def _default_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{_HOME / 'mlflow.db'}")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    tracking_uri: str = field(default_factory=_default_uri, metadata={"help": "MLflow tracking URI (sqlite by default)"})
+    experiment: str = field(default="grasp", metadata={"help": "MLflow experiment every run is logged to"})
+    artifact_root: str = field(
+        default_factory=lambda: os.environ.get("GRASP_MLFLOW_ARTIFACTS", str(_HOME / "mlartifacts")),
+        metadata={"help": "where run artifacts (tables, plots) are stored"},
+    )
+
+
+class TrackedRun:
+    """One MLflow run; log through it, it is closed by :meth:`Tracker.run`."""
+
+    def __init__(self, client, run_id: str):
+        self.client, self.run_id = client, run_id
+
+    def log_params(self, params: Mapping[str, object]) -> None:
+        for k, v in params.items():
+            self.client.log_param(self.run_id, k, str(v)[:6000])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        for k, v in metrics.items():
+            if v is not None:
+                self.client.log_metric(self.run_id, _metric_key(k), float(v), step=step or 0)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, text, artifact_file)
+
+    def log_png(self, png: bytes, artifact_file: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / artifact_file
+            path.write_bytes(png)
+            self.client.log_artifact(self.run_id, str(path))
+
+    def set_tags(self, tags: Mapping[str, object]) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(self.run_id, k, str(v))
+
+
+def _metric_key(key: str) -> str:
+    # MLflow keys allow alphanumerics, '_', '-', '.', ' ', '/' only; '@' is common in IR metric names.
+    return key.replace("@", "_at_")
+
+
+class Tracker:
+    def __init__(self, cfg: TrackingConfig | None = None):
+        from mlflow.tracking import MlflowClient
+
+        self.cfg = cfg or TrackingConfig()
+        if self.cfg.tracking_uri.startswith("sqlite:///"):
+            Path(self.cfg.tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.client = MlflowClient(tracking_uri=self.cfg.tracking_uri)
+        exp = self.client.get_experiment_by_name(self.cfg.experiment)
+        self.experiment_id = (
+            exp.experiment_id
+            if exp is not None
+            else self.client.create_experiment(self.cfg.experiment, artifact_location=Path(self.cfg.artifact_root).as_uri())
+        )
+
+    @contextlib.contextmanager
+    def run(self, name: str, params: Mapping[str, object] | None = None, tags: Mapping[str, object] | None = None,
+            parent_run_id: str | None = None) -> Iterator[TrackedRun]:
+        all_tags = {k: str(v) for k, v in (tags or {}).items()}
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        created = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        run = TrackedRun(self.client, created.info.run_id)
+        if params:
+            run.log_params(params)
+        try:
+            yield run
+        except BaseException:
+            self.client.set_terminated(run.run_id, "FAILED")
+            raise
+        self.client.set_terminated(run.run_id, "FINISHED")
+
+    def parent_run(self, name: str, tags: Mapping[str, object]) -> str:
+        """Id of the (open-ended) parent run named ``name`` with these tags, created on first use."""
+        filt = " and ".join([f"tags.mlflow.runName = '{name}'"] + [f"tags.{k} = '{v}'" for k, v in tags.items()])
+        found = self.client.search_runs([self.experiment_id], filter_string=filt, max_results=1)
+        if found:
+            return found[0].info.run_id
+        created = self.client.create_run(self.experiment_id, run_name=name, tags={k: str(v) for k, v in tags.items()})
+        self.client.set_terminated(created.info.run_id, "FINISHED")
+        return created.info.run_id
+
+
+def figure_png(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (for MLflow artifacts and Dagster markdown metadata)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return buf.getvalue()

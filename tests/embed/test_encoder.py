@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path
+from grasp_core.errors import MissingModelError
+
+TEXTS = ["retina", "a drug approved for topical ocular use in adults " * 8, "", "type 2 diabetes", "x"]
+
+
+def test_minilm_matches_the_shipped_sentence_transformer(encoder):
+    ours = encoder.encode(TEXTS, max_tokens=256)
+    reference = SentenceTransformer(str(minilm_path()), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert encoder.dim == 384 and encoder.identity == "all-MiniLM-L6-v2|pooling=mean|dim=384"
+
+
+def test_encode_keeps_input_order_and_is_batch_invariant(encoder):
+    one_by_one = np.stack([encoder.encode([t], 64)[0] for t in TEXTS])
+    np.testing.assert_allclose(encoder.encode(TEXTS, 64), one_by_one, atol=1e-5)
+    assert encoder.encode([], 64).shape == (0, 384)
+
+
+def test_encode_truncates_at_max_tokens(encoder):
+    long = "retina " + "completely unrelated words about shipping containers " * 20
+    short = encoder.tokenizer.convert_tokens_to_string(encoder.tokenizer.tokenize(long)[:6])
+    np.testing.assert_allclose(encoder.encode([long], 8), encoder.encode([short], 64), atol=1e-5)
+    assert not np.allclose(encoder.encode([long], 8), encoder.encode([long], 256), atol=1e-3)
+
+
+def test_similar_texts_are_closer(encoder):
+    v = encoder.encode(["diabetes medication", "metformin treats type 2 diabetes", "a red bicycle"], 64)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_load_encoder_is_cached():
+    assert load_encoder(EncoderConfig()) is load_encoder(EncoderConfig())
+
+
+def test_missing_model_path_names_the_setting(tmp_path):
+    with pytest.raises(MissingModelError, match="EncoderConfig.model_path"):
+        load_encoder(EncoderConfig(model_path=str(tmp_path / "nope")))
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen3(tmp_path_factory):
+    """A randomly initialized 2-layer Qwen3 with a word-level tokenizer, saved like a Hugging Face model."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3Model
+
+    path = tmp_path_factory.mktemp("qwen3")
+    words = "<pad> <unk> <eos> the a retina drug gene disease eye of for treats protein".split()
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
+    fast.save_pretrained(path)
+    torch.manual_seed(0)
+    config = Qwen3Config(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
+                         pad_token_id=0)
+    Qwen3Model(config).save_pretrained(path)
+    return path
+
+
+def test_last_token_pooling_is_the_last_real_tokens_hidden_state(tiny_qwen3):
+    from transformers import AutoModel
+
+    enc = load_encoder(EncoderConfig(model_path=str(tiny_qwen3), pooling="last_token", batch_size=2))
+    texts = ["the drug treats the disease of the eye", "retina", "gene protein"]
+    vectors = enc.encode(texts, max_tokens=32)
+    assert vectors.shape == (3, 32) and enc.identity.endswith("|pooling=last_token|dim=32")
+    model = AutoModel.from_pretrained(tiny_qwen3).eval()
+    for text, v in zip(texts, vectors):
+        ids = enc.tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            last = model(**ids).last_hidden_state[0, -1]
+        np.testing.assert_allclose(v, (last / last.norm()).numpy(), atol=1e-4)
+    mean = load_encoder(EncoderConfig(model_path=str(tiny_qwen3), pooling="mean")).encode(texts, 32)
+    assert not np.allclose(mean, vectors, atol=1e-2)
