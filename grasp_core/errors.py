@@ -51,3 +51,7 @@ class ExtractionError(GraspError):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(reason)
+
+
+class LLMEndpointError(GraspError):
+    """An LLM HTTP endpoint is unreachable or answers with an error; the message names the URL."""

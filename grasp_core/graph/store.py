@@ -17,7 +17,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple, Protocol
+
+import numpy as np
 
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
@@ -101,6 +104,25 @@ def relation_pairs(schema: Schema) -> dict[str, list[tuple[str, str]]]:
         if (r.src, r.dst) not in pairs:
             pairs.append((r.src, r.dst))
     return out
+
+
+def edge_groups(skb: SKB) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    """(relation, src type, dst type, src ids, dst ids) per declared type pair, in schema order.
+
+    An edge whose endpoint types match a declared pair only in reverse is given reversed: traversals are
+    undirected, so direction carries no meaning, and stores can keep one table per declared pair.
+    """
+    types = skb.nodes["type"].to_numpy()
+    src, dst = skb.edges["src"].to_numpy(np.int64), skb.edges["dst"].to_numpy(np.int64)
+    rels = skb.edges["rel"].to_numpy()
+    for rel, pairs in relation_pairs(skb.schema).items():
+        of_rel = rels == rel
+        for a, b in pairs:
+            forward = of_rel & (types[src] == a) & (types[dst] == b)
+            backward = of_rel & (types[src] == b) & (types[dst] == a) & ~forward
+            if forward.any() or backward.any():
+                yield (rel, a, b, np.concatenate([src[forward], dst[backward]]),
+                       np.concatenate([dst[forward], src[backward]]))
 
 
 def open_graph_store(cfg: GraphStoreConfig, path: str | Path | None = None) -> GraphStore:

@@ -80,7 +80,7 @@ class Plan(_Strict):
         return next(a for a in self.anchors if a.var == var)
 
     def to_json(self) -> dict:
-        return self.model_dump(by_alias=True, exclude_none=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_text(self) -> str:
         """Compact JSON, the form the planner is trained to emit."""

@@ -2,7 +2,9 @@
 
 :func:`validate_plan` raises :class:`PlanError` with one of these reasons, checked in this order:
 
-- ``unknown_ref``       an anchor references a row the entity table does not have (or no table was given);
+- ``unknown_ref``       an anchor references a row the entity table does not have, or a ref anchor without
+  ``type`` comes with no table (a typed ref anchor is only checked against a table when one is given, so
+  a resolved plan re-validates without its table);
 - ``unknown_type``      the target, an anchor or a hop's ``to_type`` names a type the schema lacks;
 - ``unknown_relation``  a hop's relation is not in the schema;
 - ``duplicate_variable`` two anchors share a ``var``, or a hop ends at an anchor variable;
@@ -47,7 +49,7 @@ def validate_plan(plan: Plan, schema: Schema, entity_table: EntityTable | None =
 def _anchor_types(plan: Plan, table: EntityTable | None) -> dict[str, str]:
     out = {}
     for a in plan.anchors:
-        if a.ref is None:
+        if a.ref is None or (a.type is not None and table is None):
             out[a.var] = a.type
             continue
         row = table.row(a.ref) if table is not None else None

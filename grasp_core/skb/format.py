@@ -154,7 +154,7 @@ def read_skb(path: str | Path, with_queries: bool = True, queries_file: str | Pa
         else empty_queries()
     )
     skb = SKB(schema, nodes, edges, queries)
-    validate(skb, where=path)
+    validate(skb, where=path, queries_file=queries_file)
     return skb
 
 
@@ -171,12 +171,15 @@ def _read_parquet(file: Path, required: tuple[str, ...]) -> pd.DataFrame:
     return table.to_pandas()
 
 
-def validate(skb: SKB, where: str | Path = "<memory>") -> None:
-    """Check every contract of ``DESIGN.md`` §2; raise :class:`SKBFormatError` at the first violation."""
+def validate(skb: SKB, where: str | Path = "<memory>", queries_file: str | Path | None = None) -> None:
+    """Check every contract of ``DESIGN.md`` §2; raise :class:`SKBFormatError` at the first violation.
+
+    Messages name ``<where>/nodes.parquet`` etc.; ``queries_file`` when the queries were read from elsewhere.
+    """
     where = Path(where)
     _validate_nodes(skb, str(where / "nodes.parquet"))
     _validate_edges(skb, str(where / "edges.parquet"))
-    _validate_queries(skb, str(where / "queries.parquet"))
+    _validate_queries(skb, str(queries_file or where / "queries.parquet"))
 
 
 def _first_bad(mask: np.ndarray) -> int:

@@ -66,6 +66,10 @@ class Schema:
         for key in ("name", "node_types", "relations"):
             if key not in obj:
                 raise SKBFormatError(file, f"missing key {key!r}")
+        if not isinstance(obj["node_types"], dict) or not obj["node_types"]:
+            raise SKBFormatError(file, "'node_types' must be a non-empty object {type: {\"text_fields\": [...]}}")
+        if not isinstance(obj["relations"], list):
+            raise SKBFormatError(file, "'relations' must be a list of {\"name\", \"src\", \"dst\"} objects")
         node_types: dict[str, tuple[str, ...]] = {}
         for t, spec in obj["node_types"].items():
             fields = spec.get("text_fields") if isinstance(spec, dict) else None
@@ -79,6 +83,8 @@ class Schema:
         for i, r in enumerate(obj["relations"]):
             if not isinstance(r, dict) or not {"name", "src", "dst"} <= set(r):
                 raise SKBFormatError(file, "a relation needs 'name', 'src' and 'dst'", row=i)
+            if not isinstance(r["name"], str) or not r["name"]:
+                raise SKBFormatError(file, f"relation name {r['name']!r} must be a non-empty string", row=i)
             for end in ("src", "dst"):
                 if r[end] not in node_types:
                     raise SKBFormatError(file, f"relation {r['name']!r}: unknown {end} node type {r[end]!r}", row=i)

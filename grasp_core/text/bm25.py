@@ -62,16 +62,21 @@ class LexicalIndex:
     in the collection (they do not count in N or in the average length) and score 0.
     """
 
-    def __init__(self, weights: sp.csr_matrix, vocab: dict[str, int], cfg: BM25Config):
+    def __init__(self, weights: sp.csr_matrix, vocab: dict[str, int], cfg: BM25Config,
+                 rows: np.ndarray, nonoccurrence: np.ndarray | None = None):
         self.weights = weights  # float32 [num_nodes, vocab]
         self.vocab = vocab
         self.cfg = cfg
+        self.rows = rows  # node ids in the collection
+        # BM25L/BM25+ give every document of the collection a score for each query token it lacks;
+        # bm25s stores the weights minus that baseline, which is added back here
+        self.nonoccurrence = nonoccurrence
 
     @classmethod
     def build(cls, texts: Sequence[str], rows: np.ndarray, num_nodes: int, cfg: BM25Config = BM25Config()) -> "LexicalIndex":
         tokens = tokenize(texts, cfg)
         if not any(tokens):
-            return cls(sp.csr_matrix((num_nodes, 0), dtype=np.float32), {}, cfg)
+            return cls(sp.csr_matrix((num_nodes, 0), dtype=np.float32), {}, cfg, np.asarray(rows, np.int64))
         model = bm25s.BM25(k1=cfg.k1, b=cfg.b, delta=cfg.delta, method=cfg.method, idf_method=cfg.idf_method)
         model.index(tokens, show_progress=False)
         s = model.scores
@@ -80,7 +85,7 @@ class LexicalIndex:
         placed = sp.csr_matrix((np.ones(len(rows), np.float32), (np.asarray(rows), np.arange(len(rows)))),
                                shape=(num_nodes, len(rows)))
         weights = (placed @ by_token.tocsr()).astype(np.float32).tocsr()
-        return cls(weights, dict(model.vocab_dict), cfg)
+        return cls(weights, dict(model.vocab_dict), cfg, np.asarray(rows, np.int64), model.nonoccurrence_array)
 
     @property
     def num_nodes(self) -> int:
@@ -98,16 +103,26 @@ class LexicalIndex:
 
     def scores(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
         """Dense float32 [num_queries, num_nodes] BM25 scores."""
-        return np.asarray((self.query_matrix(query_tokens) @ self.weights.T).todense(), np.float32)
+        return self.scores_at(query_tokens, None)
 
-    def scores_at(self, query_tokens: Sequence[Sequence[str]], node_ids: np.ndarray) -> np.ndarray:
-        """float32 [num_queries, len(node_ids)]: the scores of the given nodes only."""
-        sub = self.weights[np.asarray(node_ids, np.int64)]
-        return np.asarray((self.query_matrix(query_tokens) @ sub.T).todense(), np.float32)
+    def scores_at(self, query_tokens: Sequence[Sequence[str]], node_ids: np.ndarray | None) -> np.ndarray:
+        """float32 [num_queries, len(node_ids)]: the scores of the given nodes only (None = all nodes)."""
+        q = self.query_matrix(query_tokens)
+        weights = self.weights if node_ids is None else self.weights[np.asarray(node_ids, np.int64)]
+        scores = np.asarray((q @ weights.T).todense(), np.float32)
+        if self.nonoccurrence is not None:
+            member = np.zeros(self.num_nodes, bool)
+            member[self.rows] = True
+            member = member if node_ids is None else member[np.asarray(node_ids, np.int64)]
+            scores += (q @ self.nonoccurrence.astype(np.float32))[:, None] * member[None, :]
+        return scores
 
     def save(self, path: Path) -> None:
         """Write into an existing directory ``path`` (the caller owns atomicity)."""
         sp.save_npz(path / "weights.npz", self.weights)
+        np.save(path / "rows.npy", self.rows)
+        if self.nonoccurrence is not None:
+            np.save(path / "nonoccurrence.npy", self.nonoccurrence)
         write_json(path / "vocab.json", self.vocab)
         write_json(path / "bm25.json", asdict(self.cfg))
 
@@ -117,9 +132,12 @@ class LexicalIndex:
             weights = sp.load_npz(path / "weights.npz").tocsr()
             vocab = read_json(path / "vocab.json")
             cfg = BM25Config(**read_json(path / "bm25.json"))
+            rows = np.load(path / "rows.npy")
+            extra = path / "nonoccurrence.npy"
+            nonoccurrence = np.load(extra) if extra.exists() else None
         except (OSError, ValueError, TypeError) as exc:
             raise CorruptArtifactError(f"{path}: unreadable BM25 index ({exc}); rebuild it") from exc
-        return cls(weights, vocab, cfg)
+        return cls(weights, vocab, cfg, rows, nonoccurrence)
 
 
 def top_k(scores: np.ndarray, k: int, positive_only: bool = True) -> list[Ranking]:

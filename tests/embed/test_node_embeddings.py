@@ -24,12 +24,12 @@ def test_build_writes_float16_vectors_of_names_and_documents(skb, encoder, tmp_p
 
 
 def test_rerun_reuses_finished_chunks_and_reencodes_changed_ones(skb, encoder, tmp_path, monkeypatch):
-    calls = []
+    calls, crash = [], [True]
     real_encode = encoder.encode
 
     def counting_encode(texts, max_tokens, show_progress=False):
         calls.append(list(texts))
-        if len(calls) == 3:
+        if crash[0] and len(calls) == 3:
             raise RuntimeError("crash")  # simulate a crash after two finished chunks
         return real_encode(texts, max_tokens)
 
@@ -38,6 +38,7 @@ def test_rerun_reuses_finished_chunks_and_reencodes_changed_ones(skb, encoder, t
         build_node_embeddings(skb, encoder, tmp_path / "emb", chunk_size=3)
     assert not (tmp_path / "emb").exists() and len(list((tmp_path / ".emb.work").iterdir())) == 2
     calls.clear()
+    crash[0] = False
     skb.nodes.loc[1, "name"] = "advil"  # invalidates the first name chunk only
     out = build_node_embeddings(skb, encoder, tmp_path / "emb", chunk_size=3)
     # 3 name chunks + 3 doc chunks: name chunk 1 survived the crash, name chunk 0 changed, the rest never ran

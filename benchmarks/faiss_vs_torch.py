@@ -1,0 +1,76 @@
+"""Exact top-100 inner-product search: faiss IndexFlatIP (default BLAS threshold and threshold 1) vs
+torch and numpy matmul + top-k, for 1 and 64 queries against 5k and 130k normalized 384-d vectors.
+
+Run: ``python benchmarks/faiss_vs_torch.py``; writes ``benchmarks/results/faiss_vs_torch.json``.
+The result decides ``IndexConfig.blas_threshold`` in ``grasp_core/embed/vector_index.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+import torch
+
+DIM, K, REPEATS = 384, 100, 30
+SIZES, QUERIES = (5_000, 130_000), (1, 64)
+
+
+def best_ms(fn) -> float:
+    fn()
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1e3 * float(np.min(times))  # min: the machine is shared, contention only adds time
+
+
+def numpy_topk(queries: np.ndarray, vectors: np.ndarray):
+    scores = queries @ vectors.T
+    top = np.argpartition(-scores, K, axis=1)[:, :K]
+    part = np.take_along_axis(scores, top, 1)
+    order = np.argsort(-part, axis=1)
+    return np.take_along_axis(part, order, 1), np.take_along_axis(top, order, 1)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    default_threshold = faiss.cvar.distance_compute_blas_threshold
+    rows = []
+    for n in SIZES:
+        vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        index = faiss.IndexFlatIP(DIM)
+        index.add(vectors)
+        tensor = torch.from_numpy(vectors)
+        for q in QUERIES:
+            queries = np.ascontiguousarray(vectors[rng.choice(n, q)])
+            row = {"vectors": n, "queries": q}
+            for label, threshold in ((f"faiss (threshold {default_threshold}, default)", default_threshold),
+                                     ("faiss (threshold 1)", 1)):
+                faiss.cvar.distance_compute_blas_threshold = threshold
+                row[label] = best_ms(lambda: index.search(queries, K))
+            faiss.cvar.distance_compute_blas_threshold = default_threshold
+            row["torch matmul+topk"] = best_ms(lambda: torch.topk(torch.from_numpy(queries) @ tensor.T, K))
+            row["numpy matmul+argpartition"] = best_ms(lambda: numpy_topk(queries, vectors))
+            rows.append(row)
+    result = {"unit": "ms per batch (min over repeats)", "dim": DIM, "k": K, "faiss": faiss.__version__,
+              "torch": torch.__version__, "threads": torch.get_num_threads(), "machine": platform.processor(),
+              "default_blas_threshold": default_threshold, "rows": rows}
+    out = Path(__file__).parent / "results" / "faiss_vs_torch.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    methods = [k for k in rows[0] if k not in ("vectors", "queries")]
+    print("| vectors | queries | " + " | ".join(methods) + " |")
+    print("|---|---|" + "---|" * len(methods))
+    for row in rows:
+        print(f"| {row['vectors']} | {row['queries']} | " + " | ".join(f"{row[m]:.2f}" for m in methods) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Plan execution at Prime scale (``DESIGN.md`` §5): graph load speed, per-stage latency, peak memory.
+
+Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug kuzu]``; writes
+``benchmarks/results/plan_execution.json`` and prints a markdown table.
+
+Setup and the decisions behind it:
+- The SKB is ``build_synth_skb("prime", scale)`` (129k nodes / 8.1M edges at ``full``), cached with
+  ``write_skb`` under ``benchmarks/.cache/`` (git-ignored); building it takes minutes, reading it seconds.
+- Node vectors are random unit vectors (384-d, MiniLM's size): encoding 2x129k texts with MiniLM on 2 cores
+  would take hours and cosine values do not change the work done. Query-side texts (anchor and relevance
+  texts) ARE encoded with the real MiniLM, so the ``link`` stage includes a real encoder call. With random
+  node vectors the top-k of an anchor are near-ties, so anchors bind ~k nodes (the worst case for traversal).
+- Plans are random valid plans of 1-3 hops made from random walks on the real graph (so most reach
+  something): a walk from a random target node ends at the anchor; a quarter of the plans get a second
+  one-hop anchor that must meet at the same target (intersection). Anchor text = the end node's name,
+  relevance text = the target's name.
+- ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
+  ``kuzu`` module in place of ``ladybug`` (same API). It is only needed for this benchmark.
+- Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
+  upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import platform
+import resource
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.node_embeddings import NodeEmbeddings
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.graph import ladybug_store
+from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.io import is_complete, write_json
+from grasp_core.plan.execute import PlanExecutor
+from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
+from grasp_core.plan.trace import STAGES
+from grasp_core.skb.format import SKB, read_skb, write_skb
+from grasp_core.skb.synth import build_synth_skb
+
+ROOT = Path(__file__).parent
+CACHE, RESULTS = ROOT / ".cache", ROOT / "results" / "plan_execution.json"
+DIM = 384
+
+
+def load_skb(scale: str) -> SKB:
+    path = CACHE / f"synth-prime-{scale}"
+    if not is_complete(path):
+        write_skb(build_synth_skb("prime", scale, seed=0), path)
+    return read_skb(path, with_queries=False)
+
+
+def random_embeddings(n: int, seed: int = 0) -> NodeEmbeddings:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(2):
+        v = rng.standard_normal((n, DIM), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        out.append(v)
+    return NodeEmbeddings(out[0], out[1], identity=f"random-unit-{DIM}", meta={})
+
+
+class Walker:
+    """Undirected adjacency (CSR, int32) with relation codes, for random walks."""
+
+    def __init__(self, skb: SKB):
+        n = skb.num_nodes
+        src, dst = skb.edges["src"].to_numpy(np.int32), skb.edges["dst"].to_numpy(np.int32)
+        codes, self.rels = skb.edges["rel"].factorize()
+        ends = np.concatenate([src, dst])
+        order = np.argsort(ends, kind="stable")
+        self.nbr = np.concatenate([dst, src])[order]
+        self.rel = np.concatenate([codes, codes]).astype(np.int16)[order]
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))])
+        self.types = skb.nodes["type"].to_numpy()
+        self.names = skb.nodes["name"].astype(str).to_numpy()
+
+    def step(self, node: int, rng: np.random.Generator) -> tuple[str, int] | None:
+        lo, hi = self.ptr[node], self.ptr[node + 1]
+        if lo == hi:
+            return None
+        j = int(rng.integers(lo, hi))
+        return str(self.rels[self.rel[j]]), int(self.nbr[j])
+
+    def plan(self, rng: np.random.Generator) -> Plan | None:
+        target = int(rng.integers(len(self.types)))
+        anchors, hops = [], []
+        branches = [int(rng.integers(1, 4))] + ([1] if rng.random() < 0.25 else [])
+        for a, depth in enumerate(branches):
+            cur, var, walk = target, TARGET, []
+            for d in range(depth):
+                step = self.step(cur, rng)
+                if step is None:
+                    return None
+                rel, nxt = step
+                name = f"a{a}" if d == depth - 1 else f"x{a}_{d}"
+                walk.append(Hop(**{"from": name, "rel": rel, "to": var, "to_type": str(self.types[cur])}))
+                cur, var = nxt, name
+            hops += reversed(walk)
+            anchors.append(Anchor(var=f"a{a}", type=str(self.types[cur]), text=str(self.names[cur])))
+        return Plan(target=Target(type=str(self.types[target])), anchors=tuple(anchors), hops=tuple(hops),
+                    relevance_text=str(self.names[target]))
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    v = 1e3 * np.asarray(values)
+    return {"p50_ms": round(float(np.percentile(v, 50)), 2), "p95_ms": round(float(np.percentile(v, 95)), 2),
+            "mean_ms": round(float(v.mean()), 2)}
+
+
+def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan]) -> dict:
+    engine = importlib.import_module(backend)
+    ladybug_store.ladybug = engine  # same API; the store code is shared
+    path = CACHE / f"store-{backend}"
+    shutil.rmtree(path, ignore_errors=True)
+    store = open_graph_store(GraphStoreConfig(), path)
+    start = time.perf_counter()
+    store.load(skb)
+    load_s = time.perf_counter() - start
+    executor = PlanExecutor(skb, index, encoder, store)
+    for plan in plans[:10]:  # warm-up: caches, lazy init
+        executor.execute(plan, plan.relevance_text)
+    stages = {s: [] for s in (*STAGES, "total")}
+    candidates, errors = [], {}
+    for plan in plans:
+        start = time.perf_counter()
+        ranking, trace = executor.execute(plan, plan.relevance_text)
+        stages["total"].append(time.perf_counter() - start)
+        for s in STAGES:
+            stages[s].append(trace.seconds[s])
+        candidates.append(trace.candidates)
+        errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1
+    store.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return {"backend": backend, "version": getattr(engine, "__version__", "?"), "load_s": round(load_s, 2),
+            "load_edges_per_s": int(len(skb.edges) / load_s), "latency": {s: percentiles(v) for s, v in stages.items()},
+            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", default="full")
+    parser.add_argument("--plans", type=int, default=200)
+    parser.add_argument("--backends", nargs="+", default=["ladybug", "kuzu"])
+    args = parser.parse_args()
+    start = time.perf_counter()
+    skb = load_skb(args.scale)
+    read_s = time.perf_counter() - start
+    index = NodeIndex.build(skb, random_embeddings(skb.num_nodes))
+    encoder = load_encoder(EncoderConfig())
+    rng, walker, plans = np.random.default_rng(0), Walker(skb), []
+    while len(plans) < args.plans + 10:
+        plan = walker.plan(rng)
+        if plan is not None:
+            plans.append(plan)
+    del walker
+    gc.collect()
+    runs = []
+    for backend in args.backends:
+        try:
+            runs.append(bench_backend(backend, skb, index, encoder, plans))
+        except ImportError:
+            print(f"skipping {backend}: not installed")
+    result = {"scale": args.scale, "nodes": skb.num_nodes, "edges": len(skb.edges), "plans": args.plans,
+              "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
+              "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]), "skb_read_s": round(read_s, 1),
+              "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+              "machine": f"{platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores",
+              "runs": runs}
+    result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
+    write_json(RESULTS, result)
+    print(f"| backend | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|")
+    for run in runs:
+        for stage, p in run["latency"].items():
+            print(f"| {run['backend']} {run['version']} | {run['load_edges_per_s']:,} | {stage} | {p['p50_ms']} | {p['p95_ms']} |")
+    print(f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[r['outcomes'] for r in runs]}")
+
+
+if __name__ == "__main__":
+    main()

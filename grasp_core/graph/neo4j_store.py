@@ -1,0 +1,92 @@
+"""The server graph store: Neo4j over Bolt with the official ``neo4j`` driver.
+
+Same model as the embedded store (:mod:`grasp_core.graph.store`): one label per node type with ``id`` (the
+node_id, under a uniqueness constraint, which also indexes it) and ``name``; one relationship type per
+relation. ``load`` first deletes the nodes of this schema's labels (in batches), creates the constraints,
+then writes nodes and edges in ``UNWIND $rows`` batches of ``GraphStoreConfig.batch_size``. The schema is
+kept on a single ``GraspMeta`` node so that ``counts`` works on a reconnected store. Connection settings
+come from the config or the env vars NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from grasp_core.errors import GraphStoreError
+from grasp_core.graph.store import GraphStoreConfig, edge_groups, quote, table_names
+from grasp_core.skb.format import SKB
+from grasp_core.skb.schema import Schema
+
+META = "GraspMeta"
+
+
+class Neo4jStore:
+    dialect = "neo4j"
+
+    def __init__(self, cfg: GraphStoreConfig = GraphStoreConfig(), driver=None):
+        import neo4j
+
+        self.cfg = cfg
+        uri, user, password = cfg.neo4j_auth()
+        if driver is None and not uri:
+            raise GraphStoreError("no Neo4j server configured: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) "
+                                  "or GraphStoreConfig.uri")
+        try:
+            self._driver = driver or neo4j.GraphDatabase.driver(uri, auth=(user, password))
+            self._driver.verify_connectivity()
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+            raise GraphStoreError(f"cannot connect to Neo4j at {uri}: {exc}") from exc
+
+    def _session(self):
+        return self._driver.session(database=self.cfg.database)
+
+    def load(self, skb: SKB) -> None:
+        names = table_names(skb.schema)
+        batch = self.cfg.batch_size
+        for label in names.node.values():
+            while self.run(f"MATCH (n:{quote(label)}) WITH n LIMIT $n DETACH DELETE n RETURN count(*)", {"n": batch})[0][0]:
+                pass
+        for label in names.node.values():
+            self.run(f"CREATE CONSTRAINT IF NOT EXISTS FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE")
+        types = skb.nodes["type"].to_numpy()
+        ids, node_names = skb.nodes["node_id"].to_numpy(np.int64), skb.nodes["name"].astype(str).to_numpy()
+        for node_type, label in names.node.items():
+            mask = types == node_type
+            rows = [{"id": int(i), "name": n} for i, n in zip(ids[mask], node_names[mask])]
+            self._write(f"UNWIND $rows AS r CREATE (n:{quote(label)} {{id: r.id, name: r.name}})", rows, node_type)
+        for rel, a, b, src, dst in edge_groups(skb):
+            rows = [{"src": int(s), "dst": int(d)} for s, d in zip(src, dst)]
+            self._write(f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}) "
+                        f"MATCH (b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
+                        rows, rel)
+        self.run(f"MERGE (m:{META}) SET m.schema = $schema", {"schema": json.dumps(skb.schema.to_json())})
+
+    def _write(self, cypher: str, rows: list[dict], what: str) -> None:
+        size = self.cfg.batch_size
+        for start in tqdm(range(0, len(rows), size), desc=f"neo4j {what}", unit="batch", leave=False):
+            self.run(cypher, {"rows": rows[start:start + size]})
+
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        import neo4j
+
+        try:
+            with self._session() as session:
+                return [tuple(record.values()) for record in session.run(cypher, params or {})]
+        except neo4j.exceptions.Neo4jError as exc:
+            raise GraphStoreError(f"query failed: {exc}") from exc
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        rows = self.run(f"MATCH (m:{META}) RETURN m.schema")
+        if not rows:
+            raise GraphStoreError("the Neo4j database holds no GRASP graph; load an SKB first")
+        names = table_names(Schema.from_json(json.loads(rows[0][0]), "neo4j GraspMeta"))
+        nodes = {t: self.run(f"MATCH (n:{quote(n)}) RETURN count(n)")[0][0] for t, n in names.node.items()}
+        edges = {r: self.run(f"MATCH ()-[e:{quote(n)}]->() RETURN count(e)")[0][0] for r, n in names.rel.items()}
+        return {"nodes": nodes, "edges": edges}
+
+    def close(self) -> None:
+        self._driver.close()

@@ -1,0 +1,210 @@
+"""LLM backends behind one small interface: local transformers models and OpenAI-compatible endpoints.
+
+``generate(prompts, n, temperature, max_new_tokens, constraint) -> list[list[str]]``: one list of ``n``
+completions per prompt. A prompt is a chat (list of ``{"role", "content"}``) or an already rendered string.
+``temperature == 0`` is greedy decoding (the ``n`` completions are then identical). ``constraint`` is one
+:class:`~grasp_core.llm.constrained.PlanGrammar` per prompt; only the local backend can enforce it.
+A leading ``<think>…</think>`` block is removed from every completion.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import torch
+
+from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
+from grasp_core.llm.constrained import PlanGrammar, PlanLogitsProcessor, TokenVocab
+from grasp_core.planner.prompt import Message, render_prompt
+
+Prompt = list[Message] | str
+_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+
+
+def strip_thinking(text: str) -> str:
+    return _THINK.sub("", text, count=1)
+
+
+class LLM(Protocol):
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        n: int = 1,
+        temperature: float = 0.0,
+        max_new_tokens: int = 700,
+        constraint: Sequence[PlanGrammar] | None = None,
+    ) -> list[list[str]]: ...
+
+
+def _require_dir(path: str | Path | None, setting: str) -> Path:
+    if path is None or not Path(path).is_dir():
+        raise MissingModelError(
+            f"{setting}={str(path)!r} is not a local model directory; set `{setting}` to a directory written by "
+            "save_pretrained (nothing is downloaded on these machines)"
+        )
+    return Path(path)
+
+
+class TransformersLLM:
+    """A local causal LM (optionally with a PEFT adapter), batched left-padded generation.
+
+    ``setting`` names the configuration key of ``model_path`` in error messages (e.g. ``planner.model_path``).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        adapter_path: str | Path | None = None,
+        dtype: str = "float32",
+        device: str = "cpu",
+        enable_thinking: bool = False,
+        batch_size: int = 16,
+        setting: str = "model_path",
+    ):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = _require_dir(model_path, setting)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype) if dtype != "auto" else "auto")
+        if adapter_path is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, _require_dir(adapter_path, "adapter_path"))
+        self.model = model.to(device).eval()
+        self.device, self.enable_thinking, self.batch_size = device, enable_thinking, batch_size
+        self._vocab: TokenVocab | None = None
+
+    @property
+    def vocab(self) -> TokenVocab:
+        """The token strings for constrained decoding (built on first use)."""
+        if self._vocab is None:
+            eos = self.model.generation_config.eos_token_id
+            self._vocab = TokenVocab(self.tokenizer, eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        return self._vocab
+
+    def render(self, prompt: Prompt) -> str:
+        return prompt if isinstance(prompt, str) else render_prompt(self.tokenizer, prompt, self.enable_thinking)
+
+    @torch.inference_mode()
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        n: int = 1,
+        temperature: float = 0.0,
+        max_new_tokens: int = 700,
+        constraint: Sequence[PlanGrammar] | None = None,
+    ) -> list[list[str]]:
+        if constraint is not None and len(constraint) != len(prompts):
+            raise GraspError(f"constraint: expected one grammar per prompt ({len(prompts)}), got {len(constraint)}")
+        sample = temperature > 0
+        copies = n if sample else 1
+        out: list[list[str]] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = [self.render(p) for p in prompts[start : start + self.batch_size]]
+            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            prompt_len = enc["input_ids"].shape[1]
+            processors = []
+            if constraint is not None:
+                grammars = list(constraint[start : start + self.batch_size])
+                processors.append(PlanLogitsProcessor(grammars, self.vocab, prompt_len, max_new_tokens, copies))
+            kwargs = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
+            gen = self.model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=copies,
+                logits_processor=processors or None,
+                pad_token_id=self.tokenizer.pad_token_id,
+                **kwargs,
+            )
+            texts = self.tokenizer.batch_decode(gen[:, prompt_len:], skip_special_tokens=True)
+            texts = [strip_thinking(t) for t in texts]
+            out += [texts[i * copies : (i + 1) * copies] * (n // copies) for i in range(len(chunk))]
+        return out
+
+
+class OpenAICompatibleLLM:
+    """A chat/completions endpoint (e.g. a vLLM server hosting the teacher), over httpx.
+
+    Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried ``retries`` times with
+    exponential backoff; then, or on any other HTTP error, :class:`LLMEndpointError` names the URL and the
+    cause. Prompts are sent concurrently (``concurrency`` requests at a time). Grammar constraints are not
+    supported here: endpoint plans are parsed and validated after the fact.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 120.0,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        concurrency: int = 8,
+        enable_thinking: bool = False,
+    ):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model, self.retries, self.backoff_s, self.concurrency = model, retries, backoff_s, concurrency
+        self.enable_thinking = enable_thinking
+        key = os.environ.get(api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    def _post(self, body: dict) -> dict:
+        for attempt in range(self.retries + 1):
+            try:
+                resp = self.client.post(self.url, json=body)
+            except httpx.TransportError as exc:  # connection refused, DNS, timeouts
+                cause = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    return resp.json()
+                cause = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code != 429 and resp.status_code < 500:
+                    raise LLMEndpointError(f"{self.url} rejected the request ({cause})")
+            if attempt < self.retries:
+                time.sleep(self.backoff_s * 2**attempt)
+        raise LLMEndpointError(f"{self.url} is unreachable after {self.retries + 1} attempts ({cause})")
+
+    def _one(self, prompt: Prompt, n: int, temperature: float, max_new_tokens: int) -> list[str]:
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        texts: list[str] = []
+        while len(texts) < n:  # some servers return fewer choices than asked
+            body = {
+                "model": self.model,
+                "messages": messages,
+                "n": n - len(texts),
+                "temperature": temperature,
+                "max_tokens": max_new_tokens,
+                "chat_template_kwargs": {"enable_thinking": self.enable_thinking},
+            }
+            choices = self._post(body).get("choices") or []
+            if not choices:
+                raise LLMEndpointError(f"{self.url} answered without choices")
+            texts += [strip_thinking(c["message"].get("content") or "") for c in choices]
+        return texts[:n]
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        n: int = 1,
+        temperature: float = 0.0,
+        max_new_tokens: int = 700,
+        constraint: Sequence[PlanGrammar] | None = None,
+    ) -> list[list[str]]:
+        if constraint is not None:
+            raise GraspError("OpenAICompatibleLLM cannot enforce the plan grammar; use TransformersLLM for constrained decoding")
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(lambda p: self._one(p, n, temperature, max_new_tokens), prompts))
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,169 @@
+"""Compile a validated plan into one Cypher query (paper §3.1 step 3, ``DESIGN.md`` §3).
+
+A plan is a tree rooted at ``target`` whose leaves are anchors (see :mod:`grasp_core.plan.validate`).
+Semantics: a target node's anchor score is the sum of the binding scores of the anchors on a matching
+path (one binding per anchor), maximised over paths; edges are undirected and may be walked more than once
+(every hop is its own ``MATCH`` clause, so neither engine applies relationship uniqueness across hops).
+
+Query shape, chosen for the embedded engine's planner (measured: an ``UNWIND $b MATCH ({id: b.id})`` form
+is a cross product there, 20x slower):
+
+1. The first anchor of the plan starts the *main chain* (its path to ``target``): its bindings are matched
+   with ``WHERE a.id IN $ids`` and joined to their scores, one row per binding.
+2. Each hop of the main chain is one undirected ``MATCH`` followed by ``WITH next, max(s) AS s``: a
+   (max,+) propagation that keeps one row per reached node, so long paths never multiply rows.
+3. Any other subtree that joins the main chain at a variable ``v`` (a second anchor: intersection) is
+   matched backwards from ``v`` with its anchors filtered by ``IN $ids``, joined to its bindings, and its
+   best binding-score sum is added to ``v``'s score.
+
+Every label and relationship type is an identifier from :func:`grasp_core.graph.store.table_names` (the
+schema's names, never the plan's text); plan variables become generated names (``v0``, ``v1``, …, ``t``);
+binding ids and scores travel only as parameters. Nothing the query or the LLM wrote reaches the text.
+
+The dialects differ in one place, :func:`_anchor_start`: Neo4j seeks the main anchor's bindings through
+its ``id`` uniqueness constraint (``UNWIND $b AS w MATCH (a:L {id: w.id})``, the idiomatic form there);
+LadybugDB cannot evaluate a variable inside a node property map ("Cannot evaluate expression with type
+VARIABLE") and uses the ``IN`` + join form. Everything after the first anchor's rows is the same text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grasp_core.errors import PlanError
+from grasp_core.graph.store import Dialect, quote, table_names
+from grasp_core.plan.model import TARGET, Hop, Plan
+from grasp_core.plan.validate import validate_plan
+from grasp_core.skb.schema import Schema
+
+Bindings = Mapping[str, Sequence[tuple[int, float]]]  # anchor var -> [(node id, score)]
+
+
+@dataclass(frozen=True)
+class CompiledPlan:
+    text: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def compile_plan(plan: Plan, schema: Schema, bindings: Bindings | None = None, dialect: Dialect = "neo4j") -> CompiledPlan:
+    """One Cypher query returning rows ``(node_id, score)``, one per reached target node.
+
+    ``plan`` must be resolved (the output of :func:`validate_plan`, or a plan whose ref anchors carry a
+    ``type``); ``bindings`` maps each anchor var to its linked ``(node id, cosine)`` pairs (empty lists when
+    omitted, which is useful to inspect the text).
+    """
+    plan = validate_plan(plan, schema)
+    if not plan.hops:
+        raise PlanError("zero_hops", "a plan without hops is answered by dense search, not by the graph store")
+    return _Compiler(plan, schema, bindings or {}, dialect).compile()
+
+
+def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Bindings, node_id: int,
+                  limit: int = 1000) -> CompiledPlan:
+    """A query returning up to ``limit`` node-id paths ``(binding, …, node_id)`` along ``anchor_var``'s chain."""
+    plan = validate_plan(plan, schema)
+    c = _Compiler(plan, schema, bindings, "neo4j")
+    chain = c.chain(anchor_var)
+    lines = [f"MATCH ({c.name[anchor_var]}:{c.label(anchor_var)}) WHERE {c.name[anchor_var]}.id IN ${c.ids_param(anchor_var)}"]
+    for hop in chain:
+        lines.append(c.hop_match(hop.from_, hop))
+    lines.append(f"WHERE {c.name[TARGET]}.id = $node_id")
+    cols = [anchor_var] + [h.to for h in chain]
+    lines.append(f"RETURN {', '.join(c.name[v] + '.id' for v in cols)} LIMIT {int(limit)}")
+    c.params["node_id"] = int(node_id)
+    return c.finish(lines)
+
+
+class _Compiler:
+    def __init__(self, plan: Plan, schema: Schema, bindings: Bindings, dialect: Dialect):
+        self.plan, self.bindings, self.dialect = plan, bindings, dialect
+        self.tables = table_names(schema)
+        self.types = {a.var: a.type for a in plan.anchors} | {h.to: h.to_type for h in plan.hops}
+        self.types[TARGET] = plan.target.type
+        order = [a.var for a in plan.anchors] + [h.to for h in plan.hops if h.to != TARGET]
+        self.name = {v: f"v{i}" for i, v in enumerate(dict.fromkeys(order))} | {TARGET: "t"}
+        self.anchor_index = {a.var: i for i, a in enumerate(plan.anchors)}
+        self.next_hop = {h.from_: h for h in plan.hops}
+        self.params: dict[str, Any] = {}
+
+    def label(self, var: str) -> str:
+        return quote(self.tables.node[self.types[var]])
+
+    def ids_param(self, anchor: str) -> str:
+        key = f"ids{self.anchor_index[anchor]}"
+        self.params[key] = [int(i) for i, _ in self.bindings.get(anchor, ())]
+        return key
+
+    def scores_param(self, anchor: str) -> str:
+        key = f"b{self.anchor_index[anchor]}"
+        self.params[key] = [{"id": int(i), "score": float(s)} for i, s in self.bindings.get(anchor, ())]
+        return key
+
+    def chain(self, var: str) -> list[Hop]:
+        hops = []
+        while var != TARGET:
+            hops.append(self.next_hop[var])
+            var = hops[-1].to
+        return hops
+
+    def hop_match(self, known: str, hop: Hop) -> str:
+        """An undirected MATCH from the already bound ``known`` end of ``hop`` to its other end."""
+        other = hop.to if known == hop.from_ else hop.from_
+        rel = quote(self.tables.rel[hop.rel])
+        return f"MATCH ({self.name[known]})-[:{rel}]-({self.name[other]}:{self.label(other)})"
+
+    def compile(self) -> CompiledPlan:
+        first = self.plan.anchors[0].var
+        main = self.chain(first)
+        on_main = {first} | {h.to for h in main}
+        lines = [_anchor_start(self.dialect, self.name[first], self.label(first), self.ids_param(first),
+                               self.scores_param(first))]
+        for hop in main:
+            v = self.name[hop.to]
+            lines += [self.hop_match(hop.from_, hop), f"WITH {v}, max(s) AS s"]
+            for side in (h for h in self.plan.hops if h.to == hop.to and h.from_ not in on_main):
+                lines += self.side_branch(hop.to, side)
+        lines.append(f"RETURN {self.name[TARGET]}.id AS node_id, s AS score")
+        return self.finish(lines)
+
+    def finish(self, lines: list[str]) -> CompiledPlan:
+        """The query text and only the parameters it uses (engines may reject unused ones)."""
+        text = "\n".join(lines)
+        return CompiledPlan(text, {k: v for k, v in self.params.items() if re.search(rf"\${k}\b", text)})
+
+    def side_branch(self, at: str, hop: Hop) -> list[str]:
+        """Clauses adding the best binding-score sum of the subtree entering ``at`` through ``hop``."""
+        lines, anchors, stack = [], [], [hop]
+        while stack:
+            h = stack.pop(0)
+            lines.append(self.hop_match(h.to, h))
+            if h.from_ in self.anchor_index:
+                anchors.append(h.from_)
+                lines.append(f"WHERE {self.name[h.from_]}.id IN ${self.ids_param(h.from_)}")
+            stack += [c for c in self.plan.hops if c.to == h.from_]
+        v = self.name[at]
+        kept = [self.name[a] for a in anchors]
+        lines.append(f"WITH DISTINCT {v}, s, {', '.join(kept)}")
+        joined = []
+        for a in anchors:
+            w, x = f"w{self.anchor_index[a]}", self.name[a]
+            joined.append(w)
+            carry = ", ".join([v, "s", *kept, *joined])
+            lines += [f"UNWIND ${self.scores_param(a)} AS {w}", f"WITH {carry} WHERE {w}.id = {x}.id"]
+            kept.remove(x)
+        total = " + ".join(f"{w}.score" for w in joined)
+        lines += [f"WITH {v}, s, max({total}) AS side", f"WITH {v}, s + side AS s"]
+        return lines
+
+
+def _anchor_start(dialect: Dialect, var: str, label: str, ids: str, scores: str) -> str:
+    """The one dialect difference: how the main anchor's bindings become rows ``(var, s)``."""
+    if dialect == "neo4j":
+        return f"UNWIND ${scores} AS w\nMATCH ({var}:{label} {{id: w.id}})\nWITH {var}, w.score AS s"
+    if dialect == "ladybug":
+        return (f"MATCH ({var}:{label}) WHERE {var}.id IN ${ids}\nUNWIND ${scores} AS w\n"
+                f"WITH {var}, w WHERE w.id = {var}.id\nWITH {var}, w.score AS s")
+    raise ValueError(f"unknown Cypher dialect {dialect!r}")

@@ -1,0 +1,207 @@
+"""Plan execution (paper §3.1, ``DESIGN.md`` §3): validate -> link anchors -> traverse -> dense rescoring.
+
+``PlanExecutor.execute`` is on the serving and reward path, so it never raises: a plan that does not parse
+or validate, an anchor with nothing to bind, a plan that reaches nothing or a failing store all give an
+empty :class:`Ranking` and a :class:`Trace` whose ``error`` says why (a :class:`PlanError` reason,
+``no_bindings``, ``no_candidates``, ``store`` or ``internal``).
+
+Decisions the paper leaves open:
+- Anchor texts, relevance texts and (for an empty relevance text) queries of a whole batch are embedded in
+  one encoder call, truncated at ``ExecutionConfig.max_tokens``; in a batch each trace's ``link`` time holds
+  its equal share of that call plus its own index searches.
+- The threshold "cosine >= tau x best" is read as ``best - (1 - tau) * |best|`` so that it still keeps the best
+  match when the best cosine is negative (identical to ``tau x best`` otherwise).
+- A ref anchor links its entity row's mention text, searched in the index of the anchor's resolved type.
+- Zero-hop plans: the candidates are the ``top_k`` nodes of the target type nearest to the relevance text
+  (anchor score 0, so the score is that cosine).
+- Rescoring is exact (candidate document vectors times the relevance vector) for at most
+  ``exact_rescore_max`` candidates; beyond that the target type's document index is searched to that same
+  depth and only candidates found there are scored (the others' cosine is below the depth-th best anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grasp_core.entities.table import EntityTable
+from grasp_core.errors import GraphStoreError, PlanError
+from grasp_core.plan.cypher import compile_paths, compile_plan
+from grasp_core.plan.model import Anchor, Plan
+from grasp_core.plan.parse import parse_plan
+from grasp_core.plan.trace import Binding, Trace
+from grasp_core.plan.validate import validate_plan
+from grasp_core.ranking import Ranking
+from grasp_core.skb.format import SKB
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    name_k: int = field(default=5, metadata={"help": "Bindings kept per anchor with match_mode name (paper: 5)."})
+    name_tau: float = field(default=0.95, metadata={"help": "Name mode: keep matches with cosine >= tau x best (0.95)."})
+    doc_k: int = field(default=10, metadata={"help": "Bindings kept per anchor with match_mode doc (paper: 10)."})
+    doc_tau: float = field(default=0.90, metadata={"help": "Doc mode: keep matches with cosine >= tau x best (0.90)."})
+    exact_rescore_max: int = field(
+        default=20_000,
+        metadata={"help": "Rescore exactly up to this many candidates; beyond, nearest-neighbour search of this depth."},
+    )
+    top_k: int = field(default=100, metadata={"help": "Length of the graph ranking."})
+    max_tokens: int = field(default=512, metadata={"help": "Truncation of anchor, relevance and query texts."})
+
+
+class PlanExecutor:
+    def __init__(self, skb: SKB, index, encoder, store, cfg: ExecutionConfig = ExecutionConfig()):
+        self.skb, self.index, self.encoder, self.store, self.cfg = skb, index, encoder, store, cfg
+        self._names = skb.nodes["name"].astype(str).to_numpy()
+
+    def execute(self, plan_or_text: Plan | str, query: str,
+                entity_table: EntityTable | None = None) -> tuple[Ranking, Trace]:
+        return self.execute_batch([plan_or_text], [query], [entity_table])[0]
+
+    def execute_batch(self, plans: Sequence[Plan | str], queries: Sequence[str],
+                      tables: Sequence[EntityTable | None] | None = None) -> list[tuple[Ranking, Trace]]:
+        tables = list(tables) if tables is not None else [None] * len(plans)
+        if not len(plans) == len(queries) == len(tables):
+            raise ValueError(f"{len(plans)} plans, {len(queries)} queries and {len(tables)} entity tables")
+        traces = [self._validate(p, t) for p, t in zip(plans, tables)]
+        texts, slots = [], []  # slots[i] = (anchor texts' rows, relevance row) of plan i
+        for trace, query, table in zip(traces, queries, tables):
+            if trace.plan is None:
+                slots.append(None)
+                continue
+            anchors = [len(texts) + i for i in range(len(trace.plan.anchors))]
+            texts += [_anchor_text(a, table) for a in trace.plan.anchors]
+            texts.append(trace.plan.relevance_text.strip() or query)
+            slots.append((anchors, len(texts) - 1))
+        start = time.perf_counter()
+        vectors = self.encoder.encode(texts, self.cfg.max_tokens) if texts else np.zeros((0, 1), np.float32)
+        share = (time.perf_counter() - start) / max(1, sum(s is not None for s in slots))
+        results = []
+        for trace, slot in zip(traces, slots):
+            if slot is None:
+                results.append((Ranking.empty(), trace))
+                continue
+            trace.seconds["link"] += share
+            results.append((self._run(trace, vectors[slot[0]], vectors[slot[1]]), trace))
+        return results
+
+    def _validate(self, plan_or_text: Plan | str, table: EntityTable | None) -> Trace:
+        trace, start = Trace(), time.perf_counter()
+        try:
+            plan = parse_plan(plan_or_text) if isinstance(plan_or_text, str) else plan_or_text
+            trace.plan = validate_plan(plan, self.skb.schema, table)
+            unlinked = [a.ref for a in plan.anchors if a.ref is not None and (table is None or table.row(a.ref) is None)]
+            if unlinked:
+                trace.plan = None
+                raise PlanError("unknown_ref", f"{unlinked[0]!r} is not a row of the query's entity table")
+        except PlanError as exc:
+            trace.error, trace.message = exc.reason, exc.message
+        except Exception as exc:  # never raise on the serving path
+            log.exception("plan validation failed unexpectedly")
+            trace.error, trace.message = "internal", repr(exc)
+        trace.seconds["validate"] = time.perf_counter() - start
+        return trace
+
+    def _run(self, trace: Trace, anchor_vectors: np.ndarray, relevance: np.ndarray) -> Ranking:
+        try:
+            return self._link_traverse_rescore(trace, anchor_vectors, relevance)
+        except PlanError as exc:
+            trace.error, trace.message = exc.reason, exc.message
+        except GraphStoreError as exc:
+            trace.error, trace.message = "store", str(exc)
+        except Exception as exc:  # never raise on the serving path
+            log.exception("plan execution failed unexpectedly")
+            trace.error, trace.message = "internal", repr(exc)
+        return Ranking.empty()
+
+    def _link_traverse_rescore(self, trace: Trace, anchor_vectors: np.ndarray, relevance: np.ndarray) -> Ranking:
+        plan, target_type = trace.plan, trace.plan.target.type
+        if not plan.hops:
+            start = time.perf_counter()
+            scores, ids = self.index.search(target_type, "doc", relevance[None], self.cfg.top_k)
+            keep = ids[0] >= 0
+            trace.candidates = int(keep.sum())
+            trace.seconds["rescore"] = time.perf_counter() - start
+            return self._finish(trace, Ranking.from_scores(ids[0][keep], scores[0][keep], self.cfg.top_k))
+
+        start = time.perf_counter()
+        for anchor, vector in zip(plan.anchors, anchor_vectors):
+            trace.bindings[anchor.var] = self._link(anchor, vector)
+        trace.seconds["link"] += time.perf_counter() - start
+        if any(not b for b in trace.bindings.values()):
+            empty = next(v for v, b in trace.bindings.items() if not b)
+            raise PlanError("no_bindings", f"anchor {empty!r} matched no node of type {plan.anchor(empty).type!r}")
+
+        start = time.perf_counter()
+        pairs = {v: [(b.node_id, b.score) for b in bs] for v, bs in trace.bindings.items()}
+        compiled = compile_plan(plan, self.skb.schema, pairs, dialect=self.store.dialect)
+        trace.cypher, trace.params = compiled.text, compiled.params
+        rows = self.store.run(compiled.text, compiled.params)
+        trace.seconds["traverse"] = time.perf_counter() - start
+        trace.candidates = len(rows)
+        if not rows:
+            raise PlanError("no_candidates", "no node satisfies the plan")
+
+        start = time.perf_counter()
+        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        anchor_scores = np.fromiter((r[1] for r in rows), np.float32, len(rows))
+        ids, cosine, anchor_scores = self._cosine(target_type, ids, anchor_scores, relevance)
+        ranking = Ranking.from_scores(ids, anchor_scores + cosine, self.cfg.top_k)
+        trace.seconds["rescore"] = time.perf_counter() - start
+        return ranking
+
+    def _finish(self, trace: Trace, ranking: Ranking) -> Ranking:
+        if not len(ranking):
+            trace.error, trace.message = "no_candidates", f"no node of type {trace.plan.target.type!r}"
+        return ranking
+
+    def _link(self, anchor: Anchor, vector: np.ndarray) -> list[Binding]:
+        k, tau = (self.cfg.name_k, self.cfg.name_tau) if anchor.match_mode == "name" else (self.cfg.doc_k, self.cfg.doc_tau)
+        scores, ids = self.index.search(anchor.type, anchor.match_mode, vector[None], k)
+        scores, ids = scores[0][ids[0] >= 0], ids[0][ids[0] >= 0]
+        if not len(ids):
+            return []
+        best = float(scores[0])
+        keep = scores >= best - (1.0 - tau) * abs(best)
+        return [Binding(int(i), str(self._names[i]), float(s)) for i, s in zip(ids[keep], scores[keep])]
+
+    def _cosine(self, target_type: str, ids: np.ndarray, anchor_scores: np.ndarray,
+                relevance: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, cosine, anchor scores) of the candidates that get a relevance cosine."""
+        if len(ids) <= self.cfg.exact_rescore_max:
+            return ids, self.index.vectors("doc", ids) @ relevance, anchor_scores
+        scores, found = self.index.search(target_type, "doc", relevance[None], self.cfg.exact_rescore_max)
+        order = np.argsort(ids)
+        pos = np.clip(np.searchsorted(ids, found[0], sorter=order), 0, len(ids) - 1)
+        hit = ids[order[pos]] == found[0]
+        return found[0][hit], scores[0][hit], anchor_scores[order[pos[hit]]]
+
+    def explain_paths(self, plan: Plan | None, trace: Trace, node_id: int, limit: int = 3) -> dict[str, list[tuple[int, ...]]]:
+        """Per anchor, up to ``limit`` node-id paths from one of its bindings to ``node_id``, best binding first.
+
+        ``plan`` defaults to the trace's resolved plan. Returns {} for a plan that did not run.
+        """
+        plan = plan if plan is not None else trace.plan
+        if plan is None or not trace.bindings or not plan.hops:
+            return {}
+        plan = validate_plan(plan, self.skb.schema) if plan is not trace.plan else plan
+        out = {}
+        for var, bindings in trace.bindings.items():
+            score = {b.node_id: b.score for b in bindings}
+            compiled = compile_paths(plan, self.skb.schema, var, {var: [(b.node_id, b.score) for b in bindings]}, node_id)
+            paths = sorted({tuple(int(x) for x in row) for row in self.store.run(compiled.text, compiled.params)},
+                           key=lambda p: (-score[p[0]], p))
+            out[var] = paths[:limit]
+        return out
+
+
+def _anchor_text(anchor: Anchor, table: EntityTable | None) -> str:
+    """The text an anchor links: its own, or its entity row's mention (refs were checked in ``_validate``)."""
+    return anchor.text if anchor.text is not None else table.row(anchor.ref).mention
+

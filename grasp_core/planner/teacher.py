@@ -1,0 +1,118 @@
+"""Teachers that write plans for training queries (paper §3.2, ``DESIGN.md`` §3 "Teacher").
+
+:class:`ProgrammaticTeacher` is the offline teacher: it enumerates metapath plans from the query's entity
+table and the schema (1–3 hops, one or two anchors, name or doc match mode; relevance text = the query minus
+the anchor mentions), executes them all, and keeps the one whose graph ranking places a gold answer highest
+(ties: fewer anchors, then fewer hops, then fewer candidates). It reads the gold answers, so on evaluation
+splits it is an oracle-guided upper bound, not a fair baseline.
+
+:class:`LLMTeacher` asks an OpenAI-compatible endpoint (e.g. a vLLM server) with a dataset-specific prompt
+(``grasp_core/prompts/teacher_<dataset>.txt`` when present, else the generic ``teacher_generic.txt``), then
+executes its plan the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+
+from grasp_core.entities.table import EntityTable
+from grasp_core.planner.metapaths import Metapath, metapaths
+from grasp_core.skb.schema import Schema
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
+    paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
+    max_candidates: int = field(default=40, metadata={"help": "candidate plans executed per query"})
+    pair_anchors: int = field(default=4, metadata={"help": "best single-anchor plans combined pairwise into intersections"})
+    min_link_score: float = field(default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"})
+
+
+@dataclass(frozen=True)
+class TeacherPlan:
+    plan: dict | None  # plan JSON, None when no candidate reached anything
+    gold_rank: int | None  # 1-based rank of the best gold answer in the plan's graph ranking
+    n_candidates: int
+    n_tried: int
+
+
+def relevance_text(query: str, mentions: Sequence[str]) -> str:
+    """The query minus the anchor mentions (case-insensitive), whitespace and dangling punctuation tidied."""
+    text = query
+    for m in sorted(mentions, key=len, reverse=True):
+        if m.strip():
+            text = re.sub(re.escape(m), " ", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+([,.;:?!])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;:")
+    return text
+
+
+def _chain(var: str, path: Metapath, next_index: int) -> tuple[list[dict], int]:
+    """Hops along ``path`` from ``var`` to ``target``, naming intermediates x<next_index>, …"""
+    hops, current = [], var
+    for i, (rel, node_type) in enumerate(path):
+        last = i == len(path) - 1
+        to = "target" if last else f"x{next_index}"
+        hop = {"from": current, "rel": rel, "to": to}
+        if not last:
+            hop["to_type"] = node_type
+            next_index += 1
+        hops.append(hop)
+        current = to
+    return hops, next_index
+
+
+def single_anchor_plans(schema: Schema, table: EntityTable, query: str, target_type: str,
+                        cfg: TeacherConfig = TeacherConfig()) -> list[dict]:
+    """One plan per (entity row, linked type, metapath to the target type), name and doc modes."""
+    plans = []
+    for row in table.rows:
+        if row.role == "attribute":
+            continue
+        rel_text = relevance_text(query, [row.mention])
+        for node_type, links in row.links.items():
+            if not links or links[0].score < cfg.min_link_score:
+                continue
+            for path in metapaths(schema, node_type, target_type, cfg.max_hops, cfg.paths_per_anchor):
+                hops, _ = _chain("a1", path, 1)
+                for mode in ("name", "doc") if len(path) == 1 else ("name",):
+                    plans.append({
+                        "target": {"type": target_type},
+                        "anchors": [{"var": "a1", "ref": row.ref, "type": node_type, "match_mode": mode}],
+                        "hops": hops,
+                        "relevance_text": rel_text,
+                    })
+    return plans
+
+
+def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dict | None:
+    """Two single-anchor plans on different rows meeting at ``target`` (None when they share the row)."""
+    ra, rb = plan_a["anchors"][0]["ref"], plan_b["anchors"][0]["ref"]
+    if ra == rb:
+        return None
+    hops_a = plan_a["hops"]
+    n_inter = sum(1 for h in hops_a if h["to"] != "target")
+    hops_b = []
+    rename = {"a1": "a2", **{f"x{i}": f"x{i + n_inter}" for i in range(1, 4)}}
+    for h in plan_b["hops"]:
+        hops_b.append({**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])})
+    mentions = [table.row(ra).mention, table.row(rb).mention]
+    return {
+        "target": plan_a["target"],
+        "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],
+        "hops": hops_a + hops_b,
+        "relevance_text": relevance_text(query, mentions),
+    }
+
+
+def zero_hop_plan(query: str, target_type: str) -> dict:
+    return {"target": {"type": target_type}, "anchors": [], "hops": [], "relevance_text": query}
+
+
+def _teacher_prompt(dataset: str) -> str:
+    prompts = files("grasp_core.prompts")
+    specific = prompts.joinpath(f"teacher_{dataset}.txt")
+    return (specific if specific.is_file() else prompts.joinpath("teacher_generic.txt")).read_text()

@@ -1,0 +1,117 @@
+"""Reranked inference (paper §3.3): score the fused top K, then fuse reranker rank and fused rank by RRF.
+
+``s(d) = w / (k + r_rerank(d)) + 1 / (k + r_fused(d))`` with ranks from 1: ``w`` weights the reranker's list
+against the fused list (weight 1); ``w → ∞`` is the reranker's order alone, ``w = 0`` the fused order.
+Candidates below the fused top K keep their fused order under the reranked block (they have no reranker
+term, and ``1/(k+r) < (w+1)/(k+K)`` for every ``r > K``), so the output ranks the whole fused list and
+recall beyond K is unchanged. ``(w, k)`` is picked on validation by :func:`select_rrf_params`; the grid is
+:class:`RerankConfig`.
+
+Per-query seconds are the query's document building and scoring plus its share of the batched query
+embedding (neighbour ordering needs the query vector).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from grasp_core.ranking import Ranking, rrf
+from grasp_core.rerank.documents import CandidateDocumentBuilder
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    top_k: int = field(default=50, metadata={"help": "K: fused candidates the reranker scores."})
+    w: float = field(default=1.0, metadata={"help": "RRF weight of the reranker list (the fused list has weight 1)."})
+    k: float = field(default=60.0, metadata={"help": "RRF rank offset."})
+    grid_w: tuple[float, ...] = field(
+        default=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 1000.0),
+        metadata={"help": "Validation grid for w (1000 ≈ the reranker's order alone)."},
+    )
+    grid_k: tuple[float, ...] = field(default=(1.0, 5.0, 10.0, 30.0, 60.0), metadata={"help": "Validation grid for k."})
+
+
+class Reranked(NamedTuple):
+    ranking: Ranking  # the whole fused list, top K reordered
+    scores: np.ndarray  # f32[min(K, len(fused))]: reranker logits of fused.node_ids[:K], in fused order
+    seconds: float
+
+
+class ValItem(NamedTuple):
+    fused: Ranking
+    scores: np.ndarray  # reranker scores of fused.node_ids[:len(scores)]
+    answers: Sequence[int]
+
+
+def fuse_reranked(fused: Ranking, scores: np.ndarray, w: float, k: float) -> Ranking:
+    """RRF of the reranker's order of the fused top ``len(scores)`` (weight ``w``) and the fused list (weight 1)."""
+    reranked = Ranking.from_scores(fused.node_ids[:len(scores)], scores)
+    return rrf([reranked, fused], weights=[w, 1.0], k=k)
+
+
+def rerank_batch(fused: Sequence[Ranking], queries: Sequence[str], scorer, builder: CandidateDocumentBuilder,
+                 K: int = 50, w: float = 1.0, k: float = 60.0) -> list[Reranked]:
+    """Rerank several queries (their query vectors are embedded in one batch)."""
+    t0 = time.perf_counter()
+    query_vecs = builder.embed_queries(queries)
+    shared = (time.perf_counter() - t0) / max(1, len(queries))
+    out = []
+    for ranking, query, vec in zip(fused, queries, query_vecs):
+        t0 = time.perf_counter()
+        ids = ranking.node_ids[:K]
+        docs = builder.build(vec, ids, scorer.tokenizer, scorer.prompt_tokens(query))
+        scores = scorer.score(query, docs).astype(np.float32)
+        out.append(Reranked(fuse_reranked(ranking, scores, w, k), scores, shared + time.perf_counter() - t0))
+    return out
+
+
+def rerank(fused: Ranking, query: str, scorer, builder: CandidateDocumentBuilder, K: int = 50, w: float = 1.0,
+           k: float = 60.0) -> Reranked:
+    """Rerank one query's fused ranking: (ranking, per-candidate reranker scores, seconds)."""
+    return rerank_batch([fused], [query], scorer, builder, K, w, k)[0]
+
+
+def _hit1_mrr(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """Hit@1 and MRR in percent; a gold answer absent from the list counts as a miss (reciprocal rank 0)."""
+    ranks = [r.rank_of(a) for r, a in zip(rankings, answers)]
+    hit1 = np.mean([rank == 1 for rank in ranks]) if ranks else 0.0
+    mrr = np.mean([1.0 / rank if rank else 0.0 for rank in ranks]) if ranks else 0.0
+    return 100.0 * float(hit1), 100.0 * float(mrr)
+
+
+def select_rrf_params(val_items: Sequence[ValItem], grid_w: Sequence[float] = RerankConfig.grid_w,
+                      grid_k: Sequence[float] = RerankConfig.grid_k) -> tuple[float, float, pd.DataFrame]:
+    """Pick (w, k) maximizing validation Hit@1 (ties: higher MRR, then the earlier grid point).
+
+    Returns ``(w, k, table)``; ``table`` has one row per grid point: w, k, hit@1, mrr (percent).
+    Reranker scores are computed once (``ValItem.scores``); the grid only reuses them.
+    """
+    rows = []
+    answers = [item.answers for item in val_items]
+    for w in grid_w:
+        for k in grid_k:
+            fused = [fuse_reranked(item.fused, item.scores, w, k) for item in val_items]
+            hit1, mrr = _hit1_mrr(fused, answers)
+            rows.append({"w": float(w), "k": float(k), "hit@1": hit1, "mrr": mrr})
+    table = pd.DataFrame(rows)
+    best = max(range(len(rows)), key=lambda i: (rows[i]["hit@1"], rows[i]["mrr"], -i))
+    return rows[best]["w"], rows[best]["k"], table
+
+
+def validation_hit1(fused: Sequence[Ranking], queries: Sequence[str], answers: Sequence[Sequence[int]],
+                    builder: CandidateDocumentBuilder, K: int = 50) -> Callable[[object], float]:
+    """``val_fn`` for :func:`grasp_core.rerank.train.train_reranker`: Hit@1 (percent) of the reranker's own
+    order of the fused top K (no RRF: (w, k) are chosen after the checkpoint, on the chosen one)."""
+
+    def val_fn(scorer) -> float:
+        results = rerank_batch(fused, queries, scorer, builder, K)
+        reordered = [Ranking.from_scores(f.node_ids[:len(r.scores)], r.scores) for f, r in zip(fused, results)]
+        return _hit1_mrr(reordered, answers)[0]
+
+    return val_fn

@@ -1,0 +1,409 @@
+"""mFAR: multi-field adaptive retrieval (Li et al., ICLR 2025), trained on an SKB's train split.
+
+Scoring. Every node is decomposed into fields (:mod:`grasp_core.text.fields`). Each field f has two
+scorers m: lexical (BM25 over that field's texts, :class:`~grasp_core.text.bm25.LexicalIndex`) and dense
+(cosine between the query and the field text, embedded once per (field, node) with the frozen encoder).
+A query-conditioned linear layer turns the query embedding into softmax weights over the (f, m) pairs:
+
+    s(q, d) = exp(t) · Σ_{f,m} softmax(W e_q + b)_{f,m} · z_{f,m}(q, d)
+
+``t`` is a learned log-temperature. W and b start at 0 (uniform weights).
+
+Normalization. BM25 scores live on a field-dependent scale (idf, length) while cosines live in
+[-1, 1], so each raw score is standardized per (field, scorer): ``z = (raw - mean) / std`` with mean and
+std measured once, before training, over the candidate pools of (a sample of) training queries, i.e.
+over exactly the kind of (query, node) pairs the model scores. The map is affine and query-independent,
+so it never reorders one scorer's ranking, and it is frozen with the model (like batch norm at
+inference). A node with no value for a field gets raw score 0 from both scorers.
+
+Candidates. Scoring is exhaustive per scorer (one sparse product for BM25, one matrix product for the
+dense field vectors), but only the union of each scorer's top ``candidates_per_field`` nodes is
+normalized, weighted and ranked, so the combination costs O(fields × candidates), not O(corpus).
+
+Training. Contrastive cross-entropy: each training query takes one of its gold answers (a random one
+each epoch) as positive; the candidates are every positive and every hard negative in the batch (in-batch
+negatives), where a query's hard negatives are the top ``hard_negatives`` non-gold nodes of whole-document
+BM25. The other gold answers of a query are masked out of its softmax. After each epoch the validation
+MRR (gold first in the ranked candidate pool; a query whose gold is not in the pool counts 0) is measured;
+the best epoch's weights are kept, and training stops after ``patience`` epochs without improvement.
+
+Encoder fine-tuning (``finetune_encoder``, GPU only, off by default). The field vectors are computed
+once and stay fixed, so only the *query* side of the encoder is trained (an asymmetric dual encoder):
+field vectors stay valid and no re-indexing is needed. The fine-tuned query encoder is saved inside the
+retriever's directory. On CPU the flag raises: back-propagating through the encoder for every batch on
+two cores would take hours.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from grasp_core.embed.encoder import Encoder, EncoderConfig, load_encoder
+from grasp_core.embed.node_embeddings import texts_hash
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
+from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
+from grasp_core.ranking import Ranking
+from grasp_core.skb.format import SKB
+from grasp_core.text.bm25 import BM25Config, LexicalIndex, tokenize
+from grasp_core.text.fields import DOC, NAME, field_texts
+
+QUERY_MAX_TOKENS = 512
+SCORERS = ("lexical", "dense")
+
+
+@dataclass(frozen=True)
+class MFARConfig:
+    max_neighbours: int = field(default=32, metadata={"help": "Neighbour names per relation field, highest degree first."})
+    field_max_tokens: int = field(
+        default=128,
+        metadata={"help": "Encoder truncation for text and relation fields (doc and name reuse the node index's "
+                          "vectors). Caps the one-off field-embedding cost, see benchmarks/text_throughput.py."},
+    )
+    bm25: BM25Config = field(default=BM25Config(), metadata={"help": "Tokenization and BM25 variant of every field."})
+    candidates_per_field: int = field(default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."})
+    hard_negatives: int = field(default=16, metadata={"help": "Whole-document BM25 hard negatives per training query."})
+    batch_size: int = field(default=32, metadata={"help": "Training queries per step (in-batch negatives)."})
+    epochs: int = field(default=20, metadata={"help": "Maximum training epochs."})
+    lr: float = field(default=1e-2, metadata={"help": "AdamW learning rate of the weighting layer and temperature."})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay of the weighting layer."})
+    patience: int = field(default=3, metadata={"help": "Stop after this many epochs without a better validation MRR."})
+    max_val_queries: int = field(default=500, metadata={"help": "Validation queries used for model selection."})
+    norm_queries: int = field(default=256, metadata={"help": "Training queries whose candidate pools set the score normalization."})
+    query_batch_size: int = field(default=32, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."})
+    finetune_encoder: bool = field(default=False, metadata={"help": "Also train the query encoder (needs a CUDA GPU)."})
+    encoder_lr: float = field(default=2e-5, metadata={"help": "Learning rate of the query encoder when finetune_encoder."})
+    seed: int = field(default=0, metadata={"help": "Seed of batch order and positive sampling."})
+
+
+class FieldIndex:
+    """Per field: BM25 weights and dense vectors (float32 in memory, float16 on disk)."""
+
+    def __init__(self, fields: list[str], lexical: dict[str, LexicalIndex], dense: dict[str, np.ndarray],
+                 bm25: BM25Config, identity: str):
+        self.fields = fields
+        self.lexical = lexical
+        self.dense = dense
+        self.bm25 = bm25
+        self.identity = identity
+        self.present = {f: np.abs(v).sum(1) > 0 for f, v in dense.items()}
+
+    @property
+    def num_scorers(self) -> int:
+        return len(self.fields) * len(SCORERS)
+
+    @property
+    def scorer_names(self) -> list[str]:
+        return [f"{f}/{m}" for f in self.fields for m in SCORERS]
+
+    @classmethod
+    def build(cls, skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
+              work_dir: str | Path | None = None) -> "FieldIndex":
+        """Index every field. With ``work_dir``, each field's vectors are cached there and reused on a rerun."""
+        texts = field_texts(skb, cfg.max_neighbours)
+        n = skb.num_nodes
+        lexical, dense = {}, {}
+        for f in tqdm(list(texts), desc="mFAR fields", unit="field"):
+            rows = np.flatnonzero([bool(t) for t in texts[f]])
+            lexical[f] = LexicalIndex.build([texts[f][i] for i in rows], rows, n, cfg.bm25)
+            if f in (DOC, NAME):
+                vectors = index.vectors(f, np.arange(n))
+            else:
+                vectors = np.zeros((n, encoder.dim), np.float32)
+                vectors[rows] = _encode_cached([texts[f][i] for i in rows], encoder, cfg.field_max_tokens, work_dir)
+            dense[f] = vectors.astype(np.float16).astype(np.float32)  # what save/load round-trips
+        return cls(list(texts), lexical, dense, cfg.bm25, encoder.identity)
+
+    def raw_scores(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> list[np.ndarray]:
+        """Per scorer (field-major, lexical then dense): float32 [q, N] scores over the whole corpus."""
+        out = []
+        for f in self.fields:
+            out.append(self.lexical[f].scores(query_tokens))
+            out.append(query_vecs @ self.dense[f].T)
+        return out
+
+    def lexical_at(self, query_tokens: Sequence[Sequence[str]], node_ids: np.ndarray) -> np.ndarray:
+        """float32 [q, len(node_ids), fields]: every field's BM25 score of the given nodes only."""
+        return np.stack([self.lexical[f].scores_at(query_tokens, node_ids) for f in self.fields], axis=-1)
+
+    def candidates(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray, per_field: int
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query: (candidate node ids, raw scores [n, scorers]) for the union of each scorer's top nodes."""
+        scores = self.raw_scores(query_tokens, query_vecs)
+        masks = [m for f in self.fields for m in (None, self.present[f])]
+        out = []
+        for q in range(len(query_vecs)):
+            picks = []
+            for s, mask in zip(scores, masks):
+                row = s[q] if mask is None else np.where(mask, s[q], -np.inf)
+                k = min(per_field, len(row))
+                top = np.argpartition(-row, k - 1)[:k]
+                picks.append(top[row[top] > (0 if mask is None else -np.inf)])
+            ids = np.unique(np.concatenate(picks))
+            out.append((ids, np.stack([s[q, ids] for s in scores], axis=-1)))
+        return out
+
+    def save(self, path: Path) -> None:
+        for i, f in enumerate(self.fields):
+            sub = path / f"field_{i:03d}"
+            sub.mkdir()
+            self.lexical[f].save(sub)
+            np.save(sub / "dense.npy", self.dense[f].astype(np.float16))
+        write_json(path / "fields.json", {"fields": self.fields, "bm25": asdict(self.bm25), "identity": self.identity})
+
+    @classmethod
+    def load(cls, path: Path) -> "FieldIndex":
+        meta = read_json(path / "fields.json")
+        lexical, dense = {}, {}
+        for i, f in enumerate(meta["fields"]):
+            sub = path / f"field_{i:03d}"
+            lexical[f] = LexicalIndex.load(sub)
+            try:
+                dense[f] = np.load(sub / "dense.npy").astype(np.float32)
+            except (OSError, ValueError) as exc:
+                raise CorruptArtifactError(f"{sub / 'dense.npy'}: unreadable ({exc}); rebuild the mFAR index") from exc
+        return cls(meta["fields"], lexical, dense, BM25Config(**meta["bm25"]), meta["identity"])
+
+
+def _encode_cached(texts: list[str], encoder: Encoder, max_tokens: int, work_dir: str | Path | None) -> np.ndarray:
+    if work_dir is None:
+        return encoder.encode(texts, max_tokens, show_progress=True)
+    file = Path(work_dir) / f"{texts_hash([encoder.identity, str(max_tokens), *texts])[:24]}.npy"
+    if file.exists():
+        try:
+            cached = np.load(file)
+            if cached.shape == (len(texts), encoder.dim):
+                return cached.astype(np.float32)
+        except (OSError, ValueError, EOFError):
+            pass
+    vectors = encoder.encode(texts, max_tokens, show_progress=True)
+    with atomic_file(file, "wb") as handle:
+        np.save(handle, vectors.astype(np.float16))
+    return vectors
+
+
+class FieldWeights(torch.nn.Module):
+    """Query embedding -> softmax weights over scorers; score = exp(t) · Σ weight · normalized score."""
+
+    def __init__(self, dim: int, num_scorers: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(dim, num_scorers)
+        torch.nn.init.zeros_(self.linear.weight)
+        torch.nn.init.zeros_(self.linear.bias)
+        self.log_temperature = torch.nn.Parameter(torch.zeros(()))
+        self.register_buffer("mean", torch.zeros(num_scorers))
+        self.register_buffer("std", torch.ones(num_scorers))
+
+    def weights(self, query_vecs: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.linear(query_vecs), dim=-1)
+
+    def forward(self, query_vecs: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
+        """query_vecs [q, d], raw [q, n, scorers] -> scores [q, n]."""
+        z = (raw - self.mean) / self.std
+        return self.log_temperature.exp() * (self.weights(query_vecs)[:, None, :] * z).sum(-1)
+
+
+class MFARRetriever:
+    def __init__(self, fields: FieldIndex, model: FieldWeights, encoder: Encoder, cfg: MFARConfig = MFARConfig()):
+        self.fields = fields
+        self.model = model.eval()
+        self.encoder = encoder
+        self.cfg = cfg
+
+    def encode_queries(self, queries: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:
+        return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS)
+
+    def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Query vectors and each query's (candidate ids, raw scores)."""
+        vecs, pools = [], []
+        for start in range(0, len(queries), self.cfg.query_batch_size):
+            tokens, v = self.encode_queries(queries[start:start + self.cfg.query_batch_size])
+            vecs.append(v)
+            pools += self.fields.candidates(tokens, v, self.cfg.candidates_per_field)
+        return (np.concatenate(vecs) if vecs else np.zeros((0, self.encoder.dim), np.float32)), pools
+
+    def score_pools(self, vecs: np.ndarray, pools: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        out = []
+        with torch.no_grad():
+            for v, (ids, raw) in zip(vecs, pools):
+                out.append(self.model(torch.from_numpy(v[None]), torch.from_numpy(raw[None]))[0].numpy())
+        return out
+
+    def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]:
+        vecs, pools = self.pools(list(queries))
+        scores = self.score_pools(vecs, pools)
+        return [Ranking.from_scores(ids, s, k) for (ids, _), s in zip(pools, scores)]
+
+    def field_weights(self, queries: Sequence[str]) -> np.ndarray:
+        """float32 [q, scorers]: the weights the model gives each (field, scorer) for each query."""
+        with torch.no_grad():
+            return self.model.weights(torch.from_numpy(self.encoder.encode(list(queries), QUERY_MAX_TOKENS))).numpy()
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        with atomic_dir(path) as tmp:
+            self.fields.save(tmp)
+            torch.save(self.model.state_dict(), tmp / "weights.pt")
+            cfg = asdict(self.cfg)
+            write_json(tmp / "mfar.json", {"config": cfg, "identity": self.encoder.identity,
+                                           "scorers": self.fields.scorer_names})
+            if self.cfg.finetune_encoder:
+                self.encoder.model.save(str(tmp / "query_encoder"))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, encoder: Encoder) -> "MFARRetriever":
+        """Load a saved retriever; ``encoder`` must be the one its fields were embedded with.
+
+        A retriever trained with ``finetune_encoder`` encodes queries with its own saved query encoder.
+        """
+        path = Path(path)
+        if not is_complete(path):
+            raise MissingArtifactError(f"mFAR retriever at {path} is missing or incomplete; train it with train_mfar")
+        meta = read_json(path / "mfar.json")
+        if meta["identity"] != encoder.identity:
+            raise GraspError(f"mFAR retriever at {path} was built with encoder {meta['identity']!r}, "
+                             f"not {encoder.identity!r}; load it with that encoder or retrain")
+        bm25 = BM25Config(**meta["config"].pop("bm25"))
+        cfg = MFARConfig(**meta["config"], bm25=bm25)
+        fields = FieldIndex.load(path)
+        model = FieldWeights(encoder.dim, fields.num_scorers)
+        try:
+            model.load_state_dict(torch.load(path / "weights.pt", weights_only=True))
+        except (OSError, RuntimeError) as exc:
+            raise CorruptArtifactError(f"{path / 'weights.pt'}: unreadable mFAR weights ({exc}); retrain") from exc
+        if cfg.finetune_encoder:
+            pooling = encoder.identity.split("pooling=")[1].split("|")[0]
+            encoder = load_encoder(EncoderConfig(model_path=str(path / "query_encoder"), pooling=pooling))
+        return cls(fields, model, encoder, cfg)
+
+
+# ---------------------------------------------------------------- training
+
+
+def _mrr(scores: list[np.ndarray], pools: list[tuple[np.ndarray, np.ndarray]], answers: list[set[int]]) -> float:
+    total = 0.0
+    for s, (ids, _), gold in zip(scores, pools, answers):
+        hit = np.isin(ids[np.argsort(-s, kind="stable")], list(gold))
+        total += 1.0 / (np.argmax(hit) + 1) if hit.any() else 0.0
+    return float(100.0 * total / max(len(answers), 1))
+
+
+def _hard_negatives(fields: FieldIndex, tokens: list[list[str]], answers: list[set[int]], n: int, batch: int = 256) -> list[np.ndarray]:
+    """Top-``n`` non-gold nodes of whole-document BM25 for each query."""
+    out = []
+    for start in range(0, len(tokens), batch):
+        scores = fields.lexical[DOC].scores(tokens[start:start + batch])
+        for row, gold in zip(scores, answers[start:start + batch]):
+            k = min(n + len(gold), len(row))
+            top = np.argpartition(-row, k - 1)[:k]
+            top = top[np.argsort(-row[top], kind="stable")]
+            out.append(np.array([i for i in top if i not in gold and row[i] > 0][:n], np.int64))
+    return out
+
+
+def train_mfar(skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
+               progress: Callable[[dict], None] | None = None, work_dir: str | Path | None = None,
+               fields: FieldIndex | None = None) -> tuple[MFARRetriever, list[dict]]:
+    """Build the field index (unless given), train the weights on ``train``, select on ``val``.
+
+    Returns the retriever with the best validation MRR and the history: one dict per epoch with
+    ``epoch`` (0 = before training), ``train_loss`` (None at epoch 0) and ``val_mrr`` (percent).
+    ``progress`` is called with each history entry as soon as it exists.
+    """
+    if cfg.finetune_encoder and not torch.cuda.is_available():
+        raise GraspError("MFARConfig.finetune_encoder needs a CUDA GPU (none is visible); set it to False on CPU")
+    train, val = skb.split("train"), skb.split("val").head(cfg.max_val_queries)
+    if len(train) == 0 or len(val) == 0:
+        raise GraspError(f"mFAR training needs train and val queries; the SKB has {skb.split_counts()}")
+    rng = np.random.default_rng(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    fields = fields or FieldIndex.build(skb, index, encoder, cfg, work_dir)
+    model = FieldWeights(encoder.dim, fields.num_scorers)
+    retriever = MFARRetriever(fields, model, encoder, cfg)
+
+    train_q = train["query"].tolist()
+    train_gold = [set(map(int, a)) for a in train["answer_ids"]]
+    train_tokens = tokenize(train_q, cfg.bm25)
+    train_vecs = encoder.encode(train_q, QUERY_MAX_TOKENS)
+    negatives = _hard_negatives(fields, train_tokens, train_gold, cfg.hard_negatives)
+
+    sample = rng.permutation(len(train_q))[:cfg.norm_queries]
+    _, norm_pools = retriever.pools([train_q[i] for i in sample])
+    pooled = np.concatenate([raw for _, raw in norm_pools])
+    model.mean.copy_(torch.from_numpy(pooled.mean(0)))
+    model.std.copy_(torch.from_numpy(np.where(pooled.std(0) > 1e-6, pooled.std(0), 1.0)))
+
+    val_gold = [set(map(int, a)) for a in val["answer_ids"]]
+    val_vecs, val_pools = retriever.pools(val["query"].tolist())
+
+    def evaluate() -> float:
+        model.eval()
+        return _mrr(retriever.score_pools(val_vecs, val_pools), val_pools, val_gold)
+
+    history = [{"epoch": 0, "train_loss": None, "val_mrr": evaluate()}]
+    if progress:
+        progress(history[-1])
+    best, best_state, since_best = history[0]["val_mrr"], copy.deepcopy(model.state_dict()), 0
+    params = [{"params": model.parameters(), "lr": cfg.lr, "weight_decay": cfg.weight_decay}]
+    if cfg.finetune_encoder:
+        encoder = copy.deepcopy(encoder)  # load_encoder's cached instance stays untouched
+        retriever.encoder = encoder
+        params.append({"params": encoder.model.parameters(), "lr": cfg.encoder_lr, "weight_decay": 0.0})
+    best_encoder = copy.deepcopy(encoder.model.state_dict()) if cfg.finetune_encoder else None
+    optimizer = torch.optim.AdamW(params)
+    for epoch in tqdm(range(1, cfg.epochs + 1), desc="mFAR epochs", unit="epoch"):
+        model.train()
+        losses = []
+        order = rng.permutation(len(train_q))
+        for start in range(0, len(order), cfg.batch_size):
+            idx = order[start:start + cfg.batch_size]
+            positives = np.array([rng.choice(sorted(train_gold[i])) for i in idx], np.int64)
+            docs = np.unique(np.concatenate([positives, *(negatives[i] for i in idx)]))
+            if cfg.finetune_encoder:
+                vecs = _trainable_query_vectors(encoder, [train_q[i] for i in idx])
+            else:
+                vecs = torch.from_numpy(train_vecs[idx])
+            lexical = torch.from_numpy(fields.lexical_at([train_tokens[i] for i in idx], docs))
+            dense = torch.stack([vecs @ torch.from_numpy(fields.dense[f][docs]).T for f in fields.fields], dim=-1)
+            raw = torch.stack([lexical, dense], dim=-1).flatten(2)  # [q, n, fields * (lexical, dense)]
+            logits = model(vecs, raw)
+            other_gold = torch.from_numpy(np.array(
+                [[d in train_gold[i] and d != p for d in docs] for i, p in zip(idx, positives)], dtype=bool))
+            logits = logits.masked_fill(other_gold, float("-inf"))
+            loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(np.searchsorted(docs, positives)))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        if cfg.finetune_encoder:  # candidate pools depend on the query vectors
+            val_vecs, val_pools = retriever.pools(val["query"].tolist())
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_mrr": evaluate()})
+        if progress:
+            progress(history[-1])
+        if history[-1]["val_mrr"] > best:
+            best, best_state, since_best = history[-1]["val_mrr"], copy.deepcopy(model.state_dict()), 0
+            best_encoder = copy.deepcopy(encoder.model.state_dict()) if cfg.finetune_encoder else None
+        else:
+            since_best += 1
+            if since_best >= cfg.patience:
+                break
+    model.load_state_dict(best_state)
+    if best_encoder is not None:
+        encoder.model.load_state_dict(best_encoder)
+    return MFARRetriever(fields, model.eval(), encoder, cfg), history
+
+
+def _trainable_query_vectors(encoder: Encoder, queries: list[str]) -> torch.Tensor:
+    """Query vectors with gradients through the encoder (its device), returned on CPU."""
+    encoder.model.train()
+    batch = encoder.tokenizer(queries, truncation=True, max_length=QUERY_MAX_TOKENS, padding=True, return_tensors="pt")
+    features = {k: v.to(encoder.model.device) for k, v in batch.items()}
+    return encoder.model(features)["sentence_embedding"].float().cpu()

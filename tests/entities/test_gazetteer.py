@@ -1,0 +1,83 @@
+import pytest
+
+from conftest import ids
+from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor, normalize
+
+
+@pytest.fixture(scope="module")
+def gazetteer(skb, index, encoder):
+    return GazetteerExtractor(skb, index, encoder)
+
+
+def rows_by_mention(table):
+    return {r.mention: r for r in table.rows}
+
+
+def test_normalize_folds_case_punctuation_and_plurals():
+    assert normalize("Seizures, Night-Blindness") == normalize("seizure night blindness")
+    assert normalize("Allergies") == "allergy" and normalize("stress") == "stress"
+
+
+def test_two_names_give_two_exactly_linked_anchors(gazetteer, skb):
+    table = gazetteer.extract(["Which genes are associated with Marfan syndrome and tall stature?"])[0]
+    rows = rows_by_mention(table)
+    assert set(rows) == {"genes", "Marfan syndrome", "Tall stature"}
+    for name, node_type in (("Marfan syndrome", "disease"), ("Tall stature", "effect/phenotype")):
+        row = rows[name]
+        assert row.role == "anchor" and row.types == (node_type,) and row.parent is None
+        top = row.links[node_type][0]
+        assert top.node_id == ids(skb, name)[0] and top.score == pytest.approx(1.0, abs=1e-3)
+    # "Which genes": the type word after a request cue describes the answer
+    assert rows["genes"].role == "target" and rows["genes"].types[0] == "gene/protein"
+    assert [r.mention for r in table.rows] == ["genes", "Marfan syndrome", "Tall stature"]  # query order
+
+
+def test_synonym_match_is_written_as_the_node_name(gazetteer, skb):
+    rows = rows_by_mention(gazetteer.extract(["disease with increased body height or nyctalopia"])[0])
+    assert set(rows) == {"Tall stature", "Night blindness"}
+    assert rows["Night blindness"].links["effect/phenotype"][0].node_id == ids(skb, "Night blindness")[0]
+
+
+def test_nested_mention_points_to_its_parent(gazetteer, skb):
+    table = gazetteer.extract(["patients with an aortic root aneurysm"])[0]
+    assert [(r.mention, r.types, r.parent) for r in table.rows] == [
+        ("Aortic root aneurysm", ("effect/phenotype",), None),
+        ("aortic root", ("anatomy",), 0),
+    ]
+    assert 'E2 "aortic root" role=anchor types=anatomy nested_in=E1' in table.render()
+    assert not GazetteerExtractor(skb, gazetteer.index, gazetteer.encoder, GazetteerConfig(nested=False)) \
+        .extract(["patients with an aortic root aneurysm"])[0].rows[1:]
+
+
+def test_numeric_constraints_are_unlinked_attributes(gazetteer):
+    table = gazetteer.extract(["What drugs treat type 2 diabetes under $50 and last at least 30 hours?"])[0]
+    rows = rows_by_mention(table)
+    assert rows["under $50"].role == "attribute" and rows["under $50"].links == {}
+    assert rows["at least 30 hours"].role == "attribute" and rows["at least 30 hours"].types == ()
+    # the number inside a node name is not an attribute
+    assert rows["type 2 diabetes"].role == "anchor"
+    assert rows["drugs"].role == "target" and rows["drugs"].types[0] == "drug"
+
+
+def test_symbols_match_only_when_written_as_symbols(gazetteer, skb):
+    assert gazetteer.extract(["patients who met the criteria"])[0].rows == ()
+    rows = rows_by_mention(gazetteer.extract(["proteins that interact with MET"])[0])
+    assert rows["MET"].links["gene/protein"][0].node_id == ids(skb, "MET")[0]
+
+
+def test_fuzzy_match_catches_a_variant_spelling(gazetteer, skb):
+    rows = gazetteer.extract(["Which diseases present with nighttime blindness"])[0].rows
+    fuzzy = [r for r in rows if r.role == "anchor"]
+    assert len(fuzzy) == 1 and fuzzy[0].mention == "nighttime blindness"  # the query's wording is kept
+    top = fuzzy[0].links["effect/phenotype"][0]
+    assert top.node_id == ids(skb, "Night blindness")[0] and 0.85 <= top.score < 0.999
+    off = GazetteerExtractor(skb, gazetteer.index, gazetteer.encoder, GazetteerConfig(fuzzy=False))
+    assert [r.role for r in off.extract(["Which diseases present with nighttime blindness"])[0].rows] == ["target"]
+
+
+def test_batches_give_the_same_tables_as_single_queries(skb, index, encoder):
+    queries = ["FBN1 and RHO", "metformin or aspirin for type 2 diabetes", "nothing to see here", "retina"]
+    small = GazetteerExtractor(skb, index, encoder, GazetteerConfig(batch_size=2))
+    batched = [t.to_json() for t in small.extract(queries)]
+    assert batched == [GazetteerExtractor(skb, index, encoder).extract([q])[0].to_json() for q in queries]
+    assert batched[2] == []
