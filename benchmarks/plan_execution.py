@@ -15,7 +15,8 @@ Setup and the decisions behind it:
   one-hop anchor that must meet at the same target (intersection). Anchor text = the end node's name,
   relevance text = the target's name.
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
-  ``kuzu`` module in place of ``ladybug`` (same API). It is only needed for this benchmark.
+  ``kuzu`` module in place of ``ladybug`` (same API). It is only needed for this benchmark; run each backend
+  in its own process (``--backends kuzu``), results are merged into the JSON by backend.
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
   upper bounds.
 """
@@ -167,8 +168,8 @@ def main() -> None:
     for backend in args.backends:
         try:
             runs.append(bench_backend(backend, skb, index, encoder, plans))
-        except ImportError:
-            print(f"skipping {backend}: not installed")
+        except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
+            print(f"skipping {backend}: {exc}")
     result = {"scale": args.scale, "nodes": skb.num_nodes, "edges": len(skb.edges), "plans": args.plans,
               "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
               "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]), "skb_read_s": round(read_s, 1),

@@ -10,7 +10,8 @@ How a graph is made, in order:
 2. **Edges.** Per relation, endpoints are drawn in proportion to popularity (mixed half-and-half with uniform
    so that every node can be reached), the second endpoint from the first one's topic with probability
    ``coherence`` (capped so a topic's pairs are never more than ~30% used), duplicates and self-loops removed,
-   and drawn again until the relation has its edge count. Degrees are therefore heavy-tailed
+   and drawn again until the relation has its edge count (the last rounds draw uniformly, so dense relations
+   whose hub pairs are saturated still reach it). Degrees are therefore heavy-tailed
    (a few hubs, a long tail), as in real graphs. ``one_per_src`` relations (a product's brand, its colour)
    give each source node at most one edge.
 3. **Text.** Names and text fields come from the topic's word lists and small grammars
@@ -314,10 +315,13 @@ def _sample_relation(rng, r: RelationSpec, src: _Pool, dst: _Pool, frac: float, 
     within = float(np.dot(src.topic_size, dst.topic_size))
     coherence = min(r.coherence, 0.3 * within / m)
     keys = np.empty(0, np.int64)
-    for _ in range(MAX_TOPUP_ROUNDS):
+    for round_ in range(MAX_TOPUP_ROUNDS):
         k = int((m - len(keys)) * 1.3) + 16
-        s = src.draw(rng, k)
-        d = np.where(rng.random(k) < coherence, dst.draw_in(rng, src.topics[s]), dst.draw(rng, k))
+        if round_ < MAX_TOPUP_ROUNDS // 2:
+            s = src.draw(rng, k)
+            d = np.where(rng.random(k) < coherence, dst.draw_in(rng, src.topics[s]), dst.draw(rng, k))
+        else:  # hub pairs are saturated: finish the count with uniform pairs
+            s, d = rng.integers(len(src), size=k), rng.integers(len(dst), size=k)
         a, b = src.ids[s], dst.ids[d]
         if same:
             a, b = np.minimum(a, b), np.maximum(a, b)
