@@ -177,6 +177,12 @@ def main() -> None:
               "machine": f"{platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores",
               "runs": runs}
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
+    if RESULTS.exists():  # keep other backends' runs of the same setup (one backend per process)
+        old = json.loads(RESULTS.read_text())
+        if (old.get("scale"), old.get("plans")) == (args.scale, args.plans):
+            done = {r["backend"] for r in runs}
+            result["runs"] = [r for r in old["runs"] if r["backend"] not in done] + runs
+            result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
     write_json(RESULTS, result)
     print(f"| backend | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|")
     for run in runs:

@@ -51,12 +51,15 @@ def per_query(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num
     position = np.arange(len(ranked)) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1  # 1-based rank
     gold_keys = np.unique(np.repeat(np.arange(n_q), [len(np.ravel(a)) for a in answers]) * num_nodes + gold)
     n_gold = np.bincount(gold_keys // num_nodes, minlength=n_q)
-    is_gold = np.isin(ranked_q * num_nodes + ranked, gold_keys)
+    keys = ranked_q * num_nodes + ranked
+    slot = np.minimum(np.searchsorted(gold_keys, keys), max(len(gold_keys) - 1, 0))
+    is_gold = gold_keys[slot] == keys if len(gold_keys) else np.zeros(len(keys), bool)
 
-    gold_q, gold_pos = ranked_q[is_gold], position[is_gold]
+    gold_q, gold_pos = ranked_q[is_gold], position[is_gold]  # grouped by query, positions increasing
     n_absent = n_gold - np.bincount(gold_q, minlength=n_q)
     first = np.full(n_q, np.inf)
-    np.minimum.at(first, gold_q, gold_pos)
+    queries_with_gold, first_index = np.unique(gold_q, return_index=True)
+    first[queries_with_gold] = gold_pos[first_index]
     # gold answers outside the ranking take the last ranks N - n_absent + 1 .. N
     first = np.where(np.isinf(first) & (n_absent > 0), num_nodes - n_absent + 1, first)
 

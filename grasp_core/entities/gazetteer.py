@@ -134,8 +134,13 @@ class GazetteerExtractor:
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._types = skb.nodes["type"].astype(str).to_numpy()
         self._degrees = skb.degrees
-        self._entries, self._symbol_keys = self._build_dictionary()
+        self._entries, self._symbol_keys = self._build_dictionary()  # normalized string -> node ids
         self._type_words = self._build_type_words()
+
+    @property
+    def num_entries(self) -> int:
+        """Distinct normalized strings in the gazetteer."""
+        return len(self._entries)
 
     # ---------------------------------------------------------------- building
     def _aliases(self) -> list[tuple[int, str]]:
@@ -167,7 +172,7 @@ class GazetteerExtractor:
         """Normalized type word -> node type: the full type name and each part of ``a/b`` or ``a_b`` names."""
         words: dict[str, str] = {}
         for t in self.skb.schema.node_types:
-            for variant in [t, *re.split(r"[/]", t)]:
+            for variant in [t, *t.split("/")]:
                 key = normalize(variant.replace("_", " "))
                 if key and key not in STOPWORDS:
                     words.setdefault(key, t)
@@ -175,20 +180,12 @@ class GazetteerExtractor:
 
     # -------------------------------------------------------------- extraction
     def extract(self, queries: Sequence[str], show_progress: bool = False) -> list[EntityTable]:
-        """The entity table of every query."""
-        return [t for _, t in self.extract_with_mentions(queries, show_progress)]
-
-    def extract_with_mentions(
-        self, queries: Sequence[str], show_progress: bool = False
-    ) -> list[tuple[list[Mention], EntityTable]]:
-        """Like :meth:`extract`, also returning the mentions before linking (LLM demonstrations use them)."""
-        out: list[tuple[list[Mention], EntityTable]] = []
+        """The entity table of every query (found and linked ``batch_size`` queries at a time)."""
+        out: list[EntityTable] = []
         size = self.cfg.batch_size
         for start in tqdm(range(0, len(queries), size), desc="gazetteer", disable=not show_progress, unit="batch"):
-            batch = list(queries[start:start + size])
-            mentions = self.find_mentions(batch)
-            tables = link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking)
-            out.extend(zip(mentions, tables))
+            mentions = self.find_mentions(list(queries[start:start + size]))
+            out.extend(link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking))
         return out
 
     def find_mentions(self, queries: Sequence[str]) -> list[list[Mention]]:
@@ -231,32 +228,42 @@ class GazetteerExtractor:
                     nested.append(m)
         return top + nested
 
+    def _free_runs(self, tokens, matches: list[_Match]) -> list[tuple[int, int]]:
+        """Maximal runs of content tokens no exact match touches, cut into pieces of at most ``max_ngram``."""
+        covered = np.zeros(len(tokens), bool)
+        for m in matches:
+            covered[m.start:m.end] = True
+        runs, start = [], None
+        for i in range(len(tokens) + 1):
+            free = i < len(tokens) and not covered[i] and tokens[i][0] not in STOPWORDS \
+                and tokens[i][0] not in REQUEST_CUES and not tokens[i][0].isdigit()
+            if free and start is None:
+                start = i
+            if not free and start is not None:
+                runs += [(s, min(s + self.cfg.max_ngram, i)) for s in range(start, i, self.cfg.max_ngram)]
+                start = None
+        return [(s, e) for s, e in runs if e - s >= self.cfg.fuzzy_min_tokens]
+
     def _add_fuzzy(self, queries: Sequence[str], parsed: list[tuple[list[tuple[str, int, int]], list[_Match]]]) -> None:
-        spans: list[tuple[int, int, int]] = []  # (query, start, end)
-        for q, (tokens, matches) in enumerate(parsed):
-            covered = np.zeros(len(tokens), bool)
-            for m in matches:
-                covered[m.start:m.end] = True
-            run_start = None
-            for i in range(len(tokens) + 1):
-                free = i < len(tokens) and not covered[i] and tokens[i][0] not in STOPWORDS \
-                    and tokens[i][0] not in REQUEST_CUES and not tokens[i][0].isdigit()
-                if free and run_start is None:
-                    run_start = i
-                if not free and run_start is not None:
-                    for s in range(run_start, i, self.cfg.max_ngram):
-                        e = min(s + self.cfg.max_ngram, i)
-                        if e - s >= self.cfg.fuzzy_min_tokens:
-                            spans.append((q, s, e))
-                    run_start = None
+        """Each free run, and the run less its first or last token (a verb such as "expressed" often clings to
+        a name), is embedded; the best-scoring variant of a run is kept when it reaches ``fuzzy_min_cosine``."""
+        spans: list[tuple[int, int, int, int]] = []  # (run, query, start, end)
+        runs = [(q, s, e) for q, (tokens, matches) in enumerate(parsed) for s, e in self._free_runs(tokens, matches)]
+        for r, (q, s, e) in enumerate(runs):
+            spans.append((r, q, s, e))
+            if e - s > self.cfg.fuzzy_min_tokens:
+                spans += [(r, q, s + 1, e), (r, q, s, e - 1)]
         if not spans:
             return
-        texts = [self._surface(queries[q], parsed[q][0], s, e) for q, s, e in spans]
+        texts = [self._surface(queries[q], parsed[q][0], s, e) for _, q, s, e in spans]
         vectors = self.encoder.encode(texts, max_tokens=self.cfg.linking.name_max_tokens)
         scores, ids = self.index.search(None, "name", vectors, 1)
-        for (q, s, e), score, node in zip(spans, scores[:, 0], ids[:, 0]):
-            if node >= 0 and score >= self.cfg.fuzzy_min_cosine:
-                parsed[q][1].append(_Match(s, e, (int(node),), fuzzy=True))
+        best: dict[int, tuple[float, int, int, int, int]] = {}
+        for (r, q, s, e), score, node in zip(spans, scores[:, 0], ids[:, 0]):
+            if node >= 0 and score >= self.cfg.fuzzy_min_cosine and score > best.get(r, (-np.inf,))[0]:
+                best[r] = (float(score), q, s, e, int(node))
+        for _, q, s, e, node in best.values():
+            parsed[q][1].append(_Match(s, e, (node,), fuzzy=True))
 
     def _types_of(self, node_ids: tuple[int, ...]) -> tuple[str, ...]:
         types = [self._types[i] for i in node_ids]  # node_ids are by descending degree

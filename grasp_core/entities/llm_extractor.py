@@ -68,11 +68,13 @@ def mentions_to_json(mentions: Sequence[Mention]) -> str:
     )
 
 
-def _type_lookup(schema: Schema) -> dict[str, str]:
-    def key(t: str) -> str:
-        return re.sub(r"[\s_\-]+", " ", t.strip().lower())
+def _type_key(name: object) -> str:
+    return re.sub(r"[\s_\-/]+", " ", str(name).strip().lower())
 
-    return {key(t): t for t in schema.node_types} | {key(t) + "s": t for t in schema.node_types}
+
+def _type_lookup(schema: Schema) -> dict[str, str]:
+    """Lenient type names (case, separators, a plural s) -> the schema's type."""
+    return {_type_key(t): t for t in schema.node_types} | {_type_key(t) + "s": t for t in schema.node_types}
 
 
 def _json_body(text: str) -> list:
@@ -123,7 +125,7 @@ def parse_mentions(text: str, schema: Schema, max_types: int = 2) -> list[Mentio
         raw_types = item.get("types", item.get("type", []))
         raw_types = [raw_types] if isinstance(raw_types, str) else raw_types if isinstance(raw_types, list) else []
         types = tuple(dict.fromkeys(
-            lookup[k] for k in (re.sub(r"[\s_\-]+", " ", str(t).strip().lower()) for t in raw_types) if k in lookup
+            lookup[k] for k in map(_type_key, raw_types) if k in lookup
         ))[:max_types]
         role = str(item.get("role", "")).strip().lower()
         role = role if role in ROLES else ("attribute" if not types else "anchor")

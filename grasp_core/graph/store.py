@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
+import pandas as pd
 
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
@@ -39,7 +40,11 @@ class GraphStoreConfig:
     database: str | None = field(default=None, metadata={"help": "Neo4j database name; None = the server default."})
     batch_size: int = field(default=20_000, metadata={"help": "Rows per UNWIND batch when loading Neo4j."})
     num_threads: int = field(default=0, metadata={"help": "LadybugDB worker threads; 0 = all cores."})
-    buffer_pool_gib: float = field(default=0.0, metadata={"help": "LadybugDB buffer pool in GiB; 0 = engine default."})
+    buffer_pool_gib: float = field(
+        default=2.0,
+        metadata={"help": "LadybugDB buffer pool in GiB (caps its memory; a Prime-scale store needs well under 1); "
+                          "0 = engine default, 80% of RAM."},
+    )
     read_only: bool = field(default=False, metadata={"help": "Open an existing LadybugDB store read-only (serving)."})
 
     def neo4j_auth(self) -> tuple[str, str, str]:
@@ -112,17 +117,25 @@ def edge_groups(skb: SKB) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarra
     An edge whose endpoint types match a declared pair only in reverse is given reversed: traversals are
     undirected, so direction carries no meaning, and stores can keep one table per declared pair.
     """
-    types = skb.nodes["type"].to_numpy()
+    type_codes, type_names = pd.factorize(skb.nodes["type"])
+    code = {t: i for i, t in enumerate(type_names)}
     src, dst = skb.edges["src"].to_numpy(np.int64), skb.edges["dst"].to_numpy(np.int64)
-    rels = skb.edges["rel"].to_numpy()
+    src_t, dst_t = type_codes[src], type_codes[dst]
+    rel_codes, rel_names = pd.factorize(skb.edges["rel"])
+    rel_code = {r: i for i, r in enumerate(rel_names)}
     for rel, pairs in relation_pairs(skb.schema).items():
-        of_rel = rels == rel
+        if rel not in rel_code:
+            continue
+        of_rel = np.flatnonzero(rel_codes == rel_code[rel])
+        s_t, d_t = src_t[of_rel], dst_t[of_rel]
         for a, b in pairs:
-            forward = of_rel & (types[src] == a) & (types[dst] == b)
-            backward = of_rel & (types[src] == b) & (types[dst] == a) & ~forward
+            if a not in code or b not in code:
+                continue
+            forward = (s_t == code[a]) & (d_t == code[b])
+            backward = (s_t == code[b]) & (d_t == code[a]) & ~forward
             if forward.any() or backward.any():
-                yield (rel, a, b, np.concatenate([src[forward], dst[backward]]),
-                       np.concatenate([dst[forward], src[backward]]))
+                f, r = of_rel[forward], of_rel[backward]
+                yield rel, a, b, np.concatenate([src[f], dst[r]]), np.concatenate([dst[f], src[r]])
 
 
 def open_graph_store(cfg: GraphStoreConfig, path: str | Path | None = None) -> GraphStore:

@@ -2,7 +2,8 @@
 
 ``generate(prompts, n, temperature, max_new_tokens, constraint) -> list[list[str]]``: one list of ``n``
 completions per prompt. A prompt is a chat (list of ``{"role", "content"}``) or an already rendered string.
-``temperature == 0`` is greedy decoding (the ``n`` completions are then identical). ``constraint`` is one
+``temperature == 0`` is greedy decoding (the ``n`` completions are then identical); sampling uses the
+model's full distribution at that temperature (no top-k/top-p), as RL sampling at T=1.0 intends. ``constraint`` is one
 :class:`~grasp_core.llm.constrained.PlanGrammar` per prompt; only the local backend can enforce it.
 A leading ``<think>…</think>`` block is removed from every completion.
 """
@@ -95,6 +96,15 @@ class TransformersLLM:
     def render(self, prompt: Prompt) -> str:
         return prompt if isinstance(prompt, str) else render_prompt(self.tokenizer, prompt, self.enable_thinking)
 
+    def _budget(self, prompt_len: int, max_new_tokens: int) -> int:
+        """``max_new_tokens``, cut to what the model's context leaves after the prompt (the tiny planner has 1,024)."""
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if limit is None:
+            return max_new_tokens
+        if prompt_len >= limit:
+            raise GraspError(f"a prompt of {prompt_len} tokens does not fit the model's {limit}-token context")
+        return min(max_new_tokens, limit - prompt_len)
+
     @torch.inference_mode()
     def generate(
         self,
@@ -113,14 +123,15 @@ class TransformersLLM:
             chunk = [self.render(p) for p in prompts[start : start + self.batch_size]]
             enc = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             prompt_len = enc["input_ids"].shape[1]
+            budget = self._budget(prompt_len, max_new_tokens)
             processors = []
             if constraint is not None:
                 grammars = list(constraint[start : start + self.batch_size])
-                processors.append(PlanLogitsProcessor(grammars, self.vocab, prompt_len, max_new_tokens, copies))
+                processors.append(PlanLogitsProcessor(grammars, self.vocab, prompt_len, budget, copies))
             kwargs = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
             gen = self.model.generate(
                 **enc,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=budget,
                 num_return_sequences=copies,
                 logits_processor=processors or None,
                 pad_token_id=self.tokenizer.pad_token_id,

@@ -282,7 +282,9 @@ class PlanGrammar:
         if self.is_final(state):
             ids, minc = list(vocab.eos_ids), [0] * len(vocab.eos_ids)
         elif isinstance(self._spec(state[0]), _Free):
-            ids, minc = self._allowed_free(state, vocab)
+            out = self._allowed_free(state, vocab)
+            masks[state] = out
+            return out
         else:
             ids, minc = [], []
             stack = [(vocab.trie, state)]
@@ -302,21 +304,26 @@ class PlanGrammar:
         masks[state] = out
         return out
 
-    def _allowed_free(self, state: tuple, vocab: "TokenVocab") -> tuple[list[int], list[int]]:
+    def _allowed_free(self, state: tuple, vocab: "TokenVocab") -> tuple[np.ndarray, np.ndarray]:
         ctx, n = state
         spec = self._spec(ctx)
-        after = 1 + self._min_ctx(spec.next)
         fits = (vocab.free_len >= 1) & (vocab.free_len <= spec.hi - n)
         ids = np.nonzero(fits)[0]
-        minc = np.maximum(0, spec.lo - n - vocab.free_len[ids]) + after
-        q_ids, q_minc = [], []
-        for tok, p, rest in vocab.quoted:
-            if spec.lo <= n + p <= spec.hi:
-                st = self.advance(self.enter(spec.next), rest)
-                if st is not None:
-                    q_ids.append(tok)
-                    q_minc.append(self.min_chars(st))
-        return ids.tolist() + q_ids, minc.tolist() + q_minc
+        minc = np.maximum(0, spec.lo - n - vocab.free_len[ids]) + 1 + self._min_ctx(spec.next)
+        q_ids, q_p, q_minc = self._closing_tokens(ctx, vocab)
+        keep = (n + q_p >= spec.lo) & (n + q_p <= spec.hi)
+        return np.concatenate([ids, q_ids[keep]]), np.concatenate([minc, q_minc[keep]])
+
+    def _closing_tokens(self, ctx: tuple, vocab: "TokenVocab") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tokens that close the free text of ``ctx`` and continue validly: (ids, free prefix length, min chars after).
+        They depend on the context only, not on how much text was written, so they are computed once."""
+        cache = self._caches(ctx).masks.setdefault(vocab, {})
+        key = ("closing", ctx)
+        if key not in cache:
+            after = self.enter(self._spec(ctx).next)
+            rows = [(tok, p, self.min_chars(st)) for tok, p, rest in vocab.quoted if (st := self.advance(after, rest)) is not None]
+            cache[key] = tuple(np.asarray(col, dtype=np.int64) for col in (zip(*rows) if rows else ([], [], [])))
+        return cache[key]
 
 
 # -------------------------------------------------------------------- the vocabulary

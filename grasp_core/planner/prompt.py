@@ -28,6 +28,7 @@ from grasp_core.skb.schema import Schema
 
 Message = dict[str, str]
 TARGET = "target"
+_FORMAT_HEADER = "Plan format:\n"
 
 
 def _system_template() -> Template:
@@ -59,13 +60,23 @@ def _example(schema: Schema) -> str:
 
 
 def planner_system_prompt(schema: Schema, compact: bool = False) -> str:
-    return _system_template().substitute(
+    """The unified system prompt with this schema filled in.
+
+    ``compact`` keeps the role, the schema (relations listed tersely) and the plan skeleton, and leaves out
+    the rule lines and the example: the small ``cpu`` planner learns the format from its training plans and
+    decoding is constrained to the grammar anyway, while its context is only 1,024 tokens.
+    """
+    text = _system_template().substitute(
         skb_name=schema.name,
         node_types=", ".join(schema.node_types),
         relation_format="relation: type pairs" if compact else "(type) -[relation]- (type)",
         relations=_relation_lines(schema, compact),
         example="" if compact else _example(schema),
-    ).strip()
+    )
+    if compact:
+        head, rules = text.split(_FORMAT_HEADER, 1)
+        text = head + _FORMAT_HEADER + rules.lstrip("\n").split("\n", 1)[0]
+    return text.strip()
 
 
 def build_planner_messages(schema: Schema, table: EntityTable, query: str, compact: bool = False) -> list[Message]:

@@ -71,6 +71,9 @@ def test_fuzzy_match_catches_a_variant_spelling(gazetteer, skb):
     assert len(fuzzy) == 1 and fuzzy[0].mention == "nighttime blindness"  # the query's wording is kept
     top = fuzzy[0].links["effect/phenotype"][0]
     assert top.node_id == ids(skb, "Night blindness")[0] and 0.85 <= top.score < 0.999
+    # a clinging word is trimmed: the best of the run and the run less its first/last token is kept
+    trimmed = gazetteer.extract(["Which genes are linked with nighttime blindness symptoms"])[0].rows
+    assert [(r.mention, r.role) for r in trimmed] == [("genes", "target"), ("nighttime blindness", "anchor")]
     off = GazetteerExtractor(skb, gazetteer.index, gazetteer.encoder, GazetteerConfig(fuzzy=False))
     assert [r.role for r in off.extract(["Which diseases present with nighttime blindness"])[0].rows] == ["target"]
 

@@ -55,7 +55,7 @@ def test_parser_normalizes_types_roles_and_bad_items():
         {"text": "", "types": ["drug"], "role": "anchor"},  # skipped: empty text
         "a stray string",  # skipped
         {"text": "Tall stature", "type": "effect phenotype", "role": "entity", "nested_in": 7},  # bad role, bad index
-        {"text": "retina", "types": ["anatomy", "disease", "drug"], "role": "anchor", "nested_in": 4},  # self
+        {"text": "retina", "types": ["anatomy", "disease", "drug"], "role": "anchor", "nested_in": 5},  # itself
     ])
     mentions = parse_mentions(text, SCHEMA)
     assert mentions == [

@@ -190,3 +190,22 @@ def test_injection_through_texts_leaves_the_store_untouched(env):
     assert sorted(executor.store.run("CALL show_tables() RETURN name")) == [
         ("N_anatomy",), ("N_disease",), ("N_drug",), ("N_gene_protein",), ("R_expression_present",), ("R_indication",),
         ("R_ppi",), ("R_target",)]
+
+
+def test_beyond_the_exact_limit_candidates_are_rescored_through_the_index(env):
+    executor, emb, enc = env
+    approx = PlanExecutor(executor.skb, executor.index, executor.encoder, executor.store,
+                          ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=2))
+    plan = plan_text([RETINA], TWO_HOPS, relevance="night vision supplement")
+    exact, _ = executor.execute(plan, "q")
+    ranking, trace = approx.execute(plan, "q")
+    assert trace.candidates == 2 and len(exact) == 2  # at the limit: still exact
+    rel = cos(emb, enc, "night vision supplement", [6, 7, 8], "doc")
+    top2 = sorted(rel, key=lambda i: -rel[i])[:2]
+    tiny = PlanExecutor(executor.skb, executor.index, executor.encoder, executor.store,
+                        ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=1))
+    ranking, _ = tiny.execute(plan, "q")  # depth-1 search keeps the best-cosine drug only if it is a candidate
+    want = [i for i in top2[:1] if i in (6, 7)]
+    assert ranking.node_ids.tolist() == want
+    if want:
+        np.testing.assert_allclose(ranking.scores, exact.scores[exact.node_ids == want[0]], atol=1e-5)

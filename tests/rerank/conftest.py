@@ -116,3 +116,14 @@ def qwen_cfg(tiny_qwen3):
                                     gradient_checkpointing=False, batch_size=2, **kw)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def minilm_builder(tiny_skb):
+    """A document builder over the tiny SKB with real MiniLM document vectors and query encoder (64-token inputs)."""
+    from grasp_core.embed.encoder import EncoderConfig, load_encoder
+    from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
+
+    encoder = load_encoder(EncoderConfig())
+    vectors = encoder.encode(tiny_skb.documents(), max_tokens=512)
+    return CandidateDocumentBuilder(tiny_skb, vectors, DocumentConfig(max_input_tokens=64), encoder=encoder)
