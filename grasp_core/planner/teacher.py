@@ -116,3 +116,57 @@ def _teacher_prompt(dataset: str) -> str:
     prompts = files("grasp_core.prompts")
     specific = prompts.joinpath(f"teacher_{dataset}.txt")
     return (specific if specific.is_file() else prompts.joinpath("teacher_generic.txt")).read_text()
+
+
+def _key(plan: dict, ranking, trace, gold: Sequence[int]) -> tuple:
+    rank = ranking.rank_of(gold)
+    return (rank if rank is not None else 10**9, len(plan["anchors"]), len(plan["hops"]), trace.candidates)
+
+
+class ProgrammaticTeacher:
+    """Enumerate, execute and keep the best metapath plan for each query (uses the gold answers)."""
+
+    def __init__(self, schema: Schema, node_types: Sequence[str], executor, cfg: TeacherConfig = TeacherConfig()):
+        self.schema, self.node_types, self.executor, self.cfg = schema, list(node_types), executor, cfg
+
+    def target_type(self, gold: Sequence[int]) -> str:
+        types = [self.node_types[g] for g in gold]
+        return max(sorted(set(types)), key=types.count)
+
+    def _best(self, plans: list[dict], query: str, table: EntityTable, gold: Sequence[int]):
+        results = self.executor.execute_batch([json_text(p) for p in plans], [query] * len(plans), [table] * len(plans))
+        scored = sorted(
+            ((_key(p, r, t, gold), i) for i, (p, (r, t)) in enumerate(zip(plans, results))), key=lambda x: x[0]
+        )
+        return [(plans[i], results[i], key) for key, i in scored]
+
+    def teach_one(self, query: str, table: EntityTable, gold: Sequence[int]) -> TeacherPlan:
+        target = self.target_type(gold)
+        singles = single_anchor_plans(self.schema, table, query, target, self.cfg)[: self.cfg.max_candidates]
+        ranked = self._best(singles + [zero_hop_plan(query, target)], query, table, gold)
+        tried = len(ranked)
+        # intersections of the best single-anchor plans that reached a gold answer or anything at all
+        top = [p for p, (r, _), _ in ranked if p["anchors"] and len(r)][: self.cfg.pair_anchors]
+        pairs = [x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))]
+        if pairs:
+            ranked = sorted(ranked + self._best(pairs, query, table, gold), key=lambda x: x[2])
+            tried += len(pairs)
+        plan, (ranking, trace), key = ranked[0]
+        if key[0] == 10**9 and not len(ranking):
+            return TeacherPlan(None, None, 0, tried)
+        return TeacherPlan(plan, ranking.rank_of(gold), trace.candidates, tried)
+
+    def teach(self, queries: Sequence[str], tables: Sequence[EntityTable], golds: Sequence[Sequence[int]],
+              progress=None) -> list[TeacherPlan]:
+        out = []
+        for q, t, g in zip(queries, tables, golds):
+            out.append(self.teach_one(q, t, g))
+            if progress is not None:
+                progress.update(1)
+        return out
+
+
+def json_text(plan: dict) -> str:
+    import json
+
+    return json.dumps(plan, separators=(",", ":"), ensure_ascii=False)

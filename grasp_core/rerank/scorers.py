@@ -57,7 +57,8 @@ class Group(NamedTuple):
 @dataclass(frozen=True)
 class CausalLMScorerConfig:
     model_path: str | None = field(
-        default=None, metadata={"help": "Local directory of a Qwen3-Reranker-style causal LM (e.g. Qwen3-Reranker-0.6B)."}
+        default=None,
+        metadata={"help": "Local directory of a Qwen3-Reranker-style causal LM (e.g. Qwen3-Reranker-0.6B)."},
     )
     max_length: int = field(default=2048, metadata={"help": "Tokens per input (instruction + query + document)."})
     batch_size: int = field(default=16, metadata={"help": "Pairs per forward pass at inference."})
@@ -151,7 +152,8 @@ class CrossEncoderScorer(_PairScorer):
 
         path = _require_model_dir(minilm_path() if cfg.model_path is None else cfg.model_path,
                                   "CrossEncoderScorerConfig.model_path")
-        self.cfg, self.max_length, self.batch_size, self.device = cfg, cfg.max_length, cfg.batch_size, torch.device(cfg.device)
+        self.cfg, self.max_length, self.batch_size = cfg, cfg.max_length, cfg.batch_size
+        self.device = torch.device(cfg.device)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
@@ -173,10 +175,12 @@ class CausalLMScorer(_PairScorer):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = _require_model_dir(cfg.model_path, "CausalLMScorerConfig.model_path")
-        self.cfg, self.max_length, self.batch_size, self.device = cfg, cfg.max_length, cfg.batch_size, torch.device(cfg.device)
+        self.cfg, self.max_length, self.batch_size = cfg, cfg.max_length, cfg.batch_size
+        self.device = torch.device(cfg.device)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         self.yes_id, self.no_id = (self._single_token(w) for w in ("yes", "no"))
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
+        self.pad_id = pad if pad is not None else eos
         if self.pad_id is None:
             raise GraspError(f"the tokenizer at {path} has neither a pad nor an eos token")
         self.instruction = reranker_instruction()

@@ -1,24 +1,37 @@
 """mFAR: multi-field adaptive retrieval (Li et al., ICLR 2025), trained on an SKB's train split.
 
-Scoring. Every node is decomposed into fields (:mod:`grasp_core.text.fields`). Each field f has two
-scorers m: lexical (BM25 over that field's texts, :class:`~grasp_core.text.bm25.LexicalIndex`) and dense
-(cosine between the query and the field text, embedded once per (field, node) with the frozen encoder).
-A query-conditioned linear layer turns the query embedding into softmax weights over the (f, m) pairs:
+Scoring. Every node is decomposed into fields (:mod:`grasp_core.text.fields`). Every field f has a
+lexical scorer (BM25 over that field's texts, :class:`~grasp_core.text.bm25.LexicalIndex`); the fields named
+in ``MFARConfig.dense_fields`` also have a dense scorer (cosine between the query and the field text).
+A query-conditioned linear layer turns the query embedding into softmax weights over the scorers:
 
-    s(q, d) = exp(t) · Σ_{f,m} softmax(W e_q + b)_{f,m} · z_{f,m}(q, d)
+    s(q, d) = exp(t) · Σ_{(f,m) ∈ scorers} softmax(W e_q + b)_{f,m} · z_{f,m}(q, d)
 
 ``t`` is a learned log-temperature. W and b start at 0 (uniform weights).
 
+Dense fields (the cpu/gpu choice). The paper gives every field both scorers. A dense scorer on a text or
+relation field means embedding that field for every node: on ``hpo`` (37k nodes) that is 125k texts,
+measured at ≈ 3 h of MiniLM at 128 tokens on 2 shared cores (``benchmarks/results/text_throughput.json``).
+The ``cpu`` default is therefore ``dense_fields=("doc", "name")``: their vectors are the node index's
+(already built for the graph branch), so building mFAR encodes nothing, while every field keeps its
+lexical scorer, which is where the field structure pays off most (exact names of brands, phenotypes,
+neighbours). ``dense_fields=None`` (the ``gpu`` setting) embeds every field, as in the paper.
+
 Normalization. BM25 scores live on a field-dependent scale (idf, length) while cosines live in
-[-1, 1], so each raw score is standardized per (field, scorer): ``z = (raw - mean) / std`` with mean and
+[-1, 1], so each raw score is standardized per scorer: ``z = (raw - mean) / std`` with mean and
 std measured once, before training, over the candidate pools of (a sample of) training queries, i.e.
 over exactly the kind of (query, node) pairs the model scores. The map is affine and query-independent,
 so it never reorders one scorer's ranking, and it is frozen with the model (like batch norm at
 inference). A node with no value for a field gets raw score 0 from both scorers.
 
 Candidates. Scoring is exhaustive per scorer (one sparse product for BM25, one matrix product for the
-dense field vectors), but only the union of each scorer's top ``candidates_per_field`` nodes is
-normalized, weighted and ranked, so the combination costs O(fields × candidates), not O(corpus).
+dense vectors, each for a whole batch of queries), but only the union of each scorer's top
+``candidates_per_field`` nodes is normalized, weighted and ranked, so the combination costs
+O(scorers × candidates), not O(corpus). The selection is vectorized over the batch: one
+``np.argpartition`` per scorer over its [queries, N] score matrix, then one row-wise sort of the
+concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
+[queries, m, scorers] raw scores). A lexical scorer only nominates nodes with a positive score, a dense
+scorer only nodes that have the field.
 
 Training. Contrastive cross-entropy: each training query takes one of its gold answers (a random one
 each epoch) as positive; the candidates are every positive and every hard negative in the batch (in-batch
@@ -40,6 +53,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -56,16 +70,23 @@ from grasp_core.text.bm25 import BM25Config, LexicalIndex, tokenize
 from grasp_core.text.fields import DOC, NAME, field_texts
 
 QUERY_MAX_TOKENS = 512
-SCORERS = ("lexical", "dense")
+LEXICAL, DENSE = "lexical", "dense"
 
 
 @dataclass(frozen=True)
 class MFARConfig:
     max_neighbours: int = field(default=32, metadata={"help": "Neighbour names per relation field, highest degree first."})
+    dense_fields: tuple[str, ...] | None = field(
+        default=(DOC, NAME),
+        metadata={"help": "Fields that get a dense scorer besides their lexical one; None = every field (the gpu "
+                          "setting, as in the paper). The cpu default reuses the node index's doc and name vectors, so "
+                          "nothing extra is encoded (see the module docstring)."},
+    )
     field_max_tokens: int = field(
         default=128,
-        metadata={"help": "Encoder truncation for text and relation fields (doc and name reuse the node index's "
-                          "vectors). Caps the one-off field-embedding cost, see benchmarks/text_throughput.py."},
+        metadata={"help": "Encoder truncation for the dense scorers of text and relation fields (doc and name reuse "
+                          "the node index's vectors). Caps the one-off field-embedding cost, see "
+                          "benchmarks/text_throughput.py."},
     )
     bm25: BM25Config = field(default=BM25Config(), metadata={"help": "Tokenization and BM25 variant of every field."})
     candidates_per_field: int = field(default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."})
@@ -77,42 +98,81 @@ class MFARConfig:
     patience: int = field(default=3, metadata={"help": "Stop after this many epochs without a better validation MRR."})
     max_val_queries: int = field(default=500, metadata={"help": "Validation queries used for model selection."})
     norm_queries: int = field(default=256, metadata={"help": "Training queries whose candidate pools set the score normalization."})
-    query_batch_size: int = field(default=32, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."})
+    query_batch_size: int = field(default=64, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."})
     finetune_encoder: bool = field(default=False, metadata={"help": "Also train the query encoder (needs a CUDA GPU)."})
     encoder_lr: float = field(default=2e-5, metadata={"help": "Learning rate of the query encoder when finetune_encoder."})
     seed: int = field(default=0, metadata={"help": "Seed of batch order and positive sampling."})
 
 
+class Pools(NamedTuple):
+    """Candidate pools of a batch of queries, padded to one width ``m``.
+
+    ``ids`` int64 [q, m]: each row's candidates in increasing node id, then ``-1`` padding;
+    ``raw`` float32 [q, m, scorers]: their raw scores (0 at padding).
+    """
+
+    ids: np.ndarray
+    raw: np.ndarray
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return len(self.ids)
+
+    @property
+    def valid(self) -> np.ndarray:
+        return self.ids >= 0
+
+    @classmethod
+    def concat(cls, parts: Sequence["Pools"], num_scorers: int) -> "Pools":
+        if not parts:
+            return cls(np.zeros((0, 0), np.int64), np.zeros((0, 0, num_scorers), np.float32))
+        width = max(p.ids.shape[1] for p in parts)
+        ids = [np.pad(p.ids, ((0, 0), (0, width - p.ids.shape[1])), constant_values=-1) for p in parts]
+        raw = [np.pad(p.raw, ((0, 0), (0, width - p.raw.shape[1]), (0, 0))) for p in parts]
+        return cls(np.concatenate(ids), np.concatenate(raw))
+
+
 class FieldIndex:
-    """Per field: BM25 weights and dense vectors (float32 in memory, float16 on disk)."""
+    """Per field: BM25 weights, and dense vectors for the dense fields (float32 in memory, float16 on disk)."""
 
     def __init__(self, fields: list[str], lexical: dict[str, LexicalIndex], dense: dict[str, np.ndarray],
                  bm25: BM25Config, identity: str):
         self.fields = fields
         self.lexical = lexical
-        self.dense = dense
+        self.dense = dense  # only the fields with a dense scorer
         self.bm25 = bm25
         self.identity = identity
         self.present = {f: np.abs(v).sum(1) > 0 for f, v in dense.items()}
+        self.scorers = [(f, m) for f in fields for m in (LEXICAL, DENSE) if m == LEXICAL or f in dense]
+
+    @property
+    def num_nodes(self) -> int:
+        return self.lexical[self.fields[0]].num_nodes
 
     @property
     def num_scorers(self) -> int:
-        return len(self.fields) * len(SCORERS)
+        return len(self.scorers)
 
     @property
     def scorer_names(self) -> list[str]:
-        return [f"{f}/{m}" for f in self.fields for m in SCORERS]
+        return [f"{f}/{m}" for f, m in self.scorers]
 
     @classmethod
     def build(cls, skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
               work_dir: str | Path | None = None) -> "FieldIndex":
-        """Index every field. With ``work_dir``, each field's vectors are cached there and reused on a rerun."""
+        """Index every field. With ``work_dir``, encoded field vectors are cached there and reused on a rerun."""
         texts = field_texts(skb, cfg.max_neighbours)
+        dense_fields = list(texts) if cfg.dense_fields is None else list(cfg.dense_fields)
+        unknown = [f for f in dense_fields if f not in texts]
+        if unknown:
+            raise GraspError(f"MFARConfig.dense_fields names unknown fields {unknown}; the fields of "
+                             f"{skb.schema.name!r} are {list(texts)}")
         n = skb.num_nodes
         lexical, dense = {}, {}
         for f in tqdm(list(texts), desc="mFAR fields", unit="field"):
             rows = np.flatnonzero([bool(t) for t in texts[f]])
             lexical[f] = LexicalIndex.build([texts[f][i] for i in rows], rows, n, cfg.bm25)
+            if f not in dense_fields:
+                continue
             if f in (DOC, NAME):
                 vectors = index.vectors(f, np.arange(n))
             else:
@@ -122,41 +182,61 @@ class FieldIndex:
         return cls(list(texts), lexical, dense, cfg.bm25, encoder.identity)
 
     def raw_scores(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> list[np.ndarray]:
-        """Per scorer (field-major, lexical then dense): float32 [q, N] scores over the whole corpus."""
-        out = []
-        for f in self.fields:
-            out.append(self.lexical[f].scores(query_tokens))
-            out.append(query_vecs @ self.dense[f].T)
-        return out
+        """Per scorer (in ``self.scorers`` order): float32 [q, N] scores over the whole corpus."""
+        return [self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
+                for f, m in self.scorers]
 
-    def lexical_at(self, query_tokens: Sequence[Sequence[str]], node_ids: np.ndarray) -> np.ndarray:
-        """float32 [q, len(node_ids), fields]: every field's BM25 score of the given nodes only."""
-        return np.stack([self.lexical[f].scores_at(query_tokens, node_ids) for f in self.fields], axis=-1)
+    def scores_at(self, query_tokens: Sequence[Sequence[str]], query_vecs: torch.Tensor, node_ids: np.ndarray
+                  ) -> torch.Tensor:
+        """float32 [q, len(node_ids), scorers]: every scorer's score of the given nodes only.
 
-    def candidates(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray, per_field: int
-                   ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per query: (candidate node ids, raw scores [n, scorers]) for the union of each scorer's top nodes."""
+        Differentiable in ``query_vecs`` (the dense scores), for encoder fine-tuning.
+        """
+        return torch.stack([
+            torch.from_numpy(self.lexical[f].scores_at(query_tokens, node_ids)) if m == LEXICAL
+            else query_vecs @ torch.from_numpy(self.dense[f][node_ids]).T
+            for f, m in self.scorers
+        ], dim=-1)
+
+    def eligible(self, scorer: int, scores: np.ndarray) -> np.ndarray:
+        """bool, like ``scores``: nodes this scorer may nominate (a lexical match, or a node with the field)."""
+        f, m = self.scorers[scorer]
+        return scores > 0 if m == LEXICAL else np.broadcast_to(self.present[f], scores.shape)
+
+    def candidates(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray, per_field: int) -> Pools:
+        """The union of each scorer's top ``per_field`` eligible nodes, for the whole batch at once.
+
+        Per scorer, one ``np.argpartition`` over the [q, N] score matrix picks every query's top nodes;
+        the union is a row-wise sort of the concatenated picks with duplicates and ineligible picks
+        pushed to the end as padding.
+        """
         scores = self.raw_scores(query_tokens, query_vecs)
-        masks = [m for f in self.fields for m in (None, self.present[f])]
-        out = []
-        for q in range(len(query_vecs)):
-            picks = []
-            for s, mask in zip(scores, masks):
-                row = s[q] if mask is None else np.where(mask, s[q], -np.inf)
-                k = min(per_field, len(row))
-                top = np.argpartition(-row, k - 1)[:k]
-                picks.append(top[row[top] > (0 if mask is None else -np.inf)])
-            ids = np.unique(np.concatenate(picks))
-            out.append((ids, np.stack([s[q, ids] for s in scores], axis=-1)))
-        return out
+        q, n = len(query_vecs), self.num_nodes
+        k = min(per_field, n)
+        picks = []
+        for s, values in enumerate(scores):
+            ok = self.eligible(s, values)
+            top = np.argpartition(np.where(ok, -values, np.inf), k - 1, axis=1)[:, :k]
+            picks.append(np.where(np.take_along_axis(ok, top, 1), top, n))
+        ids = np.sort(np.concatenate(picks, axis=1), axis=1) if picks else np.zeros((q, 0), np.int64)
+        ids[:, 1:][ids[:, 1:] == ids[:, :-1]] = n  # duplicates become padding
+        ids = np.sort(ids, axis=1)
+        ids = ids[:, :int((ids < n).sum(1).max(initial=0))]
+        pad = ids == n
+        safe = np.where(pad, 0, ids)
+        raw = np.stack([np.take_along_axis(s, safe, 1) for s in scores], axis=-1)
+        raw[pad] = 0
+        return Pools(np.where(pad, -1, ids).astype(np.int64), raw.astype(np.float32))
 
     def save(self, path: Path) -> None:
         for i, f in enumerate(self.fields):
             sub = path / f"field_{i:03d}"
             sub.mkdir()
             self.lexical[f].save(sub)
-            np.save(sub / "dense.npy", self.dense[f].astype(np.float16))
-        write_json(path / "fields.json", {"fields": self.fields, "bm25": asdict(self.bm25), "identity": self.identity})
+            if f in self.dense:
+                np.save(sub / "dense.npy", self.dense[f].astype(np.float16))
+        write_json(path / "fields.json", {"fields": self.fields, "dense_fields": list(self.dense),
+                                          "bm25": asdict(self.bm25), "identity": self.identity})
 
     @classmethod
     def load(cls, path: Path) -> "FieldIndex":
@@ -165,6 +245,8 @@ class FieldIndex:
         for i, f in enumerate(meta["fields"]):
             sub = path / f"field_{i:03d}"
             lexical[f] = LexicalIndex.load(sub)
+            if f not in meta["dense_fields"]:
+                continue
             try:
                 dense[f] = np.load(sub / "dense.npy").astype(np.float32)
             except (OSError, ValueError) as exc:
@@ -220,26 +302,29 @@ class MFARRetriever:
     def encode_queries(self, queries: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:
         return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS)
 
-    def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        """Query vectors and each query's (candidate ids, raw scores)."""
-        vecs, pools = [], []
+    def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, Pools]:
+        """Query vectors [q, d] and the queries' candidate pools (built ``query_batch_size`` queries at a time)."""
+        vecs, parts = [], []
         for start in range(0, len(queries), self.cfg.query_batch_size):
             tokens, v = self.encode_queries(queries[start:start + self.cfg.query_batch_size])
             vecs.append(v)
-            pools += self.fields.candidates(tokens, v, self.cfg.candidates_per_field)
-        return (np.concatenate(vecs) if vecs else np.zeros((0, self.encoder.dim), np.float32)), pools
+            parts.append(self.fields.candidates(tokens, v, self.cfg.candidates_per_field))
+        vecs = np.concatenate(vecs) if vecs else np.zeros((0, self.encoder.dim), np.float32)
+        return vecs, Pools.concat(parts, self.fields.num_scorers)
 
-    def score_pools(self, vecs: np.ndarray, pools: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        out = []
+    def score_pools(self, vecs: np.ndarray, pools: Pools) -> np.ndarray:
+        """float32 [q, m]: the model's score of every candidate, ``-inf`` at padding."""
         with torch.no_grad():
-            for v, (ids, raw) in zip(vecs, pools):
-                out.append(self.model(torch.from_numpy(v[None]), torch.from_numpy(raw[None]))[0].numpy())
-        return out
+            scores = self.model(torch.from_numpy(vecs), torch.from_numpy(pools.raw)).numpy()
+        return np.where(pools.valid, scores, -np.inf).astype(np.float32)
 
     def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]:
-        vecs, pools = self.pools(list(queries))
-        scores = self.score_pools(vecs, pools)
-        return [Ranking.from_scores(ids, s, k) for (ids, _), s in zip(pools, scores)]
+        queries = list(queries)
+        out: list[Ranking] = []
+        for start in range(0, len(queries), self.cfg.query_batch_size):
+            vecs, pools = self.pools(queries[start:start + self.cfg.query_batch_size])
+            out += _rankings(pools, self.score_pools(vecs, pools), k)
+        return out
 
     def field_weights(self, queries: Sequence[str]) -> np.ndarray:
         """float32 [q, scorers]: the weights the model gives each (field, scorer) for each query."""
@@ -288,12 +373,14 @@ class MFARRetriever:
 # ---------------------------------------------------------------- training
 
 
-def _mrr(scores: list[np.ndarray], pools: list[tuple[np.ndarray, np.ndarray]], answers: list[set[int]]) -> float:
-    total = 0.0
-    for s, (ids, _), gold in zip(scores, pools, answers):
-        hit = np.isin(ids[np.argsort(-s, kind="stable")], list(gold))
-        total += 1.0 / (np.argmax(hit) + 1) if hit.any() else 0.0
-    return float(100.0 * total / max(len(answers), 1))
+def _rankings(pools: Pools, scores: np.ndarray, k: int | None) -> list[Ranking]:
+    return [Ranking.from_scores(ids[ok], s[ok], k) for ids, s, ok in zip(pools.ids, scores, pools.valid)]
+
+
+def _mrr(pools: Pools, scores: np.ndarray, answers: list[set[int]]) -> float:
+    """MRR (percent) of the ranked pools; a query whose gold is not in its pool counts 0."""
+    ranks = [r.rank_of(list(gold)) for r, gold in zip(_rankings(pools, scores, None), answers)]
+    return float(100.0 * sum(1.0 / r for r in ranks if r) / max(len(answers), 1))
 
 
 def _hard_negatives(fields: FieldIndex, tokens: list[list[str]], answers: list[set[int]], n: int, batch: int = 256) -> list[np.ndarray]:
@@ -337,7 +424,7 @@ def train_mfar(skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = M
 
     sample = rng.permutation(len(train_q))[:cfg.norm_queries]
     _, norm_pools = retriever.pools([train_q[i] for i in sample])
-    pooled = np.concatenate([raw for _, raw in norm_pools])
+    pooled = norm_pools.raw[norm_pools.valid]
     model.mean.copy_(torch.from_numpy(pooled.mean(0)))
     model.std.copy_(torch.from_numpy(np.where(pooled.std(0) > 1e-6, pooled.std(0), 1.0)))
 
@@ -346,7 +433,7 @@ def train_mfar(skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = M
 
     def evaluate() -> float:
         model.eval()
-        return _mrr(retriever.score_pools(val_vecs, val_pools), val_pools, val_gold)
+        return _mrr(val_pools, retriever.score_pools(val_vecs, val_pools), val_gold)
 
     history = [{"epoch": 0, "train_loss": None, "val_mrr": evaluate()}]
     if progress:
@@ -371,9 +458,7 @@ def train_mfar(skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = M
                 vecs = _trainable_query_vectors(encoder, [train_q[i] for i in idx])
             else:
                 vecs = torch.from_numpy(train_vecs[idx])
-            lexical = torch.from_numpy(fields.lexical_at([train_tokens[i] for i in idx], docs))
-            dense = torch.stack([vecs @ torch.from_numpy(fields.dense[f][docs]).T for f in fields.fields], dim=-1)
-            raw = torch.stack([lexical, dense], dim=-1).flatten(2)  # [q, n, fields * (lexical, dense)]
+            raw = fields.scores_at([train_tokens[i] for i in idx], vecs, docs)
             logits = model(vecs, raw)
             other_gold = torch.from_numpy(np.array(
                 [[d in train_gold[i] and d != p for d in docs] for i, p in zip(idx, positives)], dtype=bool))

@@ -152,7 +152,7 @@ def test_http_backend_unreachable_and_no_constraint():
 
 def test_generation_stops_at_the_model_context(llm):
     limit = llm.model.config.max_position_embeddings
-    prompt = "<|bos|>" + "drug " * (limit - 20)
+    prompt = "<|bos|>" + "drug " * ((limit - 20) // 2)
     n_prompt = len(llm.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     assert n_prompt < limit
     out = llm.generate([prompt], max_new_tokens=700)[0][0]

@@ -34,7 +34,7 @@ def test_a_few_training_steps_fit_one_plan(tokenizer):
     ids = tokenizer(plan_text(PLANS[0]), return_tensors="pt")["input_ids"]
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
-    for _ in range(30):
+    for _ in range(60):
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         opt.step()

@@ -86,7 +86,8 @@ def tiny_qwen3(tmp_path_factory):
     specials = ["[PAD]", "[UNK]", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    corpus = [QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction(), QWEN_QUERY, *QWEN_DOCS, "<Instruct>: <Query>: <Document>: yes no"]
+    corpus = [QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction(), QWEN_QUERY, *QWEN_DOCS,
+              "<Instruct>: <Query>: <Document>: yes no"]
     tok.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=specials))
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
                                         eos_token="<|im_end|>")
@@ -112,8 +113,9 @@ def qwen_cfg(tiny_qwen3):
     """CPU float32 scorer settings for the tiny Qwen3."""
 
     def make(**kw) -> CausalLMScorerConfig:
-        return CausalLMScorerConfig(model_path=str(tiny_qwen3), dtype="float32", device="cpu",
-                                    gradient_checkpointing=False, batch_size=2, **kw)
+        defaults = dict(model_path=str(tiny_qwen3), dtype="float32", device="cpu", gradient_checkpointing=False,
+                        batch_size=2)
+        return CausalLMScorerConfig(**{**defaults, **kw})
 
     return make
 

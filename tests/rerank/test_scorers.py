@@ -11,9 +11,11 @@ from grasp_core.errors import MissingModelError
 from grasp_core.rerank.scorers import (QWEN3_PREFIX, QWEN3_SUFFIX, CausalLMScorer, CausalLMScorerConfig,
                                        CrossEncoderScorer, CrossEncoderScorerConfig, Group, reranker_instruction)
 
+
 def test_causal_lm_scores_are_the_base_models_yes_minus_no_logit(tiny_qwen3, qwen_cfg, qwen_sample):
-    QUERY, DOCS = qwen_sample
     from transformers import AutoModelForCausalLM
+
+    QUERY, DOCS = qwen_sample
 
     scorer = CausalLMScorer(qwen_cfg())
     scores = scorer.score(QUERY, DOCS)
@@ -22,7 +24,8 @@ def test_causal_lm_scores_are_the_base_models_yes_minus_no_logit(tiny_qwen3, qwe
     base = AutoModelForCausalLM.from_pretrained(str(tiny_qwen3), dtype=torch.float32).eval()
     tok = scorer.tokenizer
     for doc, score in zip(DOCS, scores):
-        text = QWEN3_PREFIX + f"<Instruct>: {reranker_instruction()}\n<Query>: {QUERY}\n<Document>: {doc}" + QWEN3_SUFFIX
+        turn = f"<Instruct>: {reranker_instruction()}\n<Query>: {QUERY}\n<Document>: {doc}"
+        text = QWEN3_PREFIX + turn + QWEN3_SUFFIX
         ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
         with torch.no_grad():
             last = base(input_ids=ids).logits[0, -1]
@@ -37,11 +40,12 @@ def test_causal_lm_scores_are_the_base_models_yes_minus_no_logit(tiny_qwen3, qwe
 
 def test_causal_lm_lora_step_changes_only_the_adapters(qwen_cfg, qwen_sample):
     QUERY, DOCS = qwen_sample
-    scorer = CausalLMScorer(qwen_cfg())
+    scorer = CausalLMScorer(qwen_cfg(gradient_checkpointing=True))  # as in the gpu profile
     named = dict(scorer.model.named_parameters())
     trainable = {n for n, p in named.items() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
-    assert any("mlp.down_proj.lora_A" in n for n in trainable) and any("self_attn.q_proj.lora_B" in n for n in trainable)
+    assert any("mlp.down_proj.lora_A" in n for n in trainable)
+    assert any("self_attn.q_proj.lora_B" in n for n in trainable)
     lora = next(iter(scorer.model.peft_config.values()))
     assert (lora.r, lora.lora_alpha, lora.lora_dropout) == (32, 64, 0.05)
     before = {n: p.detach().clone() for n, p in named.items()}

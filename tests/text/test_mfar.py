@@ -2,9 +2,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from grasp_core.errors import GraspError
-from grasp_core.text.mfar import MFARConfig, MFARRetriever, train_mfar
+from grasp_core.ranking import Ranking
+from grasp_core.text.mfar import FieldIndex, MFARConfig, MFARRetriever, train_mfar
+from tests.text.conftest import CATEGORIES, COLORS
 
 CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidates_per_field=20)
 
@@ -34,19 +37,76 @@ def test_training_learns_field_weights_and_improves_validation_mrr(trained, skb)
     assert 100 * np.mean([1 / r if r else 0 for r in ranks]) == pytest.approx(best)
 
 
+def test_cpu_default_gives_every_field_a_lexical_scorer_and_only_doc_and_name_a_dense_one(trained):
+    fields = trained[0].fields
+    assert [f for f, m in fields.scorers if m == "lexical"] == fields.fields
+    assert [f for f, m in fields.scorers if m == "dense"] == ["doc", "name"] == list(fields.dense)
+    assert fields.scorer_names[:3] == ["doc/lexical", "doc/dense", "name/lexical"]
+    assert fields.num_scorers == len(fields.fields) + 2
+
+
+def test_dense_fields_none_embeds_every_field_and_unknown_fields_are_refused(skb, node_index, encoder, tmp_path):
+    fields = FieldIndex.build(skb, node_index, encoder, MFARConfig(dense_fields=None), work_dir=tmp_path)
+    assert list(fields.dense) == fields.fields and fields.num_scorers == 2 * len(fields.fields)
+    brand = fields.fields.index("rel:has_brand")
+    assert fields.present["rel:has_brand"].sum() == skb.num_nodes - len(CATEGORIES) - len(COLORS)
+    assert np.abs(fields.dense[fields.fields[brand]][fields.present["rel:has_brand"]]).sum() > 0
+    with pytest.raises(GraspError, match="unknown fields \\['colour'\\]"):
+        FieldIndex.build(skb, node_index, encoder, MFARConfig(dense_fields=("doc", "colour")))
+
+
+def reference_pools(fields, tokens, vecs, per_field):
+    """The straightforward per-query selection: per query and scorer, top nodes of the 1-d score row."""
+    scores = fields.raw_scores(tokens, vecs)
+    out = []
+    for q in range(len(vecs)):
+        picks = []
+        for s, values in enumerate(scores):
+            row, ok = values[q], fields.eligible(s, values[q:q + 1])[0]
+            top = np.argpartition(np.where(ok, -row, np.inf), per_field - 1)[:per_field]
+            picks.append(top[ok[top]])
+        ids = np.unique(np.concatenate(picks))
+        out.append((ids, np.stack([s[q, ids] for s in scores], axis=-1)))
+    return out
+
+
+@pytest.mark.parametrize("per_field", [3, 20])
+def test_vectorized_candidates_match_a_per_query_reference(trained, skb, per_field):
+    retriever = trained[0]
+    queries = skb.queries["query"].tolist() + ["zzz unmatched words", "Acme"]
+    tokens, vecs = retriever.encode_queries(queries)
+    pools = retriever.fields.candidates(tokens, vecs, per_field)
+    reference = reference_pools(retriever.fields, tokens, vecs, per_field)
+    assert pools.ids.shape[1] == max(len(ids) for ids, _ in reference)
+    for ids, raw, ok, (ref_ids, ref_raw) in zip(pools.ids, pools.raw, pools.valid, reference):
+        np.testing.assert_array_equal(ids[ok], ref_ids)
+        np.testing.assert_array_equal(raw[ok], ref_raw)
+        assert (ids[~ok] == -1).all() and (raw[~ok] == 0).all()
+    # and the final rankings equal scoring each reference pool on its own
+    ranked = MFARRetriever(retriever.fields, retriever.model, retriever.encoder,
+                           replace(CFG, candidates_per_field=per_field, query_batch_size=7)).rank(queries, k=10)
+    with torch.no_grad():
+        for r, v, (ref_ids, ref_raw) in zip(ranked, vecs, reference):
+            s = retriever.model(torch.from_numpy(v[None]), torch.from_numpy(ref_raw[None]))[0].numpy()
+            expected = Ranking.from_scores(ref_ids, s, 10)
+            np.testing.assert_array_equal(r.node_ids, expected.node_ids)
+            np.testing.assert_allclose(r.scores, expected.scores, rtol=1e-6)
+
+
 def test_candidates_are_the_union_of_per_scorer_tops(trained, skb, encoder):
     base = trained[0]
     retriever = MFARRetriever(base.fields, base.model, encoder, replace(CFG, candidates_per_field=3))
     query = "a red kettle made by Acme"
     _, pools = retriever.pools([query])
-    ids, raw = pools[0]
+    ids = pools.ids[0][pools.valid[0]]
     assert len(ids) <= retriever.fields.num_scorers * 3 < skb.num_nodes
-    assert raw.shape == (len(ids), retriever.fields.num_scorers)
+    assert pools.raw.shape == (1, len(ids), retriever.fields.num_scorers)
     tokens, vecs = retriever.encode_queries([query])
     for scores in retriever.fields.raw_scores(tokens, vecs):
         if scores[0].max() > 0:  # a lexical scorer without any match contributes no candidate
             assert scores[0, ids].max() == scores[0].max()  # every scorer's best node (or a tie) is a candidate
     assert len(retriever.rank([query], k=7)[0]) == 7
+    assert retriever.rank([]) == []
 
 
 def test_save_load_round_trip_gives_identical_rankings(trained, skb, encoder, tmp_path):
@@ -70,8 +130,6 @@ def test_load_with_another_encoder_is_refused(trained, encoder, tmp_path):
 
 
 def test_encoder_finetuning_needs_a_gpu(skb, node_index, encoder):
-    import torch
-
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     with pytest.raises(GraspError, match="finetune_encoder needs a CUDA GPU"):

@@ -1,0 +1,98 @@
+"""Planner inference (paper Appendix B): greedy decoding, up to two retries at T=0.7 when a plan fails.
+
+A plan *fails* when it does not parse or does not validate against the schema and the query's entity table.
+Decoding is constrained to the plan grammar when the backend supports it (the local model); the
+endpoint backend's plans are checked after the fact. :func:`sample_plans` draws ``n`` plans per query
+for RL (T=1.0). :func:`graph_rankings` executes plans; :func:`fused_rankings` fuses them with the text
+rankings exactly as the reward does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from grasp_core.entities.table import EntityTable
+from grasp_core.errors import PlanError
+from grasp_core.llm.constrained import PlanGrammar
+from grasp_core.plan.parse import parse_plan
+from grasp_core.plan.validate import validate_plan
+from grasp_core.planner.prompt import build_planner_messages
+from grasp_core.planner.reward import RewardConfig, fuse
+from grasp_core.ranking import Ranking
+from grasp_core.skb.schema import Schema
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    max_new_tokens: int = field(default=700, metadata={"help": "longest plan generated"})
+    retries: int = field(default=2, metadata={"help": "extra samples when a plan fails"})
+    retry_temperature: float = field(default=0.7, metadata={"help": "temperature of the retries"})
+    constrained: bool = field(default=True, metadata={"help": "constrain decoding to the plan grammar (local models)"})
+    compact_prompt: bool = field(default=False, metadata={"help": "terse schema listing in the system prompt (short-context models)"})
+
+
+@dataclass(frozen=True)
+class PlanAttempt:
+    text: str  # the completion that was kept (the first valid one, else the last one)
+    valid: bool
+    error: str | None  # reason code of the last failure when no attempt was valid
+    attempts: int
+
+
+def check_plan(text: str, schema: Schema, table: EntityTable | None) -> str | None:
+    """None when ``text`` is a valid plan, else the failure's reason code."""
+    try:
+        validate_plan(parse_plan(text), schema, table)
+    except PlanError as exc:
+        return exc.reason
+    return None
+
+
+def planner_prompts(schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable], compact: bool) -> list:
+    return [build_planner_messages(schema, t, q, compact) for q, t in zip(queries, tables)]
+
+
+def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], constrained: bool):
+    if not constrained or not hasattr(llm, "vocab"):
+        return None
+    return [PlanGrammar(schema, t) for t in tables]
+
+
+def plan_queries(llm, schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable],
+                 cfg: InferenceSettings = InferenceSettings()) -> list[PlanAttempt]:
+    """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed."""
+    prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
+    grammars = _grammars(llm, schema, tables, cfg.constrained)
+    texts = [c[0] for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens, constraint=grammars)]
+    errors = [check_plan(t, schema, tab) for t, tab in zip(texts, tables)]
+    attempts = [1] * len(texts)
+    for _ in range(cfg.retries):
+        todo = [i for i, e in enumerate(errors) if e is not None]
+        if not todo:
+            break
+        retry = llm.generate(
+            [prompts[i] for i in todo], n=1, temperature=cfg.retry_temperature, max_new_tokens=cfg.max_new_tokens,
+            constraint=[grammars[i] for i in todo] if grammars else None,
+        )
+        for i, out in zip(todo, retry):
+            texts[i], errors[i] = out[0], check_plan(out[0], schema, tables[i])
+            attempts[i] += 1
+    return [PlanAttempt(t, e is None, e, a) for t, e, a in zip(texts, errors, attempts)]
+
+
+def sample_plans(llm, schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable], n: int = 8,
+                 temperature: float = 1.0, cfg: InferenceSettings = InferenceSettings()) -> list[list[str]]:
+    """``n`` sampled plans per query (RL exploration)."""
+    prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
+    grammars = _grammars(llm, schema, tables, cfg.constrained)
+    return llm.generate(prompts, n=n, temperature=temperature, max_new_tokens=cfg.max_new_tokens, constraint=grammars)
+
+
+def graph_rankings(executor, plans: Sequence[str], queries: Sequence[str], tables: Sequence[EntityTable]):
+    """(Ranking, Trace) per plan; invalid plans give an empty ranking with the reason in the trace."""
+    return executor.execute_batch(list(plans), list(queries), list(tables))
+
+
+def fused_rankings(text: Sequence[Ranking], graph: Sequence[Ranking], cfg: RewardConfig = RewardConfig()) -> list[Ranking]:
+    return [fuse(t, g, cfg) for t, g in zip(text, graph)]
