@@ -149,7 +149,7 @@ def main() -> None:
     queries = [f"which {schema.node_types and list(schema.node_types)[i % 10]} is related to {t.rows[0].mention}?" for i, t in enumerate(tables)]
     chats = [build_planner_messages(schema, t, q, compact=True) for t, q in zip(tables, queries)]
     grammars = [PlanGrammar(schema, t) for t in tables]
-    plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(300)]
+    plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(60)]
     corpus = [skb.document(i) for i in range(len(skb.nodes))] + [m["content"] for c in chats for m in c] * 5 + plans
     results: dict = {"setup": {"skb": "synth-prime tiny", "prompts": N_PROMPTS, "samples_per_prompt": N_SAMPLES,
                                "max_new_tokens": MAX_NEW, "temperature": 1.0, "torch_threads": 1,

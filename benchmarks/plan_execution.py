@@ -111,6 +111,10 @@ class Walker:
                     relevance_text=str(self.names[target]))
 
 
+def rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     v = 1e3 * np.asarray(values)
     return {"p50_ms": round(float(np.percentile(v, 50)), 2), "p95_ms": round(float(np.percentile(v, 95)), 2),
@@ -126,6 +130,7 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
     start = time.perf_counter()
     store.load(skb)
     load_s = time.perf_counter() - start
+    print(f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB", flush=True)
     executor = PlanExecutor(skb, index, encoder, store)
     for plan in plans[:10]:  # warm-up: caches, lazy init
         executor.execute(plan, plan.relevance_text)
@@ -164,6 +169,7 @@ def main() -> None:
             plans.append(plan)
     del walker
     gc.collect()
+    print(f"SKB read in {read_s:.1f} s, index + plans ready, rss {rss_gib():.2f} GiB", flush=True)
     runs = []
     for backend in args.backends:
         try:
@@ -173,7 +179,7 @@ def main() -> None:
     result = {"scale": args.scale, "nodes": skb.num_nodes, "edges": len(skb.edges), "plans": args.plans,
               "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
               "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]), "skb_read_s": round(read_s, 1),
-              "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+              "peak_rss_gib": round(rss_gib(), 2),
               "machine": f"{platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores",
               "runs": runs}
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}

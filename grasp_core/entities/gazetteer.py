@@ -6,8 +6,9 @@ hpo's ``synonyms``) to the nodes they name. Extraction of a query:
 1. **Exact matches.** Every n-gram of 1..``max_ngram`` tokens is looked up. Normalization = NFKC, case folding,
    alphanumeric tokens, light plural stemming (``seizures`` = ``seizure``, ``allergies`` = ``allergy``).
    Strings made only of stopwords, one-token strings under ``min_chars`` characters and bare numbers are not in
-   the dictionary; a one-token symbol-like name (``MET``, ``SET``: two or more capitals) only matches a query
-   token that has a capital letter, so ``met`` in running text is not the gene.
+   the dictionary; a one-word, letters-only symbol (``MET``, ``MAX``: two or more capitals) only matches a
+   query token that has a capital letter, so ``met`` in running text is not the gene (``fbn1`` still matches
+   ``FBN1``: generated queries often lower-case names).
 2. **Overlaps.** The longest match wins (ties: the earlier one); a shorter match lying wholly inside an accepted
    one becomes a nested mention (``parent`` = the longer one's row; one level, longest first, no overlaps);
    crossing matches are dropped.
@@ -111,7 +112,9 @@ def normalize(text: str) -> str:
 
 
 def _is_symbol(alias: str) -> bool:
-    return len(alias.split()) == 1 and sum(c.isupper() for c in alias) >= 2
+    """A one-word, letters-only name with two or more capitals (``MET``, ``MAX``): it may be an English word
+    when written in lower case. Symbols with a digit (``FBN1``) are not words and match in any case."""
+    return alias.isalpha() and sum(c.isupper() for c in alias) >= 2
 
 
 @dataclass(frozen=True)

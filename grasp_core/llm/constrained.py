@@ -34,6 +34,7 @@ import torch
 from transformers import LogitsProcessor
 
 from grasp_core.entities.table import EntityTable
+from grasp_core.errors import GraspError
 from grasp_core.skb.schema import Schema
 
 TARGET = "target"
@@ -94,6 +95,8 @@ class PlanGrammar:
     """
 
     def __init__(self, schema: Schema, table: EntityTable | None = None, cfg: PlanGrammarConfig = PlanGrammarConfig()):
+        if cfg.max_anchors > 9 or cfg.max_anchors * (cfg.max_hops - 1) > 9:
+            raise GraspError(f"plan grammar: at most 9 anchors and 9 intermediate variables (got {cfg})")
         self.schema, self.cfg = schema, cfg
         self._types = list(schema.node_types)
         self._nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in self._types}
@@ -244,7 +247,19 @@ class PlanGrammar:
         return self.is_final(self.advance(self.start, text))
 
     def _min_ctx(self, ctx: tuple) -> int:
-        """Fewest characters from the start of ``ctx`` to the end of the plan."""
+        """Fewest characters from the start of ``ctx`` to the end of the plan.
+
+        Inside the hops the grammar's contexts multiply (remaining anchors × current type × relation × depth),
+        so there the minimum is decomposed: finish the current path, then each remaining anchor's shortest
+        path, then an empty relevance text. This is exact because variable names never change length
+        (at most 9 anchors and 9 intermediate variables, checked in the constructor).
+        """
+        kind = ctx[0]
+        if kind == "to":
+            _, target, rest, _k, cur, r, h, _nx = ctx
+            return self._path_min(target, cur, r, h) + self._rest_min(target, rest)
+        if kind == "chain_end":
+            return self._rest_min(ctx[1], ctx[2])
         minc = self._caches(ctx).minc
         if ctx not in minc:
             alts = self._alts(ctx)
@@ -253,6 +268,31 @@ class PlanGrammar:
             else:
                 minc[ctx] = min((len(s) + self._min_ctx(n) for s, n in alts), default=0)
         return minc[ctx]
+
+    def _path_min(self, target: str, cur: str, r: str, h: int) -> int:
+        """Fewest characters from after ``"to":"`` of hop ``h`` (relation ``r`` out of a ``cur``) to the path's end."""
+        key, cache = ("path", target, cur, r, h), self._shared.minc
+        if key not in cache:
+            nbs, left = self._nb[(r, cur)], self.cfg.max_hops - h
+            best = [len('target"}')] if target in nbs else []
+            for t2 in nbs:
+                if left > 1 and self.can_finish(t2, target, left - 1):
+                    head = len(f'x1","to_type":"{t2}"}},{{"from":"x1","rel":"')
+                    best += [head + len(s) + self._path_min(target, t2, c[5], h + 1) for s, c in self._hop_alts(target, (), 1, t2, h + 1, 0)]
+            cache[key] = min(best)
+        return cache[key]
+
+    def _rest_min(self, target: str, rest: tuple) -> int:
+        """Fewest characters from the end of a path to the end of the plan, ``rest`` being the anchors still to go."""
+        key, cache = ("rest", target, rest), self._shared.minc
+        if key not in cache:
+            if not rest:
+                cache[key] = len('],"relevance_text":"') + self._min_ctx(("relevance",))
+            else:
+                head = len(',{"from":"a1","rel":"')
+                first = min(len(s) + self._path_min(target, rest[0], c[5], 0) for s, c in self._hop_alts(target, (), 1, rest[0], 0, 0))
+                cache[key] = head + first + self._rest_min(target, rest[1:])
+        return cache[key]
 
     def min_chars(self, state: tuple) -> int:
         """Fewest characters that complete a plan from ``state``."""

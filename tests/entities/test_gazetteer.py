@@ -61,8 +61,9 @@ def test_numeric_constraints_are_unlinked_attributes(gazetteer):
 
 def test_symbols_match_only_when_written_as_symbols(gazetteer, skb):
     assert gazetteer.extract(["patients who met the criteria"])[0].rows == ()
-    rows = rows_by_mention(gazetteer.extract(["proteins that interact with MET"])[0])
+    rows = rows_by_mention(gazetteer.extract(["proteins that interact with MET or fbn1"])[0])
     assert rows["MET"].links["gene/protein"][0].node_id == ids(skb, "MET")[0]
+    assert rows["FBN1"].links["gene/protein"][0].node_id == ids(skb, "FBN1")[0]  # a digit: not an English word
 
 
 def test_fuzzy_match_catches_a_variant_spelling(gazetteer, skb):

@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from grasp_core.errors import PlanError
+from grasp_core.errors import GraspError, PlanError
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig, TokenVocab, token_strings
 from grasp_core.plan.parse import parse_plan
@@ -117,3 +117,25 @@ def test_a_short_budget_still_ends_in_a_complete_plan(llm):
     outs = llm.generate([build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)], n=8, temperature=1.0,
                         max_new_tokens=budget, constraint=[g])
     assert all(valid(s) for s in outs[0]), outs
+
+
+def test_decomposed_minimum_equals_the_full_recursion():
+    """The fast minimum completion length inside the hops equals the plain recursion over all alternatives."""
+    g = PlanGrammar(SCHEMA, TABLE, PlanGrammarConfig(max_anchors=2, max_hops=3))
+    memo: dict = {}
+
+    def full(ctx):
+        if ctx not in memo:
+            alts = g._alts(ctx)
+            memo[ctx] = (alts.lo + 1 + full(alts.next)) if hasattr(alts, "lo") else min((len(s) + full(n) for s, n in alts), default=0)
+        return memo[ctx]
+
+    assert full(g.start[0]) == g.min_chars(g.start)
+    hop_contexts = [c for c in memo if c[0] in ("to", "chain_end")]
+    assert len(hop_contexts) > 100
+    assert all(g._min_ctx(c) == memo[c] for c in hop_contexts)
+
+
+def test_config_limits():
+    with pytest.raises(GraspError, match="at most 9"):
+        PlanGrammar(SCHEMA, TABLE, PlanGrammarConfig(max_anchors=4, max_hops=4))

@@ -1,0 +1,231 @@
+"""One RL round of the planner (paper §3.2, Appendix B): sample → RFT → GRPO → keep the best checkpoint.
+
+1. **Sample** 8 plans per training query at T=1.0 from the round's starting planner (the SFT planner in
+   round 1, the previous round's kept planner after) and score each with the fused-gain reward.
+   Queries with more than 20 gold answers are excluded from RL.
+2. **RFT** retrains *from the base model* on the SFT data plus, for every query, its highest-reward sample
+   when that reward is positive (ties: fewer anchors, then fewer candidates); see :func:`rft_examples`.
+3. **GRPO** continues from the (merged) RFT model on the training queries whose sampled rewards were not
+   all equal, with TRL's GRPOTrainer and the reward function executing plans: new LoRA adapters (r=32,
+   α=64) on a pretrained base, 8 completions per prompt, 16 prompts per step, lr 2e-5, KL 0.01, rewards
+   not scaled by the group std, ≤ 512 completion tokens, ≤ 200 steps, a checkpoint every 50 steps.
+   A batch whose groups all have equal rewards (no learning signal) is sampled again, up to 3 times
+   (TRL has no per-group resampling; we resample the batch when *every* group is flat, and the
+   all-equal queries of step 1 are left out up front, as the paper does).
+4. The checkpoint (the RFT model at step 0 included) with the best validation fused Hit@1 is kept.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from grasp_core.io import atomic_dir, write_json
+from grasp_core.planner.checkpoint import load_planner, save_planner
+from grasp_core.planner.scoring import PlanRewarder, PlannerEnv
+
+LogFn = Callable[[int, dict], None]
+
+
+@dataclass(frozen=True)
+class RLSettings:
+    samples_per_query: int = field(default=8, metadata={"help": "plans sampled per training query"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of RL exploration"})
+    max_answers: int = field(default=20, metadata={"help": "training queries with more gold answers are excluded from RL"})
+    max_queries: int | None = field(default=None, metadata={"help": "cap on training queries per round (None: all)"})
+    seed: int = field(default=0, metadata={"help": "query subset and sampling seed"})
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    use_lora: bool = field(default=True, metadata={"help": "new LoRA adapters on the merged RFT model (False: all weights)"})
+    lora_r: int = field(default=32, metadata={"help": "LoRA rank"})
+    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha"})
+    num_generations: int = field(default=8, metadata={"help": "completions per prompt (the group)"})
+    prompts_per_step: int = field(default=16, metadata={"help": "prompts per optimizer step"})
+    learning_rate: float = field(default=2e-5, metadata={"help": "learning rate"})
+    beta: float = field(default=0.01, metadata={"help": "KL coefficient"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
+    max_completion_length: int = field(default=512, metadata={"help": "longest completion"})
+    max_steps: int = field(default=200, metadata={"help": "optimizer steps at most"})
+    save_every: int = field(default=50, metadata={"help": "evaluate (and keep if best) every this many steps"})
+    resample_flat: int = field(default=3, metadata={"help": "resample a batch whose groups all have equal rewards, up to this many times"})
+    val_queries: int | None = field(default=None, metadata={"help": "validation queries used to pick the checkpoint (None: all)"})
+    seed: int = field(default=0, metadata={"help": "seed"})
+
+
+def rl_queries(train: pd.DataFrame, cfg: RLSettings) -> list[int]:
+    """Training query ids used in RL: ≤ max_answers gold answers, optionally a seeded subset."""
+    keep = train[train["answer_ids"].map(len) <= cfg.max_answers]["qid"].astype(int).tolist()
+    if cfg.max_queries is not None and len(keep) > cfg.max_queries:
+        import numpy as np
+
+        keep = sorted(np.random.default_rng(cfg.seed).choice(keep, cfg.max_queries, replace=False).tolist())
+    return keep
+
+
+def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSettings, inference_cfg) -> pd.DataFrame:
+    """One row per sampled plan: qid, sample, plan, reward, valid, n_anchors, n_candidates, fused_gold_rank."""
+    from grasp_core.planner.inference import sample_plans
+
+    qids = list(qids)
+    plans = sample_plans(llm, env.schema, [env.queries[q] for q in qids], [env.tables[q] for q in qids],
+                         n=cfg.samples_per_query, temperature=cfg.temperature, cfg=inference_cfg)
+    flat_q = [q for q, ps in zip(qids, plans) for _ in ps]
+    flat_p = [p for ps in plans for p in ps]
+    scores = PlanRewarder(env).score(flat_q, flat_p)
+    return pd.DataFrame({
+        "qid": flat_q,
+        "sample": [i for ps in plans for i in range(len(ps))],
+        "plan": flat_p,
+        "reward": [s.reward for s in scores],
+        "valid": [s.valid for s in scores],
+        "n_anchors": [s.n_anchors for s in scores],
+        "n_candidates": [s.n_candidates for s in scores],
+        "fused_gold_rank": [s.gold_rank for s in scores],
+    })
+
+
+def best_positive_samples(samples: pd.DataFrame) -> pd.DataFrame:
+    """Each query's highest-reward sample when positive; ties: fewer anchors, then fewer candidates."""
+    pos = samples[samples["reward"] > 0]
+    ordered = pos.sort_values(["qid", "reward", "n_anchors", "n_candidates", "sample"], ascending=[True, False, True, True, True])
+    return ordered.groupby("qid", as_index=False).head(1).reset_index(drop=True)
+
+
+def informative_queries(samples: pd.DataFrame) -> list[int]:
+    """Queries whose sampled rewards are not all equal (the only ones GRPO can learn from)."""
+    spread = samples.groupby("qid")["reward"].agg(lambda r: r.max() - r.min())
+    return spread[spread > 1e-9].index.astype(int).tolist()
+
+
+def rft_examples(sft_examples: list[dict], best: pd.DataFrame, prompt_of: Callable[[int], str]) -> list[dict]:
+    """The SFT data plus each query's best positive sample (prompt/completion pairs)."""
+    return list(sft_examples) + [{"prompt": prompt_of(int(r.qid)), "completion": r.plan} for r in best.itertuples()]
+
+
+def _grpo_trainer_class():
+    from trl import GRPOTrainer
+
+    class FlatBatchResamplingGRPOTrainer(GRPOTrainer):
+        """Resample a generation batch whose groups all have equal rewards (no advantage anywhere)."""
+
+        resample_flat = 3
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            for _ in range(self.resample_flat):
+                if out["advantages"].abs().sum().item() > 0:
+                    break
+                out = super()._generate_and_score_completions(inputs)
+            return out
+
+    return FlatBatchResamplingGRPOTrainer
+
+
+def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int], prompt_of: Callable[[int], str],
+               evaluate_val: Callable[[object, object], float], cfg: GRPOSettings, out_dir: str | Path,
+               log_fn: LogFn | None = None, device: str = "cpu") -> dict:
+    """GRPO from the planner at ``model_path``; writes the best checkpoint (by ``evaluate_val``) to ``out_dir``.
+
+    ``evaluate_val(model, tokenizer) -> validation fused Hit@1`` is called at step 0 and every
+    ``cfg.save_every`` steps (and at the end); the best model is saved merged (a full planner checkpoint).
+    """
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig
+
+    model, tokenizer = load_planner(model_path, device=device)
+    tokenizer.padding_side = "left"
+    rewarder = PlanRewarder(env)
+    dataset = Dataset.from_list([{"prompt": prompt_of(q), "qid": int(q)} for q in train_qids])
+    peft_config = None
+    if cfg.use_lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+    history: list[dict] = []
+    selection: list[dict] = []
+
+    with atomic_dir(out_dir) as tmp:
+        work = Path(tmp) / "work"
+        best = {"hit1": evaluate_val(model, tokenizer), "step": 0}
+        selection.append({"step": 0, "val_fused_hit1": best["hit1"]})
+        save_planner(model, tokenizer, Path(tmp) / "best")
+
+        class _Select(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs:
+                    row = {k: v for k, v in logs.items() if isinstance(v, (int, float))}
+                    history.append({"step": state.global_step, **row})
+                    if log_fn:
+                        log_fn(state.global_step, row)
+
+            def on_step_end(self, args, state, control, model=None, **kwargs):
+                if state.global_step % cfg.save_every and state.global_step != state.max_steps:
+                    return
+                hit1 = evaluate_val(model, tokenizer)
+                selection.append({"step": state.global_step, "val_fused_hit1": hit1})
+                if log_fn:
+                    log_fn(state.global_step, {"val_fused_hit1": hit1})
+                if hit1 > best["hit1"]:
+                    best.update(hit1=hit1, step=state.global_step)
+                    shutil.rmtree(Path(tmp) / "best", ignore_errors=True)
+                    _save_merged(model, tokenizer, Path(tmp) / "best")
+                model.train()
+
+        batch = cfg.prompts_per_step * cfg.num_generations
+        args = GRPOConfig(
+            output_dir=str(work),
+            learning_rate=cfg.learning_rate,
+            beta=cfg.beta,
+            num_generations=cfg.num_generations,
+            per_device_train_batch_size=batch,
+            generation_batch_size=batch,
+            gradient_accumulation_steps=1,
+            temperature=cfg.temperature,
+            top_k=0,
+            top_p=1.0,
+            max_completion_length=cfg.max_completion_length,
+            max_steps=cfg.max_steps,
+            scale_rewards="none",
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            seed=cfg.seed,
+            use_cpu=device == "cpu",
+            bf16=False,
+            gradient_checkpointing=False,
+            dataloader_num_workers=0,
+        )
+        trainer_cls = _grpo_trainer_class()
+        trainer_cls.resample_flat = cfg.resample_flat
+        trainer = trainer_cls(
+            model=model,
+            reward_funcs=[rewarder.reward_function()],
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+            callbacks=[_Select()],
+        )
+        trainer.train()
+        shutil.rmtree(work, ignore_errors=True)
+        for item in (Path(tmp) / "best").iterdir():
+            shutil.move(str(item), Path(tmp) / item.name)
+        (Path(tmp) / "best").rmdir()
+        write_json(Path(tmp) / "selection.json", {"best_step": best["step"], "checkpoints": selection})
+    return {"history": history, "selection": selection, "best_step": best["step"], "best_val_fused_hit1": best["hit1"]}
+
+
+def _save_merged(model, tokenizer, out: Path) -> None:
+    """Save a full copy of ``model`` (a PEFT model is merged into a copy, training continues unmerged)."""
+    import copy
+
+    if hasattr(model, "peft_config"):
+        model = copy.deepcopy(model).merge_and_unload()
+    save_planner(model, tokenizer, out)
