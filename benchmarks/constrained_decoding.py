@@ -108,7 +108,6 @@ class LMFEProcessor:
 
 
 def make_processors(option, llm, grammars, tables, schema, prompt_len):
-    rows = [g for g in grammars for _ in range(N_SAMPLES)]
     row_tables = [t for t in tables for _ in range(N_SAMPLES)]
     if option == "plan_grammar":
         return PlanLogitsProcessor(grammars, llm.vocab, prompt_len, MAX_NEW, N_SAMPLES)
@@ -128,7 +127,6 @@ def make_processors(option, llm, grammars, tables, schema, prompt_len):
         regular = [(i, s, s.startswith(" ")) for i, s in enumerate(strings) if s is not None]
         data = TokenEnforcerTokenizerData(regular, lambda ids: llm.tokenizer.decode(ids), llm.tokenizer.eos_token_id, False, len(strings))
         return LMFEProcessor([TokenEnforcer(data, JsonSchemaParser(plan_json_schema(schema, t))) for t in row_tables], prompt_len)
-    assert rows is not None
     return None
 
 
@@ -146,7 +144,8 @@ def main() -> None:
     skb = build_synth_skb("prime", "tiny")
     schema = skb.schema
     tables = random_tables(skb, N_PROMPTS, rng)
-    queries = [f"which {schema.node_types and list(schema.node_types)[i % 10]} is related to {t.rows[0].mention}?" for i, t in enumerate(tables)]
+    types = list(schema.node_types)
+    queries = [f"which {types[i % len(types)]} is related to {t.rows[0].mention}?" for i, t in enumerate(tables)]
     chats = [build_planner_messages(schema, t, q, compact=True) for t, q in zip(tables, queries)]
     grammars = [PlanGrammar(schema, t) for t in tables]
     plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(60)]

@@ -1,13 +1,14 @@
 """MiniLM (cpu profile) throughput: ``Encoder.encode`` vs a plain ``SentenceTransformer.encode``.
 
-Both encode the same 1,500 synthetic node documents of mixed length (5 to ~400 words, log-normal) with
+Both encode the same 3,000 synthetic (or ``argv[1]``) node documents of mixed length (5 to ~400 words, log-normal) with
 batch size 64 and the same 256-token truncation, in the same process, alternating, best of ``ROUNDS``.
-Run: ``python benchmarks/embedding_throughput.py``; writes ``benchmarks/results/embedding_throughput.json``.
+Run: ``python benchmarks/embedding_throughput.py [n_texts]``; writes ``benchmarks/results/embedding_throughput.json``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from sentence_transformers import SentenceTransformer
 
 from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path
 
-N_TEXTS, MAX_TOKENS, BATCH, ROUNDS = 1500, 256, 64, 2
+N_TEXTS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+MAX_TOKENS, BATCH, ROUNDS = 256, 64, 2
 WORDS = ("gene protein disease drug pathway retina kidney binds expressed inhibits receptor enzyme syndrome "
          "chronic acute membrane transport signalling phenotype tissue cell nucleus mitochondria therapy").split()
 

@@ -135,7 +135,7 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
     for plan in plans[:10]:  # warm-up: caches, lazy init
         executor.execute(plan, plan.relevance_text)
     stages = {s: [] for s in (*STAGES, "total")}
-    candidates, errors = [], {}
+    candidates, errors, messages = [], {}, {}
     for plan in plans:
         start = time.perf_counter()
         ranking, trace = executor.execute(plan, plan.relevance_text)
@@ -144,11 +144,13 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
             stages[s].append(trace.seconds[s])
         candidates.append(trace.candidates)
         errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1
+        if trace.error and trace.error not in messages:
+            messages[trace.error] = trace.message[:300]
     store.close()
     shutil.rmtree(path, ignore_errors=True)
     return {"backend": backend, "version": getattr(engine, "__version__", "?"), "load_s": round(load_s, 2),
             "load_edges_per_s": int(len(skb.edges) / load_s), "latency": {s: percentiles(v) for s, v in stages.items()},
-            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors}
+            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors, "first_error_messages": messages}
 
 
 def main() -> None:
@@ -194,7 +196,7 @@ def main() -> None:
     for run in runs:
         for stage, p in run["latency"].items():
             print(f"| {run['backend']} {run['version']} | {run['load_edges_per_s']:,} | {stage} | {p['p50_ms']} | {p['p95_ms']} |")
-    print(f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[r['outcomes'] for r in runs]}")
+    print(f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[(r['outcomes'], r['first_error_messages']) for r in runs]}")
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ Paths that share an intermediate variable before ``target`` (a merge before the 
 grammar; the same constraint is expressed by two paths meeting at ``target``.
 
 Token level (:class:`PlanLogitsProcessor`): every token's decoded string is precomputed; a token is allowed
-when its whole string is a valid continuation. Masks are computed once per automaton state (walking a
-character trie of the vocabulary, which visits only the valid prefixes; inside free text a vectorized test
-over the vocabulary) and cached. A token is also refused when the shortest completion after it would not
+when its whole string is a valid continuation. Masks are computed once per automaton state and cached (walking a
+character trie of the vocabulary, which visits only the valid prefixes); inside free text the mask is a
+vectorized test over the vocabulary plus a cached list of the tokens that close the text. Contexts after
+the anchors do not depend on the entity table, so their caches are shared by all grammars of a schema. A token is also refused when the shortest completion after it would not
 fit in the tokens left (every character is one byte-level token), so the plan is always finished within
 ``max_new_tokens``.
 """
@@ -260,6 +261,9 @@ class PlanGrammar:
             return self._path_min(target, cur, r, h) + self._rest_min(target, rest)
         if kind == "chain_end":
             return self._rest_min(ctx[1], ctx[2])
+        if kind == "next_anchor":  # closing the anchor list now is always shorter than adding an anchor
+            _, target, anchors, _used = ctx
+            return len('],"hops":[') - len(",") + self._rest_min(target, anchors)  # _rest_min counts a leading ","
         minc = self._caches(ctx).minc
         if ctx not in minc:
             alts = self._alts(ctx)
@@ -321,10 +325,8 @@ class PlanGrammar:
             return masks[state]
         if self.is_final(state):
             ids, minc = list(vocab.eos_ids), [0] * len(vocab.eos_ids)
-        elif isinstance(self._spec(state[0]), _Free):
-            out = self._allowed_free(state, vocab)
-            masks[state] = out
-            return out
+        elif isinstance(self._spec(state[0]), _Free):  # vectorized and cheap: not cached (one state per length)
+            return self._allowed_free(state, vocab)
         else:
             ids, minc = [], []
             stack = [(vocab.trie, state)]

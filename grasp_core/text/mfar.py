@@ -357,7 +357,8 @@ class MFARRetriever:
             raise GraspError(f"mFAR retriever at {path} was built with encoder {meta['identity']!r}, "
                              f"not {encoder.identity!r}; load it with that encoder or retrain")
         bm25 = BM25Config(**meta["config"].pop("bm25"))
-        cfg = MFARConfig(**meta["config"], bm25=bm25)
+        dense_fields = meta["config"].pop("dense_fields")  # JSON turned the tuple into a list
+        cfg = MFARConfig(**meta["config"], bm25=bm25, dense_fields=None if dense_fields is None else tuple(dense_fields))
         fields = FieldIndex.load(path)
         model = FieldWeights(encoder.dim, fields.num_scorers)
         try:

@@ -131,7 +131,7 @@ def test_decomposed_minimum_equals_the_full_recursion():
         return memo[ctx]
 
     assert full(g.start[0]) == g.min_chars(g.start)
-    hop_contexts = [c for c in memo if c[0] in ("to", "chain_end")]
+    hop_contexts = [c for c in memo if c[0] in ("to", "chain_end", "next_anchor")]
     assert len(hop_contexts) > 100
     assert all(g._min_ctx(c) == memo[c] for c in hop_contexts)
 

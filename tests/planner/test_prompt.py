@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
 from grasp_core.entities.table import EntityTable
