@@ -23,8 +23,6 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from grasp_core.datasets import DatasetConfig, build_graph, build_queries  # noqa: E402
@@ -37,7 +35,7 @@ from grasp_core.skb.format import SKB, read_skb, write_skb  # noqa: E402
 from grasp_core.skb.querygen import with_queries  # noqa: E402
 from grasp_core.text.bm25 import BM25Retriever  # noqa: E402
 from grasp_core.text.dense import DenseRetriever  # noqa: E402
-from grasp_core.text.mfar import MFARConfig, MFARRetriever, train_mfar  # noqa: E402
+from grasp_core.text.mfar import FieldIndex, MFARConfig, train_mfar  # noqa: E402
 
 ROOT = Path(__file__).parent
 CACHE = ROOT / ".cache" / "text_branch"
@@ -47,13 +45,15 @@ ENCODER = EncoderConfig(doc_max_tokens=256)
 K = 100
 
 
-def prepare(name: str, encoder: Encoder) -> tuple[SKB, NodeIndex]:
-    """The SKB with its synthesized queries and its node index, built once and cached."""
+def prepare(name: str, encoder: Encoder, embed: bool = True) -> tuple[SKB, NodeIndex | None]:
+    """The SKB with its synthesized queries and (when ``embed``) its node index, built once and cached."""
     skb_dir = CACHE / name / "skb"
     if not is_complete(skb_dir):
         graph = build_graph(name, DatasetConfig())
         write_skb(with_queries(graph, build_queries(name, graph, DatasetConfig())), skb_dir)
     skb = read_skb(skb_dir)
+    if not embed:
+        return skb, None
     embeddings = build_node_embeddings(skb, encoder, CACHE / name / "embeddings", ENCODER)
     return skb, NodeIndex.build(skb, load_node_embeddings(embeddings))
 
@@ -62,3 +62,66 @@ def timed(fn):
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
+
+
+def evaluate_dataset(name: str, encoder: Encoder, lexical_only: bool) -> dict:
+    """Test-split metrics of BM25, dense and mFAR on one dataset (dense and mFAR's dense scorers need embeddings)."""
+    skb, index = prepare(name, encoder, embed=not lexical_only)
+    test = skb.split("test")
+    queries, answers = test["query"].tolist(), [list(map(int, a)) for a in test["answer_ids"]]
+    out: dict = {"num_nodes": skb.num_nodes, "splits": skb.split_counts(), "metrics": {}, "rank_s": {}}
+
+    def measure(label: str, retriever) -> None:
+        rankings, seconds = timed(lambda: retriever.rank(queries, K))
+        out["metrics"][label] = evaluate(rankings, answers, skb.num_nodes)
+        out["rank_s"][label] = seconds
+
+    bm25, out["bm25_build_s"] = timed(lambda: BM25Retriever.build(skb))
+    measure("bm25", bm25)
+    if index is not None:
+        measure("dense", DenseRetriever(index, encoder))
+    cfg = MFARConfig() if index is not None else MFARConfig(dense_fields=())
+    fields, out["mfar_field_index_s"] = timed(lambda: FieldIndex.build(skb, index, encoder, cfg))
+    (mfar, history), out["mfar_train_s"] = timed(lambda: train_mfar(skb, index, encoder, cfg, fields=fields))
+    measure("mfar", mfar)
+    out["mfar_config"] = asdict(cfg)
+    out["mfar_history"] = history
+    weights = mfar.field_weights(queries).mean(0)
+    out["mfar_mean_weights"] = dict(sorted(zip(fields.scorer_names, map(float, weights)), key=lambda kv: -kv[1]))
+    return out
+
+
+def markdown(results: dict) -> str:
+    lines = ["| dataset | retriever | Hit@1 | Hit@5 | R@20 | MRR |", "|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        for label, m in r["metrics"].items():
+            note = " (lexical scorers only)" if label == "mfar" and r["mfar_config"]["dense_fields"] == [] else ""
+            lines.append(f"| {name} | {label}{note} | {m['hit@1']:.1f} | {m['hit@5']:.1f} | {m['recall@20']:.1f} "
+                         f"| {m['mrr']:.1f} |")
+    lines += ["", "| dataset | nodes | mFAR field index (s) | mFAR training (s) | epochs |", "|---|---|---|---|---|"]
+    for name, r in results.items():
+        lines.append(f"| {name} | {r['num_nodes']} | {r['mfar_field_index_s']:.0f} | {r['mfar_train_s']:.0f} "
+                     f"| {len(r['mfar_history']) - 1} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument("--lexical-only", action="store_true",
+                        help="skip node embeddings (no dense retriever; mFAR with lexical scorers only): for machines "
+                             "where encoding every node document is too slow")
+    args = parser.parse_args()
+    encoder = load_encoder(ENCODER)
+    path = RESULTS.with_suffix(".json")
+    results = json.loads(path.read_text()) if path.exists() else {}  # earlier datasets are kept
+    for name in args.datasets:
+        results[name] = evaluate_dataset(name, encoder, args.lexical_only)
+        write_json(path, results)
+    with atomic_file(RESULTS.with_suffix(".md"), "w") as handle:
+        handle.write(markdown(results))
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,25 +1,135 @@
-"""Profiles are data: the `cpu` profile (offline default, runs on 2 cores) and the `gpu` profile (the paper)."""
+"""Profiles are data: the `cpu` profile (offline default, runs on 2 cores) and the `gpu` profile (the paper).
+
+Every component keeps its own frozen config class with the paper's defaults; a profile only picks values.
+The `gpu` profile is the paper's setup (Appendix B): model directories come from ``$GRASP_MODEL_DIR``
+(default ``./models``), holding ``Qwen3-1.7B``, ``Qwen3-Embedding-4B`` and ``Qwen3-Reranker-0.6B``
+downloaded elsewhere (nothing downloads at run time here), and the teacher is an OpenAI-compatible endpoint
+(``$GRASP_TEACHER_URL``, model ``$GRASP_TEACHER_MODEL``), falling back to the programmatic teacher when unset.
+
+The `cpu` profile rescales what must shrink to run end to end on 2 cores in about 20 minutes, and says so
+field by field below (``# cpu:`` comments).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from grasp_core.datasets import DatasetConfig
+from grasp_core.embed.encoder import EncoderConfig
+from grasp_core.embed.vector_index import IndexConfig
+from grasp_core.entities.gazetteer import GazetteerConfig
 from grasp_core.errors import GraspError
+from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.llm.tiny_model import TinyModelConfig
+from grasp_core.plan.execute import ExecutionConfig
+from grasp_core.planner.base import PlannerModelConfig
+from grasp_core.planner.inference import InferenceSettings
+from grasp_core.planner.reward import RewardConfig
+from grasp_core.planner.rl import GRPOSettings, RLSettings
+from grasp_core.planner.sft import SFTSettings
+from grasp_core.planner.teacher import TeacherConfig
+from grasp_core.rerank.documents import DocumentConfig
+from grasp_core.rerank.inference import RerankConfig
+from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
+from grasp_core.rerank.train import RerankerTrainConfig
+from grasp_core.text.bm25 import BM25Config
+from grasp_core.text.mfar import MFARConfig
+
+
+@dataclass(frozen=True)
+class TeacherEndpoint:
+    base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the LLM teacher (None: programmatic teacher)"})
+    model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    max_test_queries: int | None = field(default=None, metadata={"help": "cap on evaluated test queries (None: all)"})
+    latency_queries: int = field(default=100, metadata={"help": "queries timed end to end for the latency table"})
+    rerank_k_values: tuple[int, ...] = field(default=(20, 50), metadata={"help": "reranker depths reported"})
 
 
 @dataclass(frozen=True)
 class Profile:
     name: str
+    device: str = "cpu"
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    graph_store: GraphStoreConfig = field(default_factory=GraphStoreConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    gazetteer: GazetteerConfig = field(default_factory=GazetteerConfig)
+    bm25: BM25Config = field(default_factory=BM25Config)
+    mfar: MFARConfig = field(default_factory=MFARConfig)
+    text_retriever: str = "mfar"  # the text branch fused with the graph branch: mfar | bm25 | dense
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    teacher_endpoint: TeacherEndpoint = field(default_factory=TeacherEndpoint)
+    planner_model: PlannerModelConfig = field(default_factory=PlannerModelConfig)
+    sft: SFTSettings = field(default_factory=SFTSettings)
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    rl: RLSettings = field(default_factory=RLSettings)
+    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    reranker_backend: str = "cross-encoder"  # cross-encoder (cpu) | causal-lm (gpu)
+    cross_encoder: CrossEncoderScorerConfig = field(default_factory=CrossEncoderScorerConfig)
+    causal_reranker: CausalLMScorerConfig = field(default_factory=CausalLMScorerConfig)
+    reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
+    reranker_train: RerankerTrainConfig = field(default_factory=RerankerTrainConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+
+    def replace(self, **changes) -> "Profile":
+        return dataclasses.replace(self, **changes)
 
 
 def _cpu() -> Profile:
-    return Profile(name="cpu")
+    return Profile(
+        name="cpu",
+        dataset=DatasetConfig(scale="small", n_queries=3000),
+        encoder=EncoderConfig(doc_max_tokens=256),  # cpu: MiniLM's own limit is 256 tokens (paper: 512)
+        planner_model=PlannerModelConfig(tiny=TinyModelConfig()),
+        sft=SFTSettings(
+            n_examples=1200,  # cpu: a from-scratch model needs more than the paper's 500 plans (measured)
+            epochs=6.0,  # cpu: more passes over short data (paper: 3)
+            learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
+            use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
+            per_device_batch=16,
+            max_length=768,  # cpu: the tiny model's context is 1,024 tokens
+        ),
+        inference=InferenceSettings(max_new_tokens=256, compact_prompt=True),  # cpu: plans are < 200 tokens
+        rl=RLSettings(max_queries=256),  # cpu: a subset of training queries per round (paper: all)
+        grpo=GRPOSettings(
+            use_lora=False,  # cpu: the from-scratch model trains all weights
+            prompts_per_step=4,  # cpu: 4 prompts × 8 completions per step (paper: 16 × 8)
+            learning_rate=1e-4,  # cpu: few steps on a small model (paper: 2e-5)
+            max_completion_length=256,
+            max_steps=12,  # cpu: (paper: ≤ 200)
+            save_every=6,  # cpu: (paper: 50)
+            val_queries=200,  # cpu: checkpoint selection on 200 validation queries
+        ),
+        reranker_docs=DocumentConfig(max_input_tokens=512),  # cpu: MiniLM reads 512 tokens at most
+        reranker_train=RerankerTrainConfig(group_size=8, epochs=1),  # cpu: G=8, 1 epoch (paper: G=24, 3 epochs)
+        eval=EvalSettings(latency_queries=50),
+    )
 
 
 def _gpu() -> Profile:
-    return Profile(name="gpu", dataset=DatasetConfig(scale="full", n_queries=10000))
+    models = Path(os.environ.get("GRASP_MODEL_DIR", "models"))
+    teacher_url = os.environ.get("GRASP_TEACHER_URL")
+    return Profile(
+        name="gpu",
+        device="cuda",
+        dataset=DatasetConfig(scale="full", n_queries=10000),
+        encoder=EncoderConfig(model_path=str(models / "Qwen3-Embedding-4B"), pooling="last_token", batch_size=32, device="cuda"),
+        mfar=MFARConfig(dense_fields=None),
+        teacher_endpoint=TeacherEndpoint(base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")),
+        planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
+        reranker_backend="causal-lm",
+        causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),
+    )
 
 
 PROFILE_NAMES = ("cpu", "gpu")

@@ -83,7 +83,7 @@ class Workspace:
     def text_rankings(self):
         from grasp_core.text.rankings_io import read_rankings
 
-        return read_rankings(self.art.require("text_rankings") / "rankings.parquet")
+        return read_rankings(self.art.require("text_rankings") / f"{self.profile.text_retriever}.parquet")
 
     def answers(self, qids) -> list[list[int]]:
         by_qid = dict(zip(self.skb.queries["qid"], self.skb.queries["answer_ids"]))

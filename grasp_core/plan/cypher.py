@@ -48,17 +48,21 @@ class CompiledPlan:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def compile_plan(plan: Plan, schema: Schema, bindings: Bindings | None = None, dialect: Dialect = "neo4j") -> CompiledPlan:
+def compile_plan(plan: Plan, schema: Schema, bindings: Bindings | None = None, dialect: Dialect = "neo4j",
+                 max_frontier: int | None = None) -> CompiledPlan:
     """One Cypher query returning rows ``(node_id, score)``, one per reached target node.
 
     ``plan`` must be resolved (the output of :func:`validate_plan`, or a plan whose ref anchors carry a
     ``type``); ``bindings`` maps each anchor var to its linked ``(node id, cosine)`` pairs (empty lists when
-    omitted, which is useful to inspect the text).
+    omitted, which is useful to inspect the text). ``max_frontier`` caps every main-chain hop (see the module
+    doc); None = no cap.
     """
     plan = validate_plan(plan, schema)
     if not plan.hops:
         raise PlanError("zero_hops", "a plan without hops is answered by dense search, not by the graph store")
-    return _Compiler(plan, schema, bindings or {}, dialect).compile()
+    if max_frontier is not None and max_frontier < 1:
+        raise ValueError(f"max_frontier must be >= 1 or None, not {max_frontier}")
+    return _Compiler(plan, schema, bindings or {}, dialect, max_frontier).compile()
 
 
 def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Bindings, node_id: int,
@@ -78,8 +82,8 @@ def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Binding
 
 
 class _Compiler:
-    def __init__(self, plan: Plan, schema: Schema, bindings: Bindings, dialect: Dialect):
-        self.plan, self.bindings, self.dialect = plan, bindings, dialect
+    def __init__(self, plan: Plan, schema: Schema, bindings: Bindings, dialect: Dialect, max_frontier: int | None = None):
+        self.plan, self.bindings, self.dialect, self.max_frontier = plan, bindings, dialect, max_frontier
         self.tables = table_names(schema)
         self.types = {a.var: a.type for a in plan.anchors} | {h.to: h.to_type for h in plan.hops}
         self.types[TARGET] = plan.target.type
@@ -124,6 +128,8 @@ class _Compiler:
         for hop in main:
             v = self.name[hop.to]
             lines += [self.hop_match(hop.from_, hop), f"WITH {v}, max(s) AS s"]
+            if self.max_frontier is not None:
+                lines.append(f"ORDER BY s DESC, {v}.id LIMIT {int(self.max_frontier)}")
             for side in (h for h in self.plan.hops if h.to == hop.to and h.from_ not in on_main):
                 lines += self.side_branch(hop.to, side)
         lines.append(f"RETURN {self.name[TARGET]}.id AS node_id, s AS score")

@@ -51,6 +51,10 @@ class ExecutionConfig:
         default=20_000,
         metadata={"help": "Rescore exactly up to this many candidates; beyond, nearest-neighbour search of this depth."},
     )
+    max_frontier: int = field(
+        default=20_000,
+        metadata={"help": "Nodes kept per traversal hop (best anchor score first); exact while no hop reaches more."},
+    )
     top_k: int = field(default=100, metadata={"help": "Length of the graph ranking."})
     max_tokens: int = field(default=512, metadata={"help": "Truncation of anchor, relevance and query texts."})
 
@@ -140,7 +144,7 @@ class PlanExecutor:
 
         start = time.perf_counter()
         pairs = {v: [(b.node_id, b.score) for b in bs] for v, bs in trace.bindings.items()}
-        compiled = compile_plan(plan, self.skb.schema, pairs, dialect=self.store.dialect)
+        compiled = compile_plan(plan, self.skb.schema, pairs, dialect=self.store.dialect, max_frontier=self.cfg.max_frontier)
         trace.cypher, trace.params = compiled.text, compiled.params
         rows = self.store.run(compiled.text, compiled.params)
         trace.seconds["traverse"] = time.perf_counter() - start

@@ -57,6 +57,15 @@ def load_planner(path: str | Path, device: str = "cpu", dtype: torch.dtype = tor
     return model.to(device).eval(), tokenizer
 
 
+def planner_kind(path: str | Path) -> tuple[str, str | None]:
+    """("full", None) or ("lora", base model path) for a planner checkpoint or a plain model directory."""
+    path = Path(path)
+    if not (path / META).exists():
+        return "full", None
+    meta = read_json(path / META)
+    return meta["kind"], meta.get("base")
+
+
 def is_full_model(path: str | Path) -> bool:
     """True for a plain model directory or a full planner checkpoint (a valid LoRA base)."""
     path = Path(path)

@@ -32,7 +32,7 @@ _FORMAT_HEADER = "Plan format:\n"
 
 
 def _system_template() -> Template:
-    return Template(files("grasp_core.prompts").joinpath("planner_system.txt").read_text())
+    return Template(files("grasp_core").joinpath("prompts/planner_system.txt").read_text())
 
 
 def _relation_lines(schema: Schema, compact: bool) -> str:

@@ -157,15 +157,21 @@ class FieldIndex:
         return [f"{f}/{m}" for f, m in self.scorers]
 
     @classmethod
-    def build(cls, skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
+    def build(cls, skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
               work_dir: str | Path | None = None) -> "FieldIndex":
-        """Index every field. With ``work_dir``, encoded field vectors are cached there and reused on a rerun."""
+        """Index every field. With ``work_dir``, encoded field vectors are cached there and reused on a rerun.
+
+        ``index`` supplies the doc and name vectors; it may be None only when neither is a dense field.
+        """
         texts = field_texts(skb, cfg.max_neighbours)
         dense_fields = list(texts) if cfg.dense_fields is None else list(cfg.dense_fields)
         unknown = [f for f in dense_fields if f not in texts]
         if unknown:
             raise GraspError(f"MFARConfig.dense_fields names unknown fields {unknown}; the fields of "
                              f"{skb.schema.name!r} are {list(texts)}")
+        if index is None and {DOC, NAME} & set(dense_fields):
+            raise GraspError("mFAR's doc and name dense scorers reuse the node index's vectors; pass the NodeIndex "
+                             "or leave doc and name out of MFARConfig.dense_fields")
         n = skb.num_nodes
         lexical, dense = {}, {}
         for f in tqdm(list(texts), desc="mFAR fields", unit="field"):
@@ -397,7 +403,7 @@ def _hard_negatives(fields: FieldIndex, tokens: list[list[str]], answers: list[s
     return out
 
 
-def train_mfar(skb: SKB, index: NodeIndex, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
+def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
                progress: Callable[[dict], None] | None = None, work_dir: str | Path | None = None,
                fields: FieldIndex | None = None) -> tuple[MFARRetriever, list[dict]]:
     """Build the field index (unless given), train the weights on ``train``, select on ``val``.

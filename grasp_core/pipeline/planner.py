@@ -1,0 +1,318 @@
+"""Pipeline steps of the planner: teacher plans, the base model, SFT, the reward table, and RL rounds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from grasp_core.errors import GraspError, MissingArtifactError
+from grasp_core.io import atomic_dir, is_complete, read_json, write_json
+from grasp_core.metrics import evaluate
+from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.workspace import Workspace
+from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.planner.checkpoint import planner_kind
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, render_prompt
+from grasp_core.planner.reward import RewardTable, fuse
+from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries, rft_examples, sample_and_score, train_grpo
+from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
+from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
+from grasp_core.planner.teacher import ProgrammaticTeacher, json_text
+
+ROUNDS = ("1", "2")
+VAL_FILE = "val.json"  # validation fused Hit@1 of a kept planner (the next round's gate reference)
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def planner_env(ws: Workspace, reward_table: RewardTable | None = None) -> PlannerEnv:
+    q = ws.skb.queries
+    return PlannerEnv(
+        schema=ws.skb.schema,
+        executor=ws.executor,
+        queries=dict(zip(q["qid"].astype(int), q["query"])),
+        tables=ws.entity_tables,
+        text=ws.text_rankings,
+        gold={int(k): list(map(int, v)) for k, v in zip(q["qid"], q["answer_ids"])},
+        num_nodes=ws.skb.num_nodes,
+        reward_table=reward_table if reward_table is not None else RewardTable.prior(),
+        reward_cfg=ws.profile.reward,
+    )
+
+
+def load_reward_table(ws: Workspace) -> RewardTable:
+    return RewardTable.from_json(read_json(ws.art.require("reward_table") / "reward_table.json"))
+
+
+def planner_llm(ws: Workspace, checkpoint: Path, batch_size: int = 32):
+    """The planner at ``checkpoint`` as a generation backend (LoRA adapters over their recorded base)."""
+    from grasp_core.llm.backends import TransformersLLM
+
+    kind, base = planner_kind(checkpoint)
+    if kind == "lora":
+        return TransformersLLM(base, adapter_path=checkpoint, device=ws.profile.device, batch_size=batch_size,
+                               setting="planner checkpoint base")
+    return TransformersLLM(checkpoint, device=ws.profile.device, batch_size=batch_size, setting="planner checkpoint")
+
+
+def prompt_builder(ws: Workspace, tokenizer):
+    """qid -> the rendered planner prompt (system prompt with the schema, entity table, query)."""
+    env_q = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    tables = ws.entity_tables
+    compact = ws.profile.inference.compact_prompt
+    enable_thinking = ws.profile.planner_model.enable_thinking
+
+    def prompt_of(qid: int) -> str:
+        messages = build_planner_messages(ws.skb.schema, tables[qid], env_q[qid], compact)
+        return render_prompt(tokenizer, messages, enable_thinking)
+
+    return prompt_of
+
+
+def round_start(ws: Workspace, round_key: str) -> Path:
+    """The planner a round starts from: the SFT planner in round 1, the previous round's kept planner after.
+
+    The previous round must have passed its gate (validation fused Hit@1 did not fall)."""
+    if round_key == ROUNDS[0]:
+        return ws.art.require("sft_adapter")
+    prev = ROUNDS[ROUNDS.index(round_key) - 1]
+    path = ws.art.require("planner", prev)
+    gate = read_json(path / "gate.json")
+    if not gate["passed"]:
+        raise GraspError(
+            f"round {prev} of {ws.dataset!r} lowered validation fused Hit@1 ({gate['previous']:.1f} -> {gate['val_fused_hit1']:.1f}); "
+            f"round {round_key} does not start from it. Inspect the run in MLflow, change the RL settings and rematerialize round {prev}."
+        )
+    return path
+
+
+def final_planner(ws: Workspace) -> tuple[str, Path]:
+    """The planner the pipeline serves: the last round whose gate passed, else the SFT planner."""
+    best = ("sft", ws.art.require("sft_adapter"))
+    for r in ROUNDS:
+        path = ws.art.path("planner", r)
+        if is_complete(path) and read_json(path / "gate.json")["passed"]:
+            best = (f"round {r}", path)
+    return best
+
+
+def _metrics_row(name: str, split: str, result: dict) -> dict:
+    return {"setting": name, "split": split, **result["fused"], "valid plans %": 100 * result["valid_plan_rate"]}
+
+
+# ------------------------------------------------------------------------------------------ steps
+def teacher_plans_step(ws: Workspace) -> dict:
+    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
+    profile = ws.profile
+    teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
+    queries = ws.skb.queries.set_index("qid")
+    tables = ws.entity_tables
+    train_order = shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)
+    eval_cap = profile.eval.max_test_queries
+    eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
+    rows, usable = [], 0
+    budget = int(profile.sft.n_examples * 1.0)
+    bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
+
+    def teach(qid: int) -> dict:
+        row = queries.loc[qid]
+        gold = list(map(int, row["answer_ids"]))
+        out = teacher.teach_one(row["query"], tables[qid], gold)
+        bar.update(1)
+        return {"qid": qid, "split": row["split"], "plan": json_text(out.plan) if out.plan else None,
+                "gold_rank": out.gold_rank, "n_candidates": out.n_candidates, "n_answers": len(gold), "n_tried": out.n_tried}
+
+    start = time.perf_counter()
+    for qid in train_order:
+        if usable >= budget:
+            break
+        rows.append(teach(int(qid)))
+        r = rows[-1]
+        usable += int(r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+    rows += [teach(q) for q in eval_qids]
+    bar.close()
+    df = pd.DataFrame(rows)
+    with atomic_dir(ws.art.path("teacher_plans")) as tmp:
+        df.to_parquet(tmp / "plans.parquet")
+    stats = {}
+    for split, part in df.groupby("split"):
+        stats[str(split)] = {
+            "queries": len(part),
+            "valid_share": round(float(part["plan"].notna().mean()), 4),
+            "gold_first_share": round(float((part["gold_rank"] == 1).mean()), 4),
+        }
+    return {"teacher": "programmatic", "usable_for_sft": usable, "per_split": stats,
+            "seconds": round(time.perf_counter() - start, 1), "path": str(ws.art.path("teacher_plans"))}
+
+
+def load_teacher_plans(ws: Workspace) -> pd.DataFrame:
+    return pd.read_parquet(ws.art.require("teacher_plans") / "plans.parquet")
+
+
+def planner_base_step(ws: Workspace) -> dict:
+    teacher = load_teacher_plans(ws)
+    tables = ws.entity_tables
+    queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    compact = ws.profile.inference.compact_prompt
+    sample = teacher[teacher["plan"].notna()].head(3000)
+    prompts, plans = [], []
+    for r in sample.itertuples():
+        messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
+        prompts.append("\n".join(m["content"] for m in messages))
+        plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)]))
+    return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
+
+
+def sft_examples(ws: Workspace, tokenizer) -> list[dict]:
+    teacher = load_teacher_plans(ws)
+    chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
+    prompt_of = prompt_builder(ws, tokenizer)
+    tables = ws.entity_tables
+    return [{"prompt": prompt_of(int(r.qid)), "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)])}
+            for r in chosen.itertuples()]
+
+
+def _val_qids(ws: Workspace, cap: int | None = None) -> list[int]:
+    return ws.split("val")["qid"].astype(int).head(cap).tolist()
+
+
+def sft_step(ws: Workspace, log_fn=None) -> dict:
+    from transformers import AutoTokenizer
+
+    base = base_model_path(ws.art.require("planner_base"))
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    examples = sft_examples(ws, tokenizer)
+    if not examples:
+        raise GraspError("no usable teacher plan for SFT (valid, gold answer first, ≤ 20 answers); check teacher_plans")
+    start = time.perf_counter()
+    result = train_sft(base, examples, ws.profile.sft, ws.art.path("sft_adapter"), log_fn=log_fn, device=ws.profile.device)
+    seconds = time.perf_counter() - start
+    val = evaluate_planner(planner_llm(ws, ws.art.path("sft_adapter")), planner_env(ws), _val_qids(ws, ws.profile.grpo.val_queries),
+                           ws.profile.inference)
+    write_json(ws.art.path("sft_adapter") / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["plans"])})
+    losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
+    plot = line_plot({"train loss": ([s for s, _ in losses], [v for _, v in losses])}, "planner SFT", "step", "loss")
+    return {
+        "examples": len(examples),
+        "train_seconds": round(seconds, 1),
+        "final_loss": losses[-1][1] if losses else None,
+        "val_fused_hit1": val["fused"]["hit@1"],
+        "val_valid_plan_rate": val["valid_plan_rate"],
+        "loss_curve_png": plot,
+        "path": str(ws.art.path("sft_adapter")),
+    }
+
+
+def reward_table_step(ws: Workspace) -> dict:
+    """Observations on validation queries: the text list alone and the SFT planner's fused list.
+
+    The downstream outcome is fused Hit@1 (no reranker exists before the first training cycle ends)."""
+    env = planner_env(ws)
+    qids = _val_qids(ws)
+    result = evaluate_planner(planner_llm(ws, ws.art.require("sft_adapter")), env, qids, ws.profile.inference)
+    observations = []
+    for q, fused, cand in zip(qids, result["fused_rankings"], result["plans"]["candidates"]):
+        gold = env.gold[q]
+        text_rank = env.text[q].rank_of(gold)
+        observations.append((text_rank, 0, text_rank == 1))
+        fused_rank = fused.rank_of(gold)
+        observations.append((fused_rank, int(cand), fused_rank == 1))
+    table = RewardTable.build(observations, ws.profile.reward.shrink_n)
+    with atomic_dir(ws.art.path("reward_table")) as tmp:
+        write_json(tmp / "reward_table.json", table.to_json())
+    return {"observations": len(observations), "downstream": "fused hit@1", "table_md": table.to_markdown(),
+            "path": str(ws.art.path("reward_table"))}
+
+
+def rft_samples_step(ws: Workspace, round_key: str) -> dict:
+    start_ckpt = round_start(ws, round_key)
+    env = planner_env(ws, load_reward_table(ws))
+    qids = rl_queries(ws.split("train"), ws.profile.rl)
+    llm = planner_llm(ws, start_ckpt)
+    t0 = time.perf_counter()
+    samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
+    with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
+        samples.to_parquet(tmp / "samples.parquet")
+        write_json(tmp / "source.json", {"planner": str(start_ckpt)})
+    per_query = samples.groupby("qid")["reward"]
+    return {
+        "round": round_key,
+        "queries": int(samples["qid"].nunique()),
+        "samples": len(samples),
+        "valid_rate": round(float(samples["valid"].mean()), 4),
+        "reward_mean": round(float(samples["reward"].mean()), 4),
+        "reward_std": round(float(samples["reward"].std()), 4),
+        "queries_with_positive": int((per_query.max() > 0).sum()),
+        "informative_queries": len(informative_queries(samples)),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "path": str(ws.art.path("rft_samples", round_key)),
+    }
+
+
+def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
+    """RFT from the base on SFT data + best positive samples, then GRPO, keep the best val checkpoint, gate."""
+    from transformers import AutoTokenizer
+
+    from grasp_core.llm.backends import TransformersLLM
+
+    samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
+    base = base_model_path(ws.art.require("planner_base"))
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    prompt_of = prompt_builder(ws, tokenizer)
+    best = best_positive_samples(samples)
+    examples = rft_examples(sft_examples(ws, tokenizer), best, prompt_of)
+    work = ws.art.path("planner_work", round_key)
+    t0 = time.perf_counter()
+    rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
+    train_sft(base, examples, ws.profile.sft, work / "rft", log_fn=rft_log, device=ws.profile.device)
+    rft_seconds = time.perf_counter() - t0
+
+    env = planner_env(ws, load_reward_table(ws))
+    val_qids = _val_qids(ws, ws.profile.grpo.val_queries)
+
+    def evaluate_val(model, tok) -> float:
+        llm = TransformersLLM.from_model(model, tok, device=ws.profile.device)
+        return evaluate_planner(llm, env, val_qids, ws.profile.inference)["fused"]["hit@1"]
+
+    grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
+    train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
+    t1 = time.perf_counter()
+    grpo = train_grpo(work / "rft", env, train_q, prompt_of, evaluate_val, ws.profile.grpo, ws.art.path("planner_work", f"{round_key}-grpo"),
+                      log_fn=grpo_log, device=ws.profile.device)
+    grpo_seconds = time.perf_counter() - t1
+
+    previous = _previous_val_hit1(ws, round_key)
+    kept = ws.art.path("planner_work", f"{round_key}-grpo")
+    with atomic_dir(ws.art.path("planner", round_key)) as tmp:
+        shutil.copytree(kept, tmp, dirs_exist_ok=True)
+        write_json(tmp / "gate.json", {"val_fused_hit1": grpo["best_val_fused_hit1"], "previous": previous,
+                                       "passed": grpo["best_val_fused_hit1"] >= previous})
+    sel = grpo["selection"]
+    plot = line_plot({"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+                     f"GRPO round {round_key}", "step", "Hit@1 (%)")
+    return {
+        "round": round_key,
+        "rft_examples": len(examples),
+        "rft_positive_samples": len(best),
+        "grpo_queries": len(train_q),
+        "best_step": grpo["best_step"],
+        "val_fused_hit1": grpo["best_val_fused_hit1"],
+        "previous_val_fused_hit1": previous,
+        "rft_seconds": round(rft_seconds, 1),
+        "grpo_seconds": round(grpo_seconds, 1),
+        "selection_png": plot,
+        "path": str(ws.art.path("planner", round_key)),
+    }
+
+
+def _previous_val_hit1(ws: Workspace, round_key: str) -> float:
+    """Validation fused Hit@1 of the planner this round started from (the gate's reference)."""
+    if round_key == ROUNDS[0]:
+        return read_json(ws.art.require("sft_adapter") / VAL_FILE)["val_fused_hit1"]
+    prev = ROUNDS[ROUNDS.index(round_key) - 1]
+    return read_json(ws.art.require("planner", prev) / "gate.json")["val_fused_hit1"]

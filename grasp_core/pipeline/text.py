@@ -1,0 +1,101 @@
+"""Pipeline steps of the text branch: indexes (BM25 + mFAR fields), the trained mFAR, rankings of every query."""
+
+from __future__ import annotations
+
+import time
+
+from grasp_core.io import atomic_dir, write_json
+from grasp_core.metrics import evaluate
+from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.workspace import Workspace
+
+RETRIEVERS = ("bm25", "dense", "mfar")
+
+
+def text_index_step(ws: Workspace) -> dict:
+    from grasp_core.text.bm25 import BM25Retriever
+    from grasp_core.text.mfar import FieldIndex
+
+    start = time.perf_counter()
+    with atomic_dir(ws.art.path("text_index")) as tmp:
+        BM25Retriever.build(ws.skb, ws.profile.bm25).save(tmp / "bm25")
+        bm25_seconds = time.perf_counter() - start
+        fields = FieldIndex.build(ws.skb, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work"))
+        fields.save(tmp / "fields")
+    return {
+        "bm25_seconds": round(bm25_seconds, 2),
+        "field_seconds": round(time.perf_counter() - start - bm25_seconds, 2),
+        "fields": len(fields.fields),
+        "scorers": fields.num_scorers,
+        "path": str(ws.art.path("text_index")),
+    }
+
+
+def mfar_model_step(ws: Workspace, log_fn=None) -> dict:
+    from grasp_core.text.mfar import FieldIndex, train_mfar
+
+    fields = FieldIndex.load(ws.art.require("text_index") / "fields")
+    start = time.perf_counter()
+
+    def progress(entry: dict) -> None:
+        if log_fn:
+            log_fn(entry["epoch"], {k: v for k, v in entry.items() if isinstance(v, (int, float))})
+
+    retriever, history = train_mfar(ws.skb, ws.index, ws.encoder, ws.profile.mfar, progress=progress, fields=fields)
+    retriever.save(ws.art.path("mfar_model"))
+    seconds = time.perf_counter() - start
+    epochs = [h["epoch"] for h in history]
+    plot = line_plot({"val MRR": (epochs, [h["val_mrr"] for h in history])}, "mFAR training", "epoch", "val MRR (%)")
+    return {
+        "train_seconds": round(seconds, 1),
+        "epochs": len(history) - 1,
+        "initial_val_mrr": history[0]["val_mrr"],
+        "best_val_mrr": max(h["val_mrr"] for h in history),
+        "training_curve_png": plot,
+        "path": str(ws.art.path("mfar_model")),
+    }
+
+
+def load_text_retriever(ws: Workspace, name: str):
+    """A text retriever by name, from the finished artifacts."""
+    from grasp_core.text.bm25 import BM25Retriever
+    from grasp_core.text.dense import DenseRetriever
+    from grasp_core.text.mfar import MFARRetriever
+
+    if name == "bm25":
+        return BM25Retriever.load(ws.art.require("text_index") / "bm25")
+    if name == "dense":
+        return DenseRetriever(ws.index, ws.encoder)
+    if name == "mfar":
+        return MFARRetriever.load(ws.art.require("mfar_model"), ws.encoder)
+    raise ValueError(f"unknown text retriever {name!r}; choose one of {RETRIEVERS}")
+
+
+def text_rankings_step(ws: Workspace) -> dict:
+    """Top 100 of every query of every split for BM25, dense and mFAR; metrics per split."""
+    from grasp_core.text.rankings_io import write_rankings
+
+    queries = ws.skb.queries
+    qids, texts = queries["qid"].tolist(), queries["query"].tolist()
+    answers = [list(map(int, a)) for a in queries["answer_ids"]]
+    rows, seconds = [], {}
+    with atomic_dir(ws.art.path("text_rankings")) as tmp:
+        for name in RETRIEVERS:
+            retriever = load_text_retriever(ws, name)
+            start = time.perf_counter()
+            rankings = retriever.rank(texts, k=100)
+            seconds[name] = time.perf_counter() - start
+            write_rankings(tmp / f"{name}.parquet", qids, rankings)
+            for split in ("val", "test", "test-human"):
+                idx = [i for i, s in enumerate(queries["split"]) if s == split]
+                if idx:
+                    m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], ws.skb.num_nodes)
+                    rows.append({"retriever": name, "split": split, **m})
+        write_json(tmp / "metrics.json", rows)
+    return {
+        "main_retriever": ws.profile.text_retriever,
+        "queries_per_second": {k: round(len(texts) / max(v, 1e-9), 1) for k, v in seconds.items()},
+        "metrics_md": markdown_table(rows, ["retriever", "split", "hit@1", "hit@5", "recall@20", "mrr"]),
+        **{f"{r['retriever']}.{r['split']}.hit@1": r["hit@1"] for r in rows},
+        "path": str(ws.art.path("text_rankings")),
+    }
