@@ -72,16 +72,25 @@ class TransformersLLM:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = _require_dir(model_path, setting)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype) if dtype != "auto" else "auto")
         if adapter_path is not None:
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, _require_dir(adapter_path, "adapter_path"))
-        self.model = model.to(device).eval()
+        self._setup(model.to(device), tokenizer, device, enable_thinking, batch_size)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, device: str = "cpu", enable_thinking: bool = False, batch_size: int = 16) -> "TransformersLLM":
+        """Wrap a model already in memory (e.g. a GRPO checkpoint under validation); its train/eval mode is kept."""
+        llm = cls.__new__(cls)
+        llm._setup(model, tokenizer, device, enable_thinking, batch_size)
+        return llm
+
+    def _setup(self, model, tokenizer, device: str, enable_thinking: bool, batch_size: int) -> None:
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.model, self.tokenizer = model, tokenizer
         self.device, self.enable_thinking, self.batch_size = device, enable_thinking, batch_size
         self._vocab: TokenVocab | None = None
 
@@ -116,12 +125,20 @@ class TransformersLLM:
     ) -> list[list[str]]:
         if constraint is not None and len(constraint) != len(prompts):
             raise GraspError(f"constraint: expected one grammar per prompt ({len(prompts)}), got {len(constraint)}")
+        was_training = self.model.training
+        self.model.eval()  # no dropout while generating; a model under training gets its mode back
+        try:
+            return self._generate(prompts, n, temperature, max_new_tokens, constraint)
+        finally:
+            self.model.train(was_training)
+
+    def _generate(self, prompts, n, temperature, max_new_tokens, constraint) -> list[list[str]]:
         sample = temperature > 0
         copies = n if sample else 1
         out: list[list[str]] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = [self.render(p) for p in prompts[start : start + self.batch_size]]
-            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to(self.device)
             prompt_len = enc["input_ids"].shape[1]
             budget = self._budget(prompt_len, max_new_tokens)
             processors = []

@@ -7,19 +7,17 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from grasp_core.errors import GraspError, MissingArtifactError
+from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
-from grasp_core.metrics import evaluate
-from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.base import base_model_path, build_planner_base
 from grasp_core.planner.checkpoint import planner_kind
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, render_prompt
-from grasp_core.planner.reward import RewardTable, fuse
+from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries, rft_examples, sample_and_score, train_grpo
 from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
 from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
@@ -99,10 +97,6 @@ def final_planner(ws: Workspace) -> tuple[str, Path]:
         if is_complete(path) and read_json(path / "gate.json")["passed"]:
             best = (f"round {r}", path)
     return best
-
-
-def _metrics_row(name: str, split: str, result: dict) -> dict:
-    return {"setting": name, "split": split, **result["fused"], "valid plans %": 100 * result["valid_plan_rate"]}
 
 
 # ------------------------------------------------------------------------------------------ steps

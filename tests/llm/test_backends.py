@@ -159,3 +159,13 @@ def test_generation_stops_at_the_model_context(llm):
     assert len(llm.tokenizer(out, add_special_tokens=False)["input_ids"]) <= limit - n_prompt
     with pytest.raises(GraspError, match="does not fit"):
         llm.generate(["<|bos|>" + "drug " * (limit + 5)])
+
+
+def test_from_model_wraps_a_model_in_memory_and_keeps_its_mode(llm, model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir).train()
+    wrapped = TransformersLLM.from_model(model, AutoTokenizer.from_pretrained(model_dir))
+    chat = build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)
+    assert wrapped.generate([chat], max_new_tokens=10) == llm.generate([chat], max_new_tokens=10)
+    assert model.training

@@ -88,9 +88,24 @@ def adjacency(skb: SKB) -> dict[str, sp.csr_matrix]:
     return out
 
 
-def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[str, list[tuple[int, float]]]) -> dict[int, float]:
-    """Expected {target node id: anchor score} of a resolved plan (every hop has ``to_type``)."""
+def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[str, list[tuple[int, float]]],
+           max_frontier: int | None = None) -> dict[int, float]:
+    """Expected {target node id: anchor score} of a resolved plan (every hop has ``to_type``).
+
+    ``max_frontier`` applies the compiler's cap: on the main chain (first anchor -> target) each hop's result
+    keeps its ``max_frontier`` best nodes (score descending, then id) before side branches are added.
+    """
     n, types = skb.num_nodes, skb.nodes["type"].to_numpy()
+    main, var = {plan.anchors[0].var}, plan.anchors[0].var
+    while var != TARGET:
+        var = next(h.to for h in plan.hops if h.from_ == var)
+        main.add(var)
+
+    def cap(vec: np.ndarray) -> np.ndarray:
+        live = np.flatnonzero(np.isfinite(vec))
+        drop = live[np.lexsort((live, -vec[live]))][max_frontier:]
+        vec[drop] = -np.inf
+        return vec
 
     def value(var: str) -> np.ndarray:
         vec = np.full(n, -np.inf)
@@ -100,9 +115,11 @@ def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[s
                 vec[i] = s
             return vec
         vec[:] = 0.0
+        of_type = types == (plan.target.type if var == TARGET else next(h.to_type for h in plan.hops if h.to == var))
         for hop in (h for h in plan.hops if h.to == var):
-            vec += propagate(value(hop.from_), adj.get(hop.rel, sp.csr_matrix((n, n))))
-        vec[types != (plan.target.type if var == TARGET else next(h.to_type for h in plan.hops if h.to == var))] = -np.inf
+            part = propagate(value(hop.from_), adj.get(hop.rel, sp.csr_matrix((n, n))))
+            part[~of_type] = -np.inf
+            vec += cap(part) if max_frontier is not None and {var, hop.from_} <= main else part
         return vec
 
     def propagate(vec: np.ndarray, a: sp.csr_matrix) -> np.ndarray:

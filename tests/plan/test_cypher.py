@@ -88,6 +88,36 @@ def test_random_plans_equal_the_oracle(skb, store):
     assert reached >= 30 and multi_anchor >= 5  # the sample really exercises traversal and intersections
 
 
+def test_the_frontier_cap_keeps_the_best_nodes_of_every_main_chain_hop(skb, store):
+    """With a small cap the store equals an oracle applying the same cap, and the cap really changes results."""
+    rng = np.random.default_rng(11)
+    adj = adjacency(skb)
+    changed = 0
+    for _ in range(40):
+        plan = validate_plan(random_plan(skb.schema, rng), skb.schema)
+        bindings = random_bindings(skb, plan, rng)
+        compiled = compile_plan(plan, skb.schema, bindings, dialect="ladybug", max_frontier=3)
+        got = {int(i): s for i, s in store.run(compiled.text, compiled.params)}
+        want = oracle(skb, adj, plan, bindings, max_frontier=3)
+        assert got.keys() == want.keys(), compiled.text
+        assert all(got[i] == pytest.approx(want[i], abs=1e-9) for i in want)
+        assert len(got) <= 3
+        changed += want != oracle(skb, adj, plan, bindings)
+    assert changed >= 10
+
+
+def test_the_cap_is_one_order_by_limit_line_per_main_chain_hop_in_both_dialects():
+    for dialect in ("neo4j", "ladybug"):
+        text = compile_plan(PLAN, PRIME_LIKE, {"a1": [(3, 0.9)]}, dialect=dialect, max_frontier=500).text
+        assert text.endswith("MATCH (v1)-[:`R_target`]-(t:`N_drug`)\n"
+                             "WITH t, max(s) AS s\n"
+                             "ORDER BY s DESC, t.id LIMIT 500\n"
+                             "RETURN t.id AS node_id, s AS score")
+        assert "WITH v1, max(s) AS s\nORDER BY s DESC, v1.id LIMIT 500\n" in text
+    with pytest.raises(ValueError, match="max_frontier"):
+        compile_plan(PLAN, PRIME_LIKE, max_frontier=0)
+
+
 EVIL = "x\"}) MATCH (n) DETACH DELETE n //`) DETACH DELETE n; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))"
 
 

@@ -1,0 +1,107 @@
+"""Pipeline steps of the reranker: hard negatives from the trained planner's fused rankings, then training."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import pandas as pd
+
+from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.workspace import Workspace
+from grasp_core.planner.scoring import evaluate_planner
+
+RRF_FILE = "rrf.json"
+
+
+def make_scorer(ws: Workspace):
+    from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
+
+    if ws.profile.reranker_backend == "causal-lm":
+        return CausalLMScorer(ws.profile.causal_reranker)
+    return CrossEncoderScorer(ws.profile.cross_encoder)
+
+
+def make_builder(ws: Workspace):
+    from grasp_core.rerank.documents import CandidateDocumentBuilder
+
+    return CandidateDocumentBuilder(ws.skb, ws.embeddings.doc, ws.profile.reranker_docs, encoder=ws.encoder)
+
+
+def load_reranker(ws: Workspace):
+    """(scorer with trained weights, document builder, (w, k)) from the finished ``reranker`` artifact."""
+    from grasp_core.rerank.train import load_trained_weights
+
+    path = ws.art.require("reranker")
+    scorer = make_scorer(ws)
+    load_trained_weights(scorer, path)
+    rrf = read_json(path / RRF_FILE)
+    return scorer, make_builder(ws), (rrf["w"], rrf["k"])
+
+
+def _fused_for(ws: Workspace, split: str, cap: int | None):
+    """Fused rankings of the served planner on ``split`` (the planner runs once per query)."""
+    from grasp_core.pipeline.planner import final_planner, planner_env, planner_llm
+
+    name, ckpt = final_planner(ws)
+    env = planner_env(ws)
+    qids = ws.split(split)["qid"].astype(int).head(cap).tolist()
+    result = evaluate_planner(planner_llm(ws, ckpt), env, qids, ws.profile.inference)
+    return name, qids, result["fused_rankings"], env
+
+
+def hard_negatives_step(ws: Workspace) -> dict:
+    from grasp_core.rerank.hard_negatives import mine_hard_negatives
+
+    cap = ws.profile.rl.max_queries
+    planner, qids, fused, env = _fused_for(ws, "train", cap)
+    negs = mine_hard_negatives(qids, fused, [env.gold[q] for q in qids])
+    with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
+        negs.to_parquet(tmp / "hard_negatives.parquet")
+    return {"planner": planner, "train_queries": len(qids), "queries_with_positive": len(negs),
+            "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
+            "path": str(ws.art.path("reranker_hard_negatives"))}
+
+
+def reranker_step(ws: Workspace, log_fn=None) -> dict:
+    from grasp_core.rerank.inference import ValItem, rerank_batch, select_rrf_params, validation_hit1
+    from grasp_core.rerank.train import train_reranker
+
+    negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    scorer, builder = make_scorer(ws), make_builder(ws)
+    val_cap = ws.profile.grpo.val_queries
+    _, val_qids, val_fused, env = _fused_for(ws, "val", val_cap)
+    val_queries = [env.queries[q] for q in val_qids]
+    val_answers = [env.gold[q] for q in val_qids]
+    K = ws.profile.rerank.top_k
+    val_fn = validation_hit1(val_fused, val_queries, val_answers, builder, K)
+    work = ws.art.path("reranker_work")
+    t0 = time.perf_counter()
+    result = train_reranker(scorer, builder, negs, ws.skb.queries[["qid", "query"]], val_fn, ws.profile.reranker_train,
+                            work, log_fn=log_fn)
+    train_seconds = time.perf_counter() - t0
+    reranked = rerank_batch(val_fused, val_queries, scorer, builder, K)
+    items = [ValItem(f, r.scores, a) for f, r, a in zip(val_fused, reranked, val_answers)]
+    w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
+    with atomic_dir(ws.art.path("reranker")) as tmp:
+        shutil.copytree(result.best_dir, tmp, dirs_exist_ok=True)
+        write_json(tmp / RRF_FILE, {"w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K})
+    shutil.rmtree(work, ignore_errors=True)
+    losses = [(h["step"], h["val"]) for h in result.history]
+    fused_hit1 = 100 * float(np.mean([f.rank_of(a) == 1 for f, a in zip(val_fused, val_answers)]))
+    return {
+        "train_queries": len(negs),
+        "best_step": result.best_step,
+        "val_hit1_reranker_order": result.best_val,
+        "val_hit1_fused": fused_hit1,
+        "rrf_w": w,
+        "rrf_k": k,
+        "train_seconds": round(train_seconds, 1),
+        "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),
+        "validation_png": line_plot({"val Hit@1": ([s for s, _ in losses], [v for _, v in losses])},
+                                    "reranker checkpoints", "step", "Hit@1 (%)"),
+        "path": str(ws.art.path("reranker")),
+    }
+

@@ -1,0 +1,181 @@
+"""GRASP as a product: load a dataset's trained artifacts once, answer queries, explain every answer.
+
+``GraspRetriever.retrieve(queries)`` runs the whole method on a batch: text branch (mFAR by default),
+entity extraction + linking, one planner call per query, plan execution, RRF fusion and the reranker
+(top K, then RRF of the reranker rank and the fused rank). Any subset of components can be used
+(``branches="text"|"graph"|"both"``, ``rerank=False``). Each :class:`Answer` carries its explanation: which
+branch found it and at what rank, the reranker score, and, for graph answers, the plan's paths that reached it;
+each :class:`Result` carries the plan, the Cypher text, the bindings and the per-stage times.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.entities.table import EntityTable
+from grasp_core.errors import GraspError
+from grasp_core.pipeline.workspace import Workspace
+from grasp_core.planner.inference import plan_queries
+from grasp_core.planner.reward import fuse
+from grasp_core.profiles import get_profile
+from grasp_core.ranking import Ranking
+
+BRANCHES = ("text", "graph", "both")
+STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
+
+
+@dataclass
+class Answer:
+    node_id: int
+    key: str
+    name: str
+    type: str
+    score: float
+    text_rank: int | None = None
+    graph_rank: int | None = None
+    fused_rank: int | None = None
+    reranker_score: float | None = None
+    paths: list[list[str]] = field(default_factory=list)  # node names from an anchor binding to this answer
+
+    @property
+    def found_by(self) -> str:
+        both = self.text_rank is not None and self.graph_rank is not None
+        return "text+graph" if both else "text" if self.text_rank is not None else "graph"
+
+    def to_json(self) -> dict:
+        return {"node_id": self.node_id, "key": self.key, "score": round(self.score, 6)}
+
+
+@dataclass
+class Result:
+    query: str
+    answers: list[Answer]
+    entity_table: EntityTable | None = None
+    plan: str | None = None
+    plan_valid: bool | None = None
+    plan_error: str | None = None
+    cypher: str = ""
+    bindings: dict = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    @property
+    def ranking(self) -> Ranking:
+        return Ranking(np.array([a.node_id for a in self.answers], np.int64), np.array([a.score for a in self.answers], np.float32))
+
+
+class GraspRetriever:
+    def __init__(self, ws: Workspace, branches: str = "both", rerank: bool = True, planner: str | None = None):
+        if branches not in BRANCHES:
+            raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
+        self.ws, self.branches, self.use_rerank = ws, branches, rerank
+        from grasp_core.pipeline.planner import final_planner, planner_llm
+        from grasp_core.pipeline.text import load_text_retriever
+
+        ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
+        self.text = load_text_retriever(ws, ws.profile.text_retriever) if branches != "graph" else None
+        if branches != "text":
+            self.planner_name, checkpoint = (planner, ws.art.require(*planner.split(":"))) if planner else final_planner(ws)
+            self.llm = planner_llm(ws, checkpoint)
+            ws.executor  # noqa: B018
+        if rerank:
+            from grasp_core.pipeline.reranker import load_reranker
+
+            self.scorer, self.builder, (self.w, self.k) = load_reranker(ws)
+
+    @classmethod
+    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> "GraspRetriever":
+        from grasp_core.datasets import check_dataset
+
+        check_dataset(dataset)
+        return cls(Workspace(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
+
+    def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
+        queries = list(queries)
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                raise GraspError(f"query {i} is empty: give a non-empty question")
+        n = len(queries)
+        results = [Result(q, []) for q in queries]
+        clock = _Clock(results)
+        text = [Ranking.empty()] * n
+        if self.text is not None:
+            with clock("text"):
+                text = self.text.rank(queries, k=100)
+        graph = [Ranking.empty()] * n
+        traces = [None] * n
+        if self.branches != "text":
+            with clock("extraction"):
+                tables = self.ws.extractor.extract(queries)
+            with clock("planning"):
+                attempts = plan_queries(self.llm, self.ws.skb.schema, queries, tables, self.ws.profile.inference)
+            with clock("execution"):
+                executed = self.ws.executor.execute_batch([a.text for a in attempts], queries, tables)
+            graph = [r for r, _ in executed]
+            traces = [t for _, t in executed]
+            for res, table, att, tr in zip(results, tables, attempts, traces):
+                res.entity_table, res.plan, res.plan_valid, res.plan_error = table, att.text, att.valid, att.error or tr.error
+                res.cypher, res.bindings = tr.cypher, {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()}
+        with clock("fusion"):
+            fused = [fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
+                     for t, g in zip(text, graph)]
+        scores: list[dict[int, float]] = [{} for _ in range(n)]
+        final = fused
+        if self.use_rerank:
+            from grasp_core.rerank.inference import rerank_batch
+
+            with clock("reranking"):
+                reranked = rerank_batch(fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k)
+            final = [r.ranking for r in reranked]
+            scores = [dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)]
+        nodes = self.ws.skb.nodes
+        for i, res in enumerate(results):
+            top = final[i].top(k)
+            t_rank, g_rank, f_rank = _ranks(text[i]), _ranks(graph[i]), _ranks(fused[i])
+            for node_id, score in zip(top.node_ids.tolist(), top.scores.tolist()):
+                row = nodes.iloc[node_id]
+                ans = Answer(node_id, str(row["key"]), str(row["name"]), str(row["type"]), float(score),
+                             t_rank.get(node_id), g_rank.get(node_id), f_rank.get(node_id), scores[i].get(node_id))
+                res.answers.append(ans)
+            if explain and traces[i] is not None and traces[i].plan is not None:
+                for ans in res.answers[:10]:
+                    if ans.graph_rank is not None:
+                        ans.paths = self._paths(traces[i], ans.node_id)
+        return results
+
+    def _paths(self, trace, node_id: int) -> list[list[str]]:
+        names = self.ws.skb.nodes["name"]
+        found = self.ws.executor.explain_paths(trace.plan, trace, node_id, limit=3)
+        return [[str(names.iloc[n]) for n in path] for paths in found.values() for path in paths]
+
+    def query(self, text: str, k: int = 10) -> Result:
+        return self.retrieve([text], k=k, explain=True)[0]
+
+
+def _ranks(ranking: Ranking) -> dict[int, int]:
+    return {int(n): i + 1 for i, n in enumerate(ranking.node_ids.tolist())}
+
+
+class _Clock:
+    """Times a stage of a batch and charges each query its share."""
+
+    def __init__(self, results: list[Result]):
+        self.results = results
+
+    def __call__(self, stage: str):
+        clock = self
+
+        class _Span:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *exc):
+                share = (time.perf_counter() - self.t0) / max(1, len(clock.results))
+                for r in clock.results:
+                    r.seconds[stage] += share
+
+        return _Span()
