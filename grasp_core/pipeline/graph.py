@@ -14,14 +14,14 @@ def node_embeddings_step(ws: Workspace) -> dict:
     from grasp_core.embed.node_embeddings import build_node_embeddings
 
     start = time.perf_counter()
-    out = build_node_embeddings(ws.skb, ws.encoder, ws.art.path("node_embeddings"), ws.profile.encoder)
+    out = build_node_embeddings(ws.graph, ws.encoder, ws.art.path("node_embeddings"), ws.profile.encoder)
     seconds = time.perf_counter() - start
     return {
-        "num_nodes": ws.skb.num_nodes,
+        "num_nodes": ws.graph.num_nodes,
         "dim": ws.encoder.dim,
         "encoder": ws.encoder.identity,
         "seconds": round(seconds, 1),
-        "nodes_per_second": round(2 * ws.skb.num_nodes / max(seconds, 1e-9), 1),
+        "nodes_per_second": round(2 * ws.graph.num_nodes / max(seconds, 1e-9), 1),
         "path": str(out),
     }
 
@@ -30,7 +30,7 @@ def vector_indexes_step(ws: Workspace) -> dict:
     from grasp_core.embed.vector_index import NodeIndex
 
     start = time.perf_counter()
-    index = NodeIndex.build(ws.skb, ws.embeddings, ws.profile.index)
+    index = NodeIndex.build(ws.graph, ws.embeddings, ws.profile.index)
     index.save(ws.art.path("vector_indexes"))
     return {
         "indexes": {f"{t}/{k}": int(idx.ntotal) for (t, k), idx in index.indexes.items()},
@@ -45,7 +45,7 @@ def graph_store_step(ws: Workspace) -> dict:
     start = time.perf_counter()
     store = open_graph_store(ws.profile.graph_store, ws.art.path("graph_store"))
     try:
-        store.load(ws.skb)
+        store.load(ws.graph)
         counts = store.counts()
     finally:
         store.close()
@@ -55,7 +55,7 @@ def graph_store_step(ws: Workspace) -> dict:
         "nodes_per_type": counts["nodes"],
         "edges_per_relation": counts["edges"],
         "load_seconds": round(seconds, 2),
-        "edges_per_second": round(len(ws.skb.edges) / max(seconds, 1e-9)),
+        "edges_per_second": round(len(ws.graph.edges) / max(seconds, 1e-9)),
         "path": str(ws.art.path("graph_store")),
     }
 

@@ -18,9 +18,9 @@ def text_index_step(ws: Workspace) -> dict:
 
     start = time.perf_counter()
     with atomic_dir(ws.art.path("text_index")) as tmp:
-        BM25Retriever.build(ws.skb, ws.profile.bm25).save(tmp / "bm25")
+        BM25Retriever.build(ws.graph, ws.profile.bm25).save(tmp / "bm25")
         bm25_seconds = time.perf_counter() - start
-        fields = FieldIndex.build(ws.skb, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work"))
+        fields = FieldIndex.build(ws.graph, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work"))
         fields.save(tmp / "fields")
     return {
         "bm25_seconds": round(bm25_seconds, 2),

@@ -23,10 +23,18 @@ class Workspace:
         return self.art.dataset
 
     @cached_property
-    def skb(self) -> SKB:
-        from grasp_core.pipeline.data import load_dataset
+    def graph(self) -> SKB:
+        """The SKB without its queries (what graph-only steps need, so a query change does not touch them)."""
+        from grasp_core.skb.format import read_skb
 
-        return load_dataset(self.art)
+        return read_skb(self.art.require("skb"), with_queries=False)
+
+    @cached_property
+    def skb(self) -> SKB:
+        """The SKB with its queries."""
+        from grasp_core.pipeline.data import attach_queries
+
+        return attach_queries(self.graph, self.art)
 
     def split(self, name: str):
         return self.skb.split(name)
@@ -65,13 +73,13 @@ class Workspace:
     def executor(self):
         from grasp_core.plan.execute import PlanExecutor
 
-        return PlanExecutor(self.skb, self.index, self.encoder, self.store, self.profile.execution)
+        return PlanExecutor(self.graph, self.index, self.encoder, self.store, self.profile.execution)
 
     @cached_property
     def extractor(self):
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
-        return GazetteerExtractor(self.skb, self.index, self.encoder, self.profile.gazetteer)
+        return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
 
     @cached_property
     def entity_tables(self):

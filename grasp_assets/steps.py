@@ -1,0 +1,77 @@
+"""Run a library pipeline step inside an asset: workspace, MLflow run, metadata — the same for every asset."""
+
+from collections.abc import Callable
+
+import dagster as dg
+
+from grasp_assets.metadata import log_result, to_metadata
+from grasp_assets.partitions import dataset_of
+from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_core.pipeline.workspace import Workspace
+
+HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
+RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
+
+
+def run_step(
+    context: dg.AssetExecutionContext,
+    settings: GraspSettings,
+    mlflow: MLflowTracking,
+    step: str,
+    fn: Callable[..., dict],
+    round_key: str | None = None,
+    profile_changes: dict | None = None,
+    wants_log: bool = False,
+    check_results: Callable[[dict], list[dg.AssetCheckResult]] | None = None,
+) -> dg.MaterializeResult:
+    """Call ``fn(ws[, log_fn])`` for the run's dataset; log params/metrics to MLflow and return metadata.
+
+    Steps of an RL round log into a run nested under the parent run of that dataset × round.
+    """
+    dataset = dataset_of(context)
+    profile = settings.get_profile()
+    if profile_changes:
+        profile = profile.replace(**profile_changes)
+    ws = Workspace(settings.artifacts(dataset), profile)
+    tracker = mlflow.tracker()
+    tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
+    parent = None
+    if round_key is not None:
+        tags["round"] = round_key
+        parent = tracker.parent_run(f"{dataset}/round-{round_key}", {"dataset": dataset, "round": round_key})
+    name = f"{step}/{dataset}" + (f"/round-{round_key}" if round_key else "")
+    with tracker.run(name, params=_params(profile, step), tags=tags, parent_run_id=parent) as run:
+
+        def log_fn(step_no: int, metrics: dict) -> None:
+            run.log_metrics(metrics, step=step_no)
+
+        context.log.info(f"{step}: dataset {dataset}" + (f", round {round_key}" if round_key else ""))
+        try:
+            result = fn(ws, log_fn) if wants_log else fn(ws)
+        finally:
+            ws.close()
+        log_result(run, result)
+        run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
+    return dg.MaterializeResult(
+        metadata={**to_metadata(result), "mlflow_run_id": dg.MetadataValue.text(run.run_id)},
+        check_results=check_results(result) if check_results else None,
+    )
+
+
+def _params(profile, step: str) -> dict:
+    """The profile section(s) a step depends on, flattened for MLflow params."""
+    import dataclasses
+
+    sections = {
+        "node_embeddings": ["encoder"], "vector_indexes": ["index"], "graph_store": ["graph_store"],
+        "entity_tables": ["gazetteer"], "text_index": ["bm25", "mfar"], "mfar_model": ["mfar"],
+        "teacher_plans": ["teacher"], "planner_base": ["planner_model"], "sft_adapter": ["sft"],
+        "reward_table": ["reward"], "rft_samples": ["rl", "inference"], "planner": ["sft", "grpo", "reward"],
+        "reranker_hard_negatives": ["rl"], "reranker": ["reranker_train", "rerank", "reranker_docs"],
+        "eval_metrics": ["eval", "rerank"], "ablations": ["eval"], "latency": ["eval"],
+    }.get(step, [])
+    out = {"profile": profile.name}
+    for section in sections:
+        for key, value in dataclasses.asdict(getattr(profile, section)).items():
+            out[f"{section}.{key}"] = value
+    return out
