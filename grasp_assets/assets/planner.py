@@ -1,0 +1,96 @@
+"""Planner assets: teacher plans, the base model, the SFT warm start, the reward table, and RL rounds.
+
+`rft_samples` and `planner` are partitioned by dataset × round. Dagster only allows an asset to depend on
+earlier partitions of itself through time windows, so the cross-round link (round r starts from round r−1's
+kept planner) is enforced by the library (`round_start` reads the previous round and refuses to start when it
+is missing or failed its gate) rather than drawn as an edge; the blocking check `val_hit1_not_worse` on
+`planner` records that gate in Dagster and stops downstream assets of the same run.
+"""
+
+import dataclasses
+
+import dagster as dg
+
+from grasp_assets.partitions import dataset_partitions, dataset_round_partitions, round_of
+from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.steps import HEAVY, RETRY, run_step
+from grasp_core.pipeline import planner as steps
+
+DATASET = dict(partitions_def=dataset_partitions, group_name="planner", retry_policy=RETRY)
+ROUND = dict(partitions_def=dataset_round_partitions, group_name="planner", retry_policy=RETRY)
+
+
+class SFTRunConfig(dg.Config):
+    """Overrides of the profile's SFT settings for this run (unset = profile value)."""
+
+    n_examples: int | None = None
+    epochs: float | None = None
+    learning_rate: float | None = None
+
+
+class GRPORunConfig(dg.Config):
+    """Overrides of the profile's GRPO settings for this run (unset = profile value)."""
+
+    max_steps: int | None = None
+    learning_rate: float | None = None
+    beta: float | None = None
+    prompts_per_step: int | None = None
+    save_every: int | None = None
+
+
+def _override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
+    changes = {k: v for k, v in config.model_dump().items() if v is not None}
+    if not changes:
+        return None
+    return {section: dataclasses.replace(getattr(settings.get_profile(), section), **changes)}
+
+
+@dg.asset(deps=["entity_tables", "graph_store", "vector_indexes", "queries"], code_version="1", **DATASET)
+def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
+    return run_step(context, settings, mlflow, "teacher_plans", steps.teacher_plans_step)
+
+
+@dg.asset(deps=[teacher_plans, "entity_tables"], code_version="1", **DATASET)
+def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """The planner's base: a pointer to a local pretrained LLM, or the tiny Qwen3 + tokenizer built offline."""
+    return run_step(context, settings, mlflow, "planner_base", steps.planner_base_step)
+
+
+@dg.asset(deps=[planner_base, teacher_plans], code_version="1", pool="heavy", op_tags=HEAVY, **DATASET)
+def sft_adapter(context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+    """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base)."""
+    return run_step(context, settings, mlflow, "sft_adapter", steps.sft_step, wants_log=True,
+                    profile_changes=_override(settings, "sft", config))
+
+
+@dg.asset(deps=[sft_adapter, "text_rankings", "graph_store"], code_version="1", **DATASET)
+def reward_table(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """U(gold-rank bucket, candidate-count bucket) from validation queries, with shrinkage."""
+    return run_step(context, settings, mlflow, "reward_table", steps.reward_table_step)
+
+
+@dg.asset(deps=[reward_table, sft_adapter], code_version="1", pool="heavy", op_tags=HEAVY, **ROUND)
+def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """8 plans per training query sampled at T=1.0 from the round's starting planner, with their rewards."""
+    r = round_of(context)
+    return run_step(context, settings, mlflow, "rft_samples", lambda ws: steps.rft_samples_step(ws, r), round_key=r)
+
+
+@dg.asset(
+    deps=[rft_samples], code_version="1", pool="heavy", op_tags=HEAVY,
+    check_specs=[dg.AssetCheckSpec("val_hit1_not_worse", asset="planner", blocking=True,
+                                   description="validation fused Hit@1 did not fall below the round's starting planner")],
+    **ROUND,
+)
+def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+    """RFT from the base + GRPO; the checkpoint with the best validation fused Hit@1 (gated)."""
+    r = round_of(context)
+
+    def gate(result: dict) -> list[dg.AssetCheckResult]:
+        passed = result["val_fused_hit1"] >= result["previous_val_fused_hit1"]
+        return [dg.AssetCheckResult(check_name="val_hit1_not_worse", passed=passed,
+                                    metadata={"val_fused_hit1": result["val_fused_hit1"], "previous": result["previous_val_fused_hit1"]})]
+
+    return run_step(context, settings, mlflow, "planner", lambda ws, log: steps.planner_round_step(ws, r, log), round_key=r,
+                    wants_log=True, profile_changes=_override(settings, "grpo", config), check_results=gate)

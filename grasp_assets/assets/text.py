@@ -1,0 +1,38 @@
+"""Text-branch assets: BM25 + mFAR field indexes, the trained mFAR, rankings of every query."""
+
+import dagster as dg
+
+from grasp_assets.partitions import dataset_partitions
+from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.steps import HEAVY, RETRY, run_step
+from grasp_core.pipeline import text as steps
+
+COMMON = dict(partitions_def=dataset_partitions, group_name="text_branch", retry_policy=RETRY)
+
+
+class MFARRunConfig(dg.Config):
+    epochs: int | None = None
+    lr: float | None = None
+
+
+@dg.asset(deps=["vector_indexes"], code_version="1", **COMMON)
+def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """BM25 over node documents and mFAR's per-field lexical and dense indexes."""
+    return run_step(context, settings, mlflow, "text_index", steps.text_index_step)
+
+
+@dg.asset(deps=[text_index, "queries"], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
+def mfar_model(context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+    """mFAR's query-conditioned field weights, trained contrastively on train, selected on val."""
+    import dataclasses
+
+    mfar = settings.get_profile().mfar
+    changes = {k: v for k, v in config.model_dump().items() if v is not None}
+    return run_step(context, settings, mlflow, "mfar_model", steps.mfar_model_step, wants_log=True,
+                    profile_changes={"mfar": dataclasses.replace(mfar, **changes)} if changes else None)
+
+
+@dg.asset(deps=[mfar_model, text_index, "queries"], code_version="1", **COMMON)
+def text_rankings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+    """Top 100 of every query (BM25, dense, mFAR) with val/test metrics."""
+    return run_step(context, settings, mlflow, "text_rankings", steps.text_rankings_step)

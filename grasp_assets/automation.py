@@ -1,0 +1,75 @@
+"""Operations: jobs, the retraining schedule, the stage-chaining sensor, and the dataset registry sensor.
+
+Retraining runs in three stages because its assets have two partitionings (dataset; dataset × round):
+`prepare` (data → SFT → reward table, per dataset), `rl_round` (sampling → RFT → GRPO, per dataset × round)
+and `finish` (reranker → evaluation, per dataset). The weekly schedule launches `prepare` for every registered
+dataset; `chain_training_stages` launches round 1 when `prepare` succeeds, round 2 when round 1 succeeds
+(and its gate passed), and `finish` when the last round succeeds. Dagster's run queue (dagster_home/dagster.yaml)
+lets one heavy run at a time use the machine; failed steps retry with exponential backoff.
+"""
+
+import dagster as dg
+
+from grasp_assets.partitions import DATASET, ROUNDS, dataset_partitions
+from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
+
+PREPARE = dg.AssetSelection.assets(
+    "skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index", "mfar_model",
+    "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table",
+)
+RL_ROUND = dg.AssetSelection.assets("rft_samples", "planner")
+FINISH = dg.AssetSelection.assets("reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency")
+
+prepare_job = dg.define_asset_job("prepare", selection=PREPARE, partitions_def=dataset_partitions,
+                                  description="data, indexes, text branch, entity tables, teacher, SFT, reward table")
+rl_round_job = dg.define_asset_job("rl_round", selection=RL_ROUND, description="one RL round: sampling, RFT, GRPO (dataset × round)")
+finish_job = dg.define_asset_job("finish", selection=FINISH, partitions_def=dataset_partitions,
+                                 description="reranker training and evaluation")
+
+
+@dg.schedule(job=prepare_job, cron_schedule="0 3 * * 0", default_status=dg.DefaultScheduleStatus.STOPPED)
+def weekly_retraining(context: dg.ScheduleEvaluationContext):
+    """Every Sunday 03:00: retrain every registered dataset (start it in the UI or `dagster schedule start`)."""
+    for dataset in context.instance.get_dynamic_partitions(DATASET):
+        yield dg.RunRequest(run_key=f"{dataset}-{context.scheduled_execution_time:%Y%m%d}", partition_key=dataset)
+
+
+@dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[prepare_job, rl_round_job],
+                      request_jobs=[rl_round_job, finish_job], default_status=dg.DefaultSensorStatus.RUNNING)
+def chain_training_stages(context: dg.RunStatusSensorContext):
+    """prepare → round 1 → round 2 → finish, for the dataset the finished run was about."""
+    run = context.dagster_run
+    tags = run.tags
+    if run.job_name == prepare_job.name:
+        dataset = tags.get("dagster/partition")
+        return dg.RunRequest(run_key=f"{run.run_id}-r1", job_name=rl_round_job.name,
+                             partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": ROUNDS[0]}))
+    dataset = tags.get(f"dagster/partition/{DATASET}")
+    round_key = tags.get("dagster/partition/round")
+    if dataset is None or round_key is None:
+        return dg.SkipReason("not a dataset × round run")
+    if round_key != ROUNDS[-1]:
+        nxt = ROUNDS[ROUNDS.index(round_key) + 1]
+        return dg.RunRequest(run_key=f"{run.run_id}-r{nxt}", job_name=rl_round_job.name,
+                             partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": nxt}))
+    return dg.RunRequest(run_key=f"{run.run_id}-finish", job_name=finish_job.name, partition_key=dataset)
+
+
+@dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def dataset_registry(context: dg.SensorEvaluationContext):
+    """Registers the built-in datasets and every new user SKB directory as a `dataset` partition;
+    a new user SKB is materialized (its `prepare` run is requested) as soon as it appears."""
+    known = set(context.instance.get_dynamic_partitions(DATASET))
+    users = user_skb_dirs(DatasetConfig())
+    new = [d for d in (*BUILTIN, *users) if d not in known]
+    if not new:
+        return dg.SkipReason("no new dataset")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"register-{d}", partition_key=d) for d in new if d in users],
+        dynamic_partitions_requests=[dataset_partitions.build_add_request(new)],
+    )
+
+
+jobs = [prepare_job, rl_round_job, finish_job]
+schedules = [weekly_retraining]
+sensors = [chain_training_stages, dataset_registry]

@@ -1,0 +1,41 @@
+"""A dataset's results as markdown, read from its finished evaluation artifacts (never typed by hand)."""
+
+from __future__ import annotations
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.io import is_complete, read_json
+from grasp_core.pipeline.plots import markdown_table
+
+METRICS = ["hit@1", "hit@5", "recall@20", "mrr"]
+
+
+def dataset_report(art: Artifacts) -> str:
+    parts = [f"## Results: `{art.dataset}`"]
+    eval_dir = art.path("eval_metrics")
+    if is_complete(eval_dir):
+        m = read_json(eval_dir / "metrics.json")
+        parts.append(f"Test set ({m['queries']} queries), served planner: {m['planner']}.\n")
+        parts.append(markdown_table(m["rows"], ["setting", "reranker", *METRICS, "s/query"]))
+        if "human" in m:
+            h = m["human"]
+            rows = [{"setting": "GRASP", "reranker": "no", **h["no-rerank"]}, {"setting": "GRASP", "reranker": "yes", **h["rerank"]}]
+            parts.append(f"\nHuman-written test set ({h['queries']} queries):\n\n" + markdown_table(rows, ["setting", "reranker", *METRICS]))
+    else:
+        parts.append("(eval_metrics not built yet)")
+    text_dir = art.path("text_rankings")
+    if is_complete(text_dir):
+        rows = [r for r in read_json(text_dir / "metrics.json") if r["split"] == "test"]
+        parts.append("\n### Text branch (test)\n\n" + markdown_table(rows, ["retriever", *METRICS]))
+    abl = art.path("ablations")
+    if is_complete(abl):
+        a = read_json(abl / "ablations.json")
+        parts.append(f"\n### Ablations (test, {a['queries']} queries; McNemar on Hit@1 vs GRASP with the same reranker setting)\n\n"
+                     + markdown_table(a["rows"], ["setting", "reranker", *METRICS, "p (McNemar)"]))
+    lat = art.path("latency")
+    if is_complete(lat):
+        t = read_json(lat / "latency.json")
+        rows = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in t["rows"]]
+        parts.append(f"\n### Latency per query ({t['queries']} single queries)\n\n"
+                     + "| stage | mean (s) | p50 (s) | p95 (s) |\n|---|---|---|---|\n"
+                     + "\n".join(f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows))
+    return "\n".join(parts)
