@@ -23,11 +23,18 @@ Setup and the decisions behind it:
 
 from __future__ import annotations
 
+import os
+
+# torch's OpenMP threads spin-wait by default; on this shared, oversubscribed 2-core machine (load avg 8-11)
+# that made one encoder call of 2-4 short texts take ~1 s instead of ~35 ms. Must be set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import gc
 import importlib
 import json
 import platform
+import warnings
 import resource
 import shutil
 import time
@@ -41,7 +48,7 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.graph import ladybug_store
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
 from grasp_core.io import is_complete, write_json
-from grasp_core.plan.execute import PlanExecutor
+from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.trace import STAGES
 from grasp_core.skb.format import SKB, read_skb, write_skb
@@ -121,22 +128,25 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "mean_ms": round(float(v.mean()), 2)}
 
 
-def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan]) -> dict:
+def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan], cfg: ExecutionConfig) -> dict:
     engine = importlib.import_module(backend)
     ladybug_store.ladybug = engine  # same API; the store code is shared
     path = CACHE / f"store-{backend}"
     shutil.rmtree(path, ignore_errors=True)
     store = open_graph_store(GraphStoreConfig(), path)
+    load_avg = {"before_load": os.getloadavg()[0]}
     start = time.perf_counter()
     store.load(skb)
     load_s = time.perf_counter() - start
-    print(f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB", flush=True)
-    executor = PlanExecutor(skb, index, encoder, store)
+    load_avg["after_load"] = os.getloadavg()[0]
+    print(f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB, "
+          f"load avg {load_avg['after_load']:.1f}", flush=True)
+    executor = PlanExecutor(skb, index, encoder, store, cfg)
     for plan in plans[:10]:  # warm-up: caches, lazy init
         executor.execute(plan, plan.relevance_text)
-    stages = {s: [] for s in (*STAGES, "total")}
+    stages = {s: [] for s in (*STAGES, "total", "encode", "prepare")}
     candidates, errors, messages = [], {}, {}
-    for plan in plans:
+    for plan in plans[10:]:
         start = time.perf_counter()
         ranking, trace = executor.execute(plan, plan.relevance_text)
         stages["total"].append(time.perf_counter() - start)
@@ -146,19 +156,33 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
         errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1
         if trace.error and trace.error not in messages:
             messages[trace.error] = trace.message[:300]
+        # the parts of link and traverse: the encoder call alone, and the engine's parse+plan (prepare) alone
+        start = time.perf_counter()
+        encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
+        stages["encode"].append(time.perf_counter() - start)
+        if trace.cypher:
+            start = time.perf_counter()
+            store._conn.prepare(trace.cypher, trace.params)
+            stages["prepare"].append(time.perf_counter() - start)
+    load_avg["after_plans"] = os.getloadavg()[0]
     store.close()
     shutil.rmtree(path, ignore_errors=True)
-    return {"backend": backend, "version": getattr(engine, "__version__", "?"), "load_s": round(load_s, 2),
-            "load_edges_per_s": int(len(skb.edges) / load_s), "latency": {s: percentiles(v) for s, v in stages.items()},
-            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors, "first_error_messages": messages}
+    return {"backend": backend, "version": getattr(engine, "__version__", "?"), "max_frontier": cfg.max_frontier,
+            "load_s": round(load_s, 2),
+            "load_edges_per_s": int(len(skb.edges) / load_s), "load_avg_1min": load_avg,
+            "latency": {s: percentiles(v) for s, v in stages.items()},
+            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors,
+            "first_error_messages": messages, "peak_rss_gib": round(rss_gib(), 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="full")
     parser.add_argument("--plans", type=int, default=200)
-    parser.add_argument("--backends", nargs="+", default=["ladybug", "kuzu"])
+    parser.add_argument("--backends", nargs="+", default=["ladybug"], help="one per process: ladybug and kuzu clash")
+    parser.add_argument("--max-frontier", type=int, default=ExecutionConfig().max_frontier)
     args = parser.parse_args()
+    warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
     skb = load_skb(args.scale)
     read_s = time.perf_counter() - start
@@ -175,27 +199,30 @@ def main() -> None:
     runs = []
     for backend in args.backends:
         try:
-            runs.append(bench_backend(backend, skb, index, encoder, plans))
+            runs.append(bench_backend(backend, skb, index, encoder, plans, ExecutionConfig(max_frontier=args.max_frontier)))
         except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
             print(f"skipping {backend}: {exc}")
     result = {"scale": args.scale, "nodes": skb.num_nodes, "edges": len(skb.edges), "plans": args.plans,
               "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
               "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]), "skb_read_s": round(read_s, 1),
+              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
               "peak_rss_gib": round(rss_gib(), 2),
-              "machine": f"{platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores",
+              "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
               "runs": runs}
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
     if RESULTS.exists():  # keep other backends' runs of the same setup (one backend per process)
         old = json.loads(RESULTS.read_text())
         if (old.get("scale"), old.get("plans")) == (args.scale, args.plans):
-            done = {r["backend"] for r in runs}
-            result["runs"] = [r for r in old["runs"] if r["backend"] not in done] + runs
+            done = {(r["backend"], r["max_frontier"]) for r in runs}
+            result["runs"] = [r for r in old["runs"] if (r["backend"], r.get("max_frontier")) not in done] + runs
             result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
     write_json(RESULTS, result)
-    print(f"| backend | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|")
+    print(f"| backend | max_frontier | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
     for run in runs:
         for stage, p in run["latency"].items():
-            print(f"| {run['backend']} {run['version']} | {run['load_edges_per_s']:,} | {stage} | {p['p50_ms']} | {p['p95_ms']} |")
+            print(f"| {run['backend']} {run['version']} | {run['max_frontier']} | {run['load_edges_per_s']:,} | {stage} "
+                  f"| {p['p50_ms']} | {p['p95_ms']} |")
+        print(f"load avg (1 min): {run['load_avg_1min']}")
     print(f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[(r['outcomes'], r['first_error_messages']) for r in runs]}")
 
 

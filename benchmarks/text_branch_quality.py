@@ -11,7 +11,11 @@ queries of ``build_queries`` (3,000, split 60/20/20); the SKB with queries and i
 run pays the encoding. BM25 is :class:`BM25Retriever` over node documents, dense is
 :class:`DenseRetriever` over the document index, and mFAR is :func:`train_mfar` with the ``cpu`` defaults of
 :class:`MFARConfig` (lexical scorer on every field, dense scorer on ``doc`` and ``name``). Timings come from a
-machine whose 2 cores are shared with other jobs: they are upper bounds.
+machine whose 2 cores are shared with other jobs: they are upper bounds. On such a machine run it with
+``OMP_NUM_THREADS=1``: torch's 2 OpenMP threads spin against the other jobs and make everything 3-5x slower.
+
+``--lexical-only`` skips the node embeddings (no dense row; mFAR with ``dense_fields=()``): encoding every
+node document with MiniLM ran at ~3-4 documents/s on the shared cores, i.e. ~3 h for hpo's 37k nodes.
 """
 
 from __future__ import annotations
@@ -95,7 +99,8 @@ def markdown(results: dict) -> str:
     lines = ["| dataset | retriever | Hit@1 | Hit@5 | R@20 | MRR |", "|---|---|---|---|---|---|"]
     for name, r in results.items():
         for label, m in r["metrics"].items():
-            note = " (lexical scorers only)" if label == "mfar" and r["mfar_config"]["dense_fields"] == [] else ""
+            lexical_only = r["mfar_config"]["dense_fields"] is not None and not r["mfar_config"]["dense_fields"]
+            note = " (lexical scorers only)" if label == "mfar" and lexical_only else ""
             lines.append(f"| {name} | {label}{note} | {m['hit@1']:.1f} | {m['hit@5']:.1f} | {m['recall@20']:.1f} "
                          f"| {m['mrr']:.1f} |")
     lines += ["", "| dataset | nodes | mFAR field index (s) | mFAR training (s) | epochs |", "|---|---|---|---|---|"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import dagster as dg
@@ -16,9 +17,13 @@ class GraspSettings(dg.ConfigurableResource):
 
     profile: str = ""  # empty: $GRASP_PROFILE, else "cpu" (read when used, not at import)
     artifacts_root: str = ""  # empty: $GRASP_HOME, else dagster_home/artifacts
+    scale: str = ""  # empty: the profile's synthetic scale
+    n_queries: int = 0  # 0: the profile's number of synthesized queries
 
     def get_profile(self) -> Profile:
-        return get_profile(self.profile or os.environ.get("GRASP_PROFILE", "cpu"))
+        profile = get_profile(self.profile or os.environ.get("GRASP_PROFILE", "cpu"))
+        changes = {k: v for k, v in {"scale": self.scale, "n_queries": self.n_queries}.items() if v}
+        return profile.replace(dataset=dataclasses.replace(profile.dataset, **changes)) if changes else profile
 
     def artifacts(self, dataset: str) -> Artifacts:
         return Artifacts.for_dataset(dataset, self.artifacts_root or default_root())

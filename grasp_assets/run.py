@@ -37,13 +37,14 @@ def _missing(selection: dg.AssetSelection, art: Artifacts, round_key: str | None
     return dg.AssetSelection.assets(*missing).downstream() & selection
 
 
-def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, force: bool = False, stages=("prepare", "rl", "finish")) -> dict:
+def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, force: bool = False,
+                 stages=("prepare", "rl", "finish"), scale: str = "", n_queries: int = 0) -> dict:
     check_dataset(dataset)
     os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
     instance = dg.DagsterInstance.get()
     if not instance.has_dynamic_partition(DATASET, dataset):
         instance.add_dynamic_partitions(DATASET, [dataset])
-    settings = GraspSettings(profile=profile, artifacts_root=root or "")
+    settings = GraspSettings(profile=profile, artifacts_root=root or "", scale=scale or "", n_queries=n_queries or 0)
     art = settings.artifacts(dataset)
     resources = {"settings": settings, "mlflow": MLflowTracking()}
     assets = list(defs.assets)

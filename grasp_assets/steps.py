@@ -7,6 +7,7 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_core.errors import GraspError
 from grasp_core.pipeline.workspace import Workspace
 
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
@@ -48,6 +49,8 @@ def run_step(
         context.log.info(f"{step}: dataset {dataset}" + (f", round {round_key}" if round_key else ""))
         try:
             result = fn(ws, log_fn) if wants_log else fn(ws)
+        except GraspError as exc:  # a user-facing, deterministic error: retrying cannot help
+            raise dg.Failure(description=str(exc), allow_retries=False) from exc
         finally:
             ws.close()
         log_result(run, result)

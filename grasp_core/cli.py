@@ -51,7 +51,8 @@ def _pipeline(args: argparse.Namespace) -> None:
 
     run = importlib.import_module("grasp_assets.run")  # the orchestration layer (Dagster); grasp_core stays free of it
     start = time.perf_counter()
-    timings = run.run_pipeline(args.dataset, profile=args.profile, root=args.root, force=args.force)
+    timings = run.run_pipeline(args.dataset, profile=args.profile, root=args.root, force=args.force,
+                               scale=args.scale or "", n_queries=args.queries or 0)
     total = time.perf_counter() - start
     from grasp_core.report import dataset_report
 
@@ -93,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     pipe = sub.add_parser("pipeline", help="materialize the whole DAG for a dataset through Dagster, then print its results")
     pipe.add_argument("dataset", nargs="?", default="hpo")
     pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
+    pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
+    pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
     pipe.set_defaults(func=_pipeline)
 
     report = sub.add_parser("report", help="print a dataset's results tables (from its evaluation assets)")

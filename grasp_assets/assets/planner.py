@@ -57,7 +57,7 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
     return run_step(context, settings, mlflow, "planner_base", steps.planner_base_step)
 
 
-@dg.asset(deps=[planner_base, teacher_plans], code_version="1", pool="heavy", op_tags=HEAVY, **DATASET)
+@dg.asset(deps=[planner_base, teacher_plans, "text_rankings", "graph_store"], code_version="1", pool="heavy", op_tags=HEAVY, **DATASET)
 def sft_adapter(context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
     """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base)."""
     return run_step(context, settings, mlflow, "sft_adapter", steps.sft_step, wants_log=True,

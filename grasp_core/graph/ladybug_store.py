@@ -2,15 +2,29 @@
 
 Layout of a store directory (written with :func:`grasp_core.io.atomic_dir`, so a crash never leaves a
 half-built store behind): ``graph.lbdb`` (the database file) and ``meta.json`` (schema, table names,
-counts). Loading derives one parquet file per node type (``id`` INT64 primary key = node_id, ``name``) and
-one per (relation, src type, dst type) pair (:func:`~grasp_core.graph.store.edge_groups`), and bulk-loads
-them with ``COPY … FROM``; each relation is one REL table declaring all of its type pairs.
+counts). Loading derives one parquet file per node type (``id`` INT64 primary key = node_id) and one per
+(relation, src type, dst type) pair (:func:`~grasp_core.graph.store.edge_groups`), and bulk-loads them with
+``COPY … FROM``; each relation is one REL table declaring all of its type pairs.
 
 A complete store is reopened as is (``read_only=True`` for serving); ``load`` rebuilds it.
+
+Engine behaviour this module works around (measured on synth-prime ``full``, ``benchmarks/plan_execution.py``):
+- Node tables hold only ``id``, no ``name``: the engine carries a node variable through ``WITH`` as a struct of
+  all its properties and groups ``max(s)`` by it, so a string column made every traversal hop ~2.5x slower.
+  Names live in the SKB, which is where every caller reads them.
+- Loading: ``COPY`` is the whole cost (~0.8M edges/s per large relation on the shared 2 cores, where the
+  numpy grouping and parquet writing take ~1.5 s of ~13 s for Prime's 8.1M edges); the load database runs
+  without auto-checkpoints, which checkpointed after many of the 34 ``COPY`` statements (~2.5 s), and
+  checkpoints once at the end. ``COPY`` straight from Arrow tables measured no faster than from parquet.
+- ``Connection.execute(text, params)`` keeps every distinct query text's prepared statement, with the state of
+  its operators, in an unbounded cache: with one text per plan the buffer pool filled up after ~20 plans and
+  every later query failed ("buffer pool is full"). :meth:`LadybugStore.run` prepares each parametrised
+  query itself and drops the statement after use (planning costs a few ms).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +62,13 @@ class LadybugStore:
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise GraphStoreError(f"graph store at {self.path} is unreadable ({exc}); rebuild it with load(skb)") from exc
 
-    def _database(self, file: Path, read_only: bool) -> ladybug.Database:
+    def _database(self, file: Path, read_only: bool, auto_checkpoint: bool = True) -> ladybug.Database:
         return ladybug.Database(
             str(file),
             buffer_pool_size=int(self.cfg.buffer_pool_gib * 2**30),
             max_num_threads=self.cfg.num_threads,
             read_only=read_only,
+            auto_checkpoint=auto_checkpoint,
         )
 
     def load(self, skb: SKB) -> None:
@@ -61,7 +76,7 @@ class LadybugStore:
             raise GraphStoreError(f"graph store at {self.path} was opened read-only; it cannot be (re)loaded")
         self.close()
         with atomic_dir(self.path) as tmp:
-            db = self._database(tmp / DB_FILE, read_only=False)
+            db = self._database(tmp / DB_FILE, read_only=False, auto_checkpoint=False)  # one checkpoint at the end
             conn = ladybug.Connection(db, num_threads=self.cfg.num_threads)
             try:
                 _bulk_load(conn, skb, tmp / "_load")
@@ -79,14 +94,20 @@ class LadybugStore:
         if self._conn is None:
             raise GraphStoreError(f"graph store at {self.path} is empty; load an SKB first")
         try:
-            result = self._conn.execute(cypher, params or {})
+            if params:
+                with warnings.catch_warnings():  # prepare() is deprecated only in favour of the caching execute()
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    statement = self._conn.prepare(cypher, params)
+                result = self._conn.execute(statement, params)
+            else:
+                result = self._conn.execute(cypher)
         except RuntimeError as exc:
             raise GraphStoreError(f"query failed: {exc}") from exc
-        rows = []
-        while result.has_next():
-            rows.append(tuple(result.get_next()))
-        result.close()
-        return rows
+        try:
+            table = result.get_as_arrow()  # columnar fetch: several times faster than get_next() per row
+        finally:
+            result.close()
+        return list(zip(*(column.to_pylist() for column in table.columns)))
 
     def counts(self) -> dict[str, dict[str, int]]:
         names = table_names(self._require_schema())
@@ -111,12 +132,11 @@ def _bulk_load(conn: ladybug.Connection, skb: SKB, scratch: Path) -> None:
     names = table_names(skb.schema)
     types = skb.nodes["type"].to_numpy()
     for node_type, table in names.node.items():
-        conn.execute(f"CREATE NODE TABLE {quote(table)}(id INT64, name STRING, PRIMARY KEY(id))")
+        conn.execute(f"CREATE NODE TABLE {quote(table)}(id INT64, PRIMARY KEY(id))")
         mask = types == node_type
         if mask.any():
             file = scratch / f"{table}.parquet"
-            pq.write_table(pa.table({"id": skb.nodes["node_id"].to_numpy(np.int64)[mask],
-                                     "name": skb.nodes["name"].astype(str).to_numpy()[mask]}), file)
+            pq.write_table(pa.table({"id": skb.nodes["node_id"].to_numpy(np.int64)[mask]}), file)
             conn.execute(f"COPY {quote(table)} FROM '{file}'")
     for rel, pairs in relation_pairs(skb.schema).items():
         decl = ", ".join(f"FROM {quote(names.node[a])} TO {quote(names.node[b])}" for a, b in pairs)
@@ -125,3 +145,4 @@ def _bulk_load(conn: ladybug.Connection, skb: SKB, scratch: Path) -> None:
         file = scratch / f"edges.{i}.parquet"
         pq.write_table(pa.table({"from": src, "to": dst}), file)
         conn.execute(f"COPY {quote(names.rel[rel])} FROM '{file}' (from='{names.node[a]}', to='{names.node[b]}')")
+    conn.execute("CHECKPOINT")

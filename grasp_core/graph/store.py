@@ -4,8 +4,9 @@
   see :mod:`grasp_core.graph.ladybug_store`.
 - ``neo4j``: a Neo4j server over Bolt; see :mod:`grasp_core.graph.neo4j_store`.
 
-Both hold one node label/table per node type (``id`` = node_id, ``name``) and one relationship type/table
-per relation. SKB type and relation names ("gene/protein", "off-label use") are not identifiers, so
+Both hold one node label/table per node type (``id`` = node_id; Neo4j also ``name``, for browsing — the
+embedded store leaves it out for speed, see :mod:`grasp_core.graph.ladybug_store`) and one relationship
+type/table per relation. SKB type and relation names ("gene/protein", "off-label use") are not identifiers, so
 :func:`table_names` maps them — in this one place, used by both loaders and the Cypher compiler — to
 ``N_<slug>`` / ``R_<slug>`` (non-alphanumerics become ``_``; a slug that collides gets ``_<k>`` appended,
 in schema order, so the mapping is deterministic and injective).

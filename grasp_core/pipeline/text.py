@@ -21,6 +21,7 @@ def text_index_step(ws: Workspace) -> dict:
         BM25Retriever.build(ws.graph, ws.profile.bm25).save(tmp / "bm25")
         bm25_seconds = time.perf_counter() - start
         fields = FieldIndex.build(ws.graph, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work"))
+        (tmp / "fields").mkdir()
         fields.save(tmp / "fields")
     return {
         "bm25_seconds": round(bm25_seconds, 2),

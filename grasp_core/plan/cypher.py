@@ -15,15 +15,30 @@ is a cross product there, 20x slower):
 3. Any other subtree that joins the main chain at a variable ``v`` (a second anchor: intersection) is
    matched backwards from ``v`` with its anchors filtered by ``IN $ids``, joined to its bindings, and its
    best binding-score sum is added to ``v``'s score.
+4. The frontier cap (``max_frontier``, :class:`~grasp_core.plan.execute.ExecutionConfig`): after its side
+   branches, every main-chain variable keeps only its ``max_frontier`` best nodes,
+   ``WITH v, s ORDER BY s DESC, v.id LIMIT n`` (ties broken by node id, so results are deterministic). The
+   aggregation already makes each hop exact per node; the cap bounds the next hop's work, which is the sum
+   of the kept nodes' degrees (Prime's hubs have 31k neighbours and ``synergistic interaction`` reaches every
+   drug in two hops). Results are exact whenever no main-chain frontier exceeds the cap; beyond it the
+   lowest-scored nodes are dropped, i.e. only candidates whose anchor score is below the ``n``-th best at
+   that hop. The cap is applied after the side branches, so it ranks complete scores. (Before them, LadybugDB
+   0.22 pushed the side branch's semi-join mask below the ``LIMIT``, which then kept other nodes than the
+   Cypher semantics say; the oracle test of the cap caught it.) ``tests/plan/oracle.py`` applies the same cap.
 
 Every label and relationship type is an identifier from :func:`grasp_core.graph.store.table_names` (the
-schema's names, never the plan's text); plan variables become generated names (``v0``, ``v1``, …, ``t``);
-binding ids and scores travel only as parameters. Nothing the query or the LLM wrote reaches the text.
+schema's names, never the plan's text); plan variables become generated names (``v0``, ``v1``, …, ``t``,
+relationships ``e<hop index>``); binding ids and scores travel only as parameters. Nothing the query or
+the LLM wrote reaches the text.
 
-The dialects differ in one place, :func:`_anchor_start`: Neo4j seeks the main anchor's bindings through
-its ``id`` uniqueness constraint (``UNWIND $b AS w MATCH (a:L {id: w.id})``, the idiomatic form there);
-LadybugDB cannot evaluate a variable inside a node property map ("Cannot evaluate expression with type
-VARIABLE") and uses the ``IN`` + join form. Everything after the first anchor's rows is the same text.
+The dialects differ in two places. (a) :func:`_anchor_start`: Neo4j seeks the main anchor's bindings
+through its ``id`` uniqueness constraint (``UNWIND $b AS w MATCH (a:L {id: w.id})``, the idiomatic form
+there); LadybugDB cannot evaluate a variable inside a node property map ("Cannot evaluate expression with
+type VARIABLE") and uses the ``IN`` + join form. (b) Each main-chain hop carries a join hint in the ladybug
+dialect, ``HINT (v JOIN e) JOIN w``: without it the engine's planner (which cannot estimate a frontier's
+size) often scanned the whole relationship table and hash-joined it with the frontier, 5-8x slower on
+synth-prime ``full`` (e.g. 1.2-1.8 s -> 0.23 s for a two-hop ``expression present`` walk). Neo4j expands
+from bound nodes by itself. Everything else is the same text.
 """
 
 from __future__ import annotations
@@ -72,9 +87,9 @@ def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Binding
     c = _Compiler(plan, schema, bindings, "neo4j")
     chain = c.chain(anchor_var)
     lines = [f"MATCH ({c.name[anchor_var]}:{c.label(anchor_var)}) WHERE {c.name[anchor_var]}.id IN ${c.ids_param(anchor_var)}"]
-    for hop in chain:
+    for hop in chain[:-1]:
         lines.append(c.hop_match(hop.from_, hop))
-    lines.append(f"WHERE {c.name[TARGET]}.id = $node_id")
+    lines.append(c.hop_match(chain[-1].from_, chain[-1], f"{c.name[TARGET]}.id = $node_id"))
     cols = [anchor_var] + [h.to for h in chain]
     lines.append(f"RETURN {', '.join(c.name[v] + '.id' for v in cols)} LIMIT {int(limit)}")
     c.params["node_id"] = int(node_id)
@@ -113,11 +128,20 @@ class _Compiler:
             var = hops[-1].to
         return hops
 
-    def hop_match(self, known: str, hop: Hop) -> str:
-        """An undirected MATCH from the already bound ``known`` end of ``hop`` to its other end."""
+    def hop_match(self, known: str, hop: Hop, where: str = "", extend: bool = False) -> str:
+        """An undirected MATCH from the already bound ``known`` end of ``hop`` to its other end.
+
+        ``extend``: in the ladybug dialect, add the join hint that makes the engine extend from ``known``
+        (main-chain hops; see the module doc). Side-branch hops are left to its planner, which starts them
+        from their selective anchor filters.
+        """
         other = hop.to if known == hop.from_ else hop.from_
-        rel = quote(self.tables.rel[hop.rel])
-        return f"MATCH ({self.name[known]})-[:{rel}]-({self.name[other]}:{self.label(other)})"
+        rel, a, b = quote(self.tables.rel[hop.rel]), self.name[known], self.name[other]
+        edge = f"e{self.plan.hops.index(hop)}"
+        text = f"MATCH ({a})-[{edge}:{rel}]-({b}:{self.label(other)})" + (f" WHERE {where}" if where else "")
+        if extend and self.dialect == "ladybug":
+            text += f" HINT ({a} JOIN {edge}) JOIN {b}"
+        return text
 
     def compile(self) -> CompiledPlan:
         first = self.plan.anchors[0].var
@@ -127,11 +151,11 @@ class _Compiler:
                                self.scores_param(first))]
         for hop in main:
             v = self.name[hop.to]
-            lines += [self.hop_match(hop.from_, hop), f"WITH {v}, max(s) AS s"]
-            if self.max_frontier is not None:
-                lines.append(f"ORDER BY s DESC, {v}.id LIMIT {int(self.max_frontier)}")
+            lines += [self.hop_match(hop.from_, hop, extend=True), f"WITH {v}, max(s) AS s"]
             for side in (h for h in self.plan.hops if h.to == hop.to and h.from_ not in on_main):
                 lines += self.side_branch(hop.to, side)
+            if self.max_frontier is not None:
+                lines.append(f"WITH {v}, s ORDER BY s DESC, {v}.id LIMIT {int(self.max_frontier)}")
         lines.append(f"RETURN {self.name[TARGET]}.id AS node_id, s AS score")
         return self.finish(lines)
 
@@ -145,10 +169,11 @@ class _Compiler:
         lines, anchors, stack = [], [], [hop]
         while stack:
             h = stack.pop(0)
-            lines.append(self.hop_match(h.to, h))
             if h.from_ in self.anchor_index:
                 anchors.append(h.from_)
-                lines.append(f"WHERE {self.name[h.from_]}.id IN ${self.ids_param(h.from_)}")
+                lines.append(self.hop_match(h.to, h, f"{self.name[h.from_]}.id IN ${self.ids_param(h.from_)}"))
+            else:
+                lines.append(self.hop_match(h.to, h))
             stack += [c for c in self.plan.hops if c.to == h.from_]
         v = self.name[at]
         kept = [self.name[a] for a in anchors]

@@ -14,6 +14,8 @@ Decisions the paper leaves open:
 - A ref anchor links its entity row's mention text, searched in the index of the anchor's resolved type.
 - Zero-hop plans: the candidates are the ``top_k`` nodes of the target type nearest to the relevance text
   (anchor score 0, so the score is that cosine).
+- Every traversal hop keeps at most ``max_frontier`` nodes (see :mod:`grasp_core.plan.cypher`, point 4);
+  the default equals ``exact_rescore_max``, so the candidates of a plan are always rescored exactly.
 - Rescoring is exact (candidate document vectors times the relevance vector) for at most
   ``exact_rescore_max`` candidates; beyond that the target type's document index is searched to that same
   depth and only candidates found there are scored (the others' cosine is below the depth-th best anyway).
@@ -53,7 +55,8 @@ class ExecutionConfig:
     )
     max_frontier: int = field(
         default=20_000,
-        metadata={"help": "Nodes kept per traversal hop (best anchor score first); exact while no hop reaches more."},
+        metadata={"help": "Nodes kept per main-chain traversal hop, best anchor score first (ties: lower id); results "
+                          "are exact while no hop reaches more. Bounds the work and memory of a hop through hubs."},
     )
     top_k: int = field(default=100, metadata={"help": "Length of the graph ranking."})
     max_tokens: int = field(default=512, metadata={"help": "Truncation of anchor, relevance and query texts."})

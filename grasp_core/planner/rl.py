@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
+from grasp_core.llm.constrained import PlanGrammar
 from grasp_core.planner.checkpoint import load_planner, save_planner
 from grasp_core.planner.scoring import PlanRewarder, PlannerEnv
 
@@ -109,22 +111,65 @@ def rft_examples(sft_examples: list[dict], best: pd.DataFrame, prompt_of: Callab
 
 
 def _grpo_trainer_class():
+    """TRL's GRPOTrainer with grammar-constrained rollouts and resampling of all-flat batches (built lazily: TRL is heavy)."""
+    import torch
     from trl import GRPOTrainer
 
-    class FlatBatchResamplingGRPOTrainer(GRPOTrainer):
-        """Resample a generation batch whose groups all have equal rewards (no advantage anywhere)."""
+    from grasp_core.llm.constrained import PlanLogitsProcessor, TokenVocab
 
-        resample_flat = 3
+    class PlanGRPOTrainer(GRPOTrainer):
+        """Rollouts are decoded under each prompt's plan grammar, as planner inference and RL sampling are.
+
+        ``grammars`` maps a prompt's token ids (as TRL tokenizes it) to its :class:`PlanGrammar`. The policy
+        gradient is taken on the model's unconstrained log-probabilities of the sampled tokens (TRL recomputes
+        them), which pushes probability onto the grammar-valid tokens that earned a reward.
+        """
+
+        def __init__(self, *args, grammars: dict, resample_flat: int, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._grammars, self._resample_flat = grammars, resample_flat
+            self._vocab = TokenVocab(self.processing_class, list(self.eos_token_ids))
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+            from transformers.generation import LogitsProcessorList
+
+            missing = [i for i, ids in enumerate(prompt_ids) if tuple(ids) not in self._grammars]
+            if missing:
+                raise GraspError(f"GRPO: {len(missing)} prompts have no plan grammar (prompt text changed after tokenization?)")
+            tok = self.processing_class
+            longest = max(len(ids) for ids in prompt_ids)
+            input_ids = torch.full((len(prompt_ids), longest), tok.pad_token_id, dtype=torch.long)
+            attention = torch.zeros_like(input_ids)
+            for r, ids in enumerate(prompt_ids):  # left padding
+                input_ids[r, longest - len(ids):] = torch.tensor(ids)
+                attention[r, longest - len(ids):] = 1
+            limit = getattr(self.model.config, "max_position_embeddings", None) or longest + self.max_completion_length
+            budget = min(self.max_completion_length, limit - longest)
+            if budget <= 0:
+                raise GraspError(f"GRPO: a {longest}-token prompt leaves no room in the model's {limit}-token context")
+            grammars = [self._grammars[tuple(ids)] for ids in prompt_ids]
+            processor = PlanLogitsProcessor(grammars, self._vocab, longest, budget, n=1)
+            device = self.accelerator.device
+            with torch.no_grad():
+                out = self.accelerator.unwrap_model(self.model).generate(
+                    input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=self.generation_config,
+                    max_new_tokens=budget, logits_processor=LogitsProcessorList([processor]),
+                )
+            completions = []
+            for row in out[:, longest:].tolist():  # cut after the first EOS (kept), drop the padding after it
+                ends = [i for i, t in enumerate(row) if t in self.eos_token_ids]
+                completions.append(row[: ends[0] + 1] if ends else row)
+            return completions, None
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
-            for _ in range(self.resample_flat):
+            for _ in range(self._resample_flat):
                 if out["advantages"].abs().sum().item() > 0:
                     break
                 out = super()._generate_and_score_completions(inputs)
             return out
 
-    return FlatBatchResamplingGRPOTrainer
+    return PlanGRPOTrainer
 
 
 def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int], prompt_of: Callable[[int], str],
@@ -142,7 +187,11 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
     model, tokenizer = load_planner(model_path, device=device)
     tokenizer.padding_side = "left"
     rewarder = PlanRewarder(env)
-    dataset = Dataset.from_list([{"prompt": prompt_of(q), "qid": int(q)} for q in train_qids])
+    if not train_qids:
+        raise GraspError("GRPO needs at least one training query")
+    # a step takes prompts_per_step prompts: repeat a shorter query list (else TRL would run no step at all)
+    qids = [int(train_qids[i % len(train_qids)]) for i in range(max(len(train_qids), cfg.prompts_per_step))]
+    dataset = Dataset.from_list([{"prompt": prompt_of(q), "qid": q} for q in qids])
     peft_config = None
     if cfg.use_lora:
         from peft import LoraConfig
@@ -199,12 +248,10 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
             seed=cfg.seed,
             use_cpu=device == "cpu",
             bf16=False,
-            gradient_checkpointing=False,
             dataloader_num_workers=0,
         )
-        trainer_cls = _grpo_trainer_class()
-        trainer_cls.resample_flat = cfg.resample_flat
-        trainer = trainer_cls(
+        grammars = {tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q]) for q in set(qids)}
+        trainer = _grpo_trainer_class()(
             model=model,
             reward_funcs=[rewarder.reward_function()],
             args=args,
@@ -212,6 +259,8 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
             processing_class=tokenizer,
             peft_config=peft_config,
             callbacks=[_Select()],
+            grammars=grammars,
+            resample_flat=cfg.resample_flat,
         )
         trainer.train()
         shutil.rmtree(work, ignore_errors=True)

@@ -104,7 +104,7 @@ def train_sft(model_path: str | Path, examples: list[dict], cfg: SFTSettings, ou
             num_train_epochs=cfg.epochs,
             learning_rate=cfg.learning_rate,
             lr_scheduler_type="cosine",
-            warmup_ratio=cfg.warmup_ratio,
+            warmup_steps=cfg.warmup_ratio,  # transformers 5: a value < 1 is a share of the steps (no warmup_ratio)
             per_device_train_batch_size=cfg.per_device_batch,
             gradient_accumulation_steps=accumulation,
             max_length=cfg.max_length,
@@ -115,7 +115,6 @@ def train_sft(model_path: str | Path, examples: list[dict], cfg: SFTSettings, ou
             seed=cfg.seed,
             use_cpu=device == "cpu",
             bf16=False,
-            gradient_checkpointing=False,
             dataloader_num_workers=0,
             disable_tqdm=False,
         )

@@ -27,9 +27,9 @@ inference). A node with no value for a field gets raw score 0 from both scorers.
 Candidates. Scoring is exhaustive per scorer (one sparse product for BM25, one matrix product for the
 dense vectors, each for a whole batch of queries), but only the union of each scorer's top
 ``candidates_per_field`` nodes is normalized, weighted and ranked, so the combination costs
-O(scorers × candidates), not O(corpus). The selection is vectorized over the batch: one
-``np.argpartition`` per scorer over its [queries, N] score matrix, then one row-wise sort of the
-concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
+O(scorers × candidates), not O(corpus). The selection is vectorized over the batch: one top-k per
+scorer over its [queries, N] score matrix (ties broken by smaller node id, so a query's pool does not
+depend on the batch it is in), then one row-wise sort of the concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
 [queries, m, scorers] raw scores). A lexical scorer only nominates nodes with a positive score, a dense
 scorer only nodes that have the field.
 
@@ -113,9 +113,6 @@ class Pools(NamedTuple):
 
     ids: np.ndarray
     raw: np.ndarray
-
-    def __len__(self) -> int:  # type: ignore[override]
-        return len(self.ids)
 
     @property
     def valid(self) -> np.ndarray:
@@ -204,26 +201,31 @@ class FieldIndex:
             for f, m in self.scorers
         ], dim=-1)
 
-    def eligible(self, scorer: int, scores: np.ndarray) -> np.ndarray:
-        """bool, like ``scores``: nodes this scorer may nominate (a lexical match, or a node with the field)."""
+    def nominees(self, scorer: int, scores: np.ndarray, k: int) -> np.ndarray:
+        """int64 [q, k]: each query's top ``k`` nodes by this scorer (ties: smaller node id), ``N`` where ineligible.
+
+        A lexical scorer only nominates nodes with a positive score, a dense scorer only nodes that have the field.
+        """
         f, m = self.scorers[scorer]
-        return scores > 0 if m == LEXICAL else np.broadcast_to(self.present[f], scores.shape)
+        values = torch.from_numpy(scores)
+        if m == DENSE and not self.present[f].all():
+            values = values.masked_fill(~torch.from_numpy(self.present[f]), float("-inf"))
+        floor = 0.0 if m == LEXICAL else float("-inf")
+        ids = _top_k_ids(values, k, floor)
+        ok = values.gather(1, ids) > floor
+        return torch.where(ok, ids, self.num_nodes).numpy()
 
     def candidates(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray, per_field: int) -> Pools:
         """The union of each scorer's top ``per_field`` eligible nodes, for the whole batch at once.
 
-        Per scorer, one ``np.argpartition`` over the [q, N] score matrix picks every query's top nodes;
-        the union is a row-wise sort of the concatenated picks with duplicates and ineligible picks
+        Per scorer, one top-k over the [q, N] score matrix picks every query's nominees (:meth:`nominees`);
+        the union is a row-wise sort of the concatenated nominees with duplicates and ineligible picks
         pushed to the end as padding.
         """
         scores = self.raw_scores(query_tokens, query_vecs)
         q, n = len(query_vecs), self.num_nodes
         k = min(per_field, n)
-        picks = []
-        for s, values in enumerate(scores):
-            ok = self.eligible(s, values)
-            top = np.argpartition(np.where(ok, -values, np.inf), k - 1, axis=1)[:, :k]
-            picks.append(np.where(np.take_along_axis(ok, top, 1), top, n))
+        picks = [self.nominees(s, values, k) for s, values in enumerate(scores)]
         ids = np.sort(np.concatenate(picks, axis=1), axis=1) if picks else np.zeros((q, 0), np.int64)
         ids[:, 1:][ids[:, 1:] == ids[:, :-1]] = n  # duplicates become padding
         ids = np.sort(ids, axis=1)
@@ -251,13 +253,36 @@ class FieldIndex:
         for i, f in enumerate(meta["fields"]):
             sub = path / f"field_{i:03d}"
             lexical[f] = LexicalIndex.load(sub)
-            if f not in meta["dense_fields"]:
+            if f not in meta.get("dense_fields", meta["fields"]):  # indexes saved before dense_fields: all dense
                 continue
             try:
                 dense[f] = np.load(sub / "dense.npy").astype(np.float32)
             except (OSError, ValueError) as exc:
                 raise CorruptArtifactError(f"{sub / 'dense.npy'}: unreadable ({exc}); rebuild the mFAR index") from exc
         return cls(meta["fields"], lexical, dense, BM25Config(**meta["bm25"]), meta["identity"])
+
+
+def _top_k_ids(values: torch.Tensor, k: int, floor: float = float("-inf")) -> torch.Tensor:
+    """int64 [q, k]: column indices of each row's ``k`` largest values (in no order), ties broken by smaller index.
+
+    Values ``<= floor`` are never used by the caller, so their ties are not broken. ``torch.topk`` picks
+    the top k; only the rows where it had to choose among values equal to the k-th largest (and above
+    ``floor``) are redone exactly: every value above the k-th is kept and the equal ones fill the
+    remaining places in index order. So the selection is the first k of ``np.lexsort((index, -value))``
+    whatever the batch, with no sort of the whole row.
+    """
+    top = torch.topk(values, k, dim=1, sorted=False)
+    kth = top.values.min(dim=1, keepdim=True).values
+    ambiguous = ((values == kth).sum(1) > (top.values == kth).sum(1)) & (kth[:, 0] > floor)
+    rows = ambiguous.nonzero()[:, 0]
+    if not len(rows):
+        return top.indices
+    sub, sub_kth = values[rows], kth[rows]
+    above, tie = sub > sub_kth, sub == sub_kth
+    take = above | (tie & (tie.cumsum(1) <= k - above.sum(1, keepdim=True)))
+    ids = top.indices.clone()
+    ids[rows] = take.nonzero()[:, 1].view(len(rows), k)
+    return ids
 
 
 def _encode_cached(texts: list[str], encoder: Encoder, max_tokens: int, work_dir: str | Path | None) -> np.ndarray:
@@ -309,14 +334,15 @@ class MFARRetriever:
         return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS)
 
     def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, Pools]:
-        """Query vectors [q, d] and the queries' candidate pools (built ``query_batch_size`` queries at a time)."""
-        vecs, parts = [], []
-        for start in range(0, len(queries), self.cfg.query_batch_size):
-            tokens, v = self.encode_queries(queries[start:start + self.cfg.query_batch_size])
-            vecs.append(v)
-            parts.append(self.fields.candidates(tokens, v, self.cfg.candidates_per_field))
-        vecs = np.concatenate(vecs) if vecs else np.zeros((0, self.encoder.dim), np.float32)
-        return vecs, Pools.concat(parts, self.fields.num_scorers)
+        """Query vectors [q, d] and the queries' candidate pools."""
+        tokens, vecs = self.encode_queries(queries)
+        return vecs, self.pools_of(tokens, vecs)
+
+    def pools_of(self, tokens: Sequence[Sequence[str]], vecs: np.ndarray) -> Pools:
+        """Candidate pools of already encoded queries, ``query_batch_size`` queries at a time."""
+        size = self.cfg.query_batch_size
+        return Pools.concat([self.fields.candidates(tokens[i:i + size], vecs[i:i + size], self.cfg.candidates_per_field)
+                             for i in range(0, len(vecs), size)], self.fields.num_scorers)
 
     def score_pools(self, vecs: np.ndarray, pools: Pools) -> np.ndarray:
         """float32 [q, m]: the model's score of every candidate, ``-inf`` at padding."""
@@ -363,7 +389,7 @@ class MFARRetriever:
             raise GraspError(f"mFAR retriever at {path} was built with encoder {meta['identity']!r}, "
                              f"not {encoder.identity!r}; load it with that encoder or retrain")
         bm25 = BM25Config(**meta["config"].pop("bm25"))
-        dense_fields = meta["config"].pop("dense_fields")  # JSON turned the tuple into a list
+        dense_fields = meta["config"].pop("dense_fields", None)  # JSON turned the tuple into a list
         cfg = MFARConfig(**meta["config"], bm25=bm25, dense_fields=None if dense_fields is None else tuple(dense_fields))
         fields = FieldIndex.load(path)
         model = FieldWeights(encoder.dim, fields.num_scorers)
@@ -430,7 +456,7 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
     negatives = _hard_negatives(fields, train_tokens, train_gold, cfg.hard_negatives)
 
     sample = rng.permutation(len(train_q))[:cfg.norm_queries]
-    _, norm_pools = retriever.pools([train_q[i] for i in sample])
+    norm_pools = retriever.pools_of([train_tokens[i] for i in sample], train_vecs[sample])
     pooled = norm_pools.raw[norm_pools.valid]
     model.mean.copy_(torch.from_numpy(pooled.mean(0)))
     model.std.copy_(torch.from_numpy(np.where(pooled.std(0) > 1e-6, pooled.std(0), 1.0)))

@@ -92,8 +92,8 @@ def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[s
            max_frontier: int | None = None) -> dict[int, float]:
     """Expected {target node id: anchor score} of a resolved plan (every hop has ``to_type``).
 
-    ``max_frontier`` applies the compiler's cap: on the main chain (first anchor -> target) each hop's result
-    keeps its ``max_frontier`` best nodes (score descending, then id) before side branches are added.
+    ``max_frontier`` applies the compiler's cap: each variable of the main chain (first anchor -> target) keeps
+    its ``max_frontier`` best nodes (score descending, then id), scored with its side branches.
     """
     n, types = skb.num_nodes, skb.nodes["type"].to_numpy()
     main, var = {plan.anchors[0].var}, plan.anchors[0].var
@@ -119,8 +119,8 @@ def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[s
         for hop in (h for h in plan.hops if h.to == var):
             part = propagate(value(hop.from_), adj.get(hop.rel, sp.csr_matrix((n, n))))
             part[~of_type] = -np.inf
-            vec += cap(part) if max_frontier is not None and {var, hop.from_} <= main else part
-        return vec
+            vec += part
+        return cap(vec) if max_frontier is not None and var in main else vec
 
     def propagate(vec: np.ndarray, a: sp.csr_matrix) -> np.ndarray:
         out = np.full(n, -np.inf)

@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 import torch
 
+from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
+from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
-from grasp_core.text.mfar import FieldIndex, MFARConfig, MFARRetriever, train_mfar
-from tests.text.conftest import CATEGORIES, COLORS
+from grasp_core.text.mfar import FieldIndex, MFARConfig, MFARRetriever, _top_k_ids, train_mfar
+from tests.text.conftest import tiny_skb
 
 CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidates_per_field=20)
 
@@ -45,26 +47,47 @@ def test_cpu_default_gives_every_field_a_lexical_scorer_and_only_doc_and_name_a_
     assert fields.num_scorers == len(fields.fields) + 2
 
 
-def test_dense_fields_none_embeds_every_field_and_unknown_fields_are_refused(skb, node_index, encoder, tmp_path):
-    fields = FieldIndex.build(skb, node_index, encoder, MFARConfig(dense_fields=None), work_dir=tmp_path)
+def test_dense_fields_none_embeds_every_field_and_unknown_fields_are_refused(encoder, tmp_path):
+    skb = tiny_skb(num_products=12)  # every field gets encoded: keep it small
+    index = NodeIndex.build(skb, load_node_embeddings(build_node_embeddings(skb, encoder, tmp_path / "emb")))
+    fields = FieldIndex.build(skb, index, encoder, MFARConfig(dense_fields=None), work_dir=tmp_path / "fields")
     assert list(fields.dense) == fields.fields and fields.num_scorers == 2 * len(fields.fields)
-    brand = fields.fields.index("rel:has_brand")
-    assert fields.present["rel:has_brand"].sum() == skb.num_nodes - len(CATEGORIES) - len(COLORS)
-    assert np.abs(fields.dense[fields.fields[brand]][fields.present["rel:has_brand"]]).sum() > 0
+    products = (skb.nodes["type"] == "product").to_numpy()
+    np.testing.assert_array_equal(fields.present["review"], products)
+    np.testing.assert_allclose(fields.dense["name"], index.vectors("name", np.arange(skb.num_nodes)), atol=1e-3)
+    assert np.abs(fields.dense["review"][products]).sum() > 0 and not fields.dense["review"][~products].any()
     with pytest.raises(GraspError, match="unknown fields \\['colour'\\]"):
-        FieldIndex.build(skb, node_index, encoder, MFARConfig(dense_fields=("doc", "colour")))
+        FieldIndex.build(skb, index, encoder, MFARConfig(dense_fields=("doc", "colour")))
+    with pytest.raises(GraspError, match="pass the NodeIndex"):
+        FieldIndex.build(skb, None, encoder, MFARConfig())
+    assert FieldIndex.build(skb, None, encoder, MFARConfig(dense_fields=())).scorers == [
+        (f, "lexical") for f in fields.fields]
+
+
+def test_top_k_ids_breaks_ties_by_smaller_index():
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 4, (50, 30)).astype(np.float32)  # many ties
+    for k in (1, 7, 30):
+        ids = np.sort(_top_k_ids(torch.from_numpy(values), k).numpy(), axis=1)
+        expected = [np.sort(np.lexsort((np.arange(30), -row))[:k]) for row in values]
+        np.testing.assert_array_equal(ids, expected)
+    # ties at or below the floor are left to topk, but every value above it is still taken
+    ids = _top_k_ids(torch.from_numpy(values), 12, floor=2.0).numpy()
+    for row, picked in zip(values, ids):
+        assert set(np.flatnonzero(row > 2)) <= set(picked) or (row[picked] > 2).all()
 
 
 def reference_pools(fields, tokens, vecs, per_field):
-    """The straightforward per-query selection: per query and scorer, top nodes of the 1-d score row."""
+    """The straightforward per-query selection: per query and scorer, sort the eligible nodes by
+    (score desc, node id) and keep the first ``per_field``; the pool is the union."""
     scores = fields.raw_scores(tokens, vecs)
     out = []
     for q in range(len(vecs)):
         picks = []
-        for s, values in enumerate(scores):
-            row, ok = values[q], fields.eligible(s, values[q:q + 1])[0]
-            top = np.argpartition(np.where(ok, -row, np.inf), per_field - 1)[:per_field]
-            picks.append(top[ok[top]])
+        for (f, m), values in zip(fields.scorers, scores):
+            row = values[q]
+            eligible = np.flatnonzero(row > 0 if m == "lexical" else fields.present[f])
+            picks.append(eligible[np.lexsort((eligible, -row[eligible]))][:per_field])
         ids = np.unique(np.concatenate(picks))
         out.append((ids, np.stack([s[q, ids] for s in scores], axis=-1)))
     return out

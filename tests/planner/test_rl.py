@@ -1,0 +1,76 @@
+"""The issue's acceptance test: SFT, one RFT and a few GRPO steps on a tiny SKB with the tiny model."""
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+from grasp_core.io import read_json
+from grasp_core.llm.backends import TransformersLLM
+from grasp_core.planner.inference import InferenceSettings
+from grasp_core.planner.rl import (
+    GRPOSettings,
+    RLSettings,
+    best_positive_samples,
+    informative_queries,
+    rft_examples,
+    sample_and_score,
+    train_grpo,
+)
+from grasp_core.planner.sft import train_sft
+from tests.planner.conftest import N_SFT, SFT_FAST
+
+N_RL = 16  # training queries outside the SFT data where the text ranking misses: a plan can only gain there
+SAMPLING = RLSettings(samples_per_query=8, temperature=1.0)
+INFER = InferenceSettings(max_new_tokens=200, compact_prompt=True)
+
+
+def sampled(path, env, qids, seed):
+    torch.manual_seed(seed)
+    return sample_and_score(TransformersLLM(path, batch_size=32), env, qids, SAMPLING, INFER)
+
+
+def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft_planner, sft_examples, prompt_of, tmp_path):
+    sft_path, _ = sft_planner
+    env = world.env()
+    in_sft = set(world.sft_qids()[:N_SFT])
+    qids = [q for q in world.train if q not in in_sft and len(world.gold[q]) <= 20
+            and world.text[q].rank_of(world.gold[q]) != 1 and world.taught[q].gold_rank is not None][:N_RL]
+    assert len(qids) == N_RL
+    before = sampled(sft_path, env, qids, seed=0)
+    assert len(before) == len(qids) * 8 and before["valid"].all()  # constrained decoding: every sample is a plan
+
+    best = best_positive_samples(before)
+    assert len(best) >= 2 and (best["reward"] > 0).all() and best["qid"].is_unique
+    examples = rft_examples(sft_examples[:N_SFT], best, prompt_of)
+    assert len(examples) == N_SFT + len(best)
+    train_sft(planner_base, examples, SFT_FAST, tmp_path / "rft")  # RFT restarts from the base
+
+    calls = []
+
+    def evaluate_val(model, tokenizer) -> float:  # a rising stand-in so the last GRPO checkpoint is kept
+        calls.append(model.training)
+        return float(len(calls))
+
+    assert set(informative_queries(before)) == set(best["qid"]) | set(before[before["reward"] < 0]["qid"])
+    cfg = GRPOSettings(use_lora=True, lora_r=8, lora_alpha=16, num_generations=4, prompts_per_step=4, learning_rate=5e-4,
+                       max_completion_length=200, max_steps=3, save_every=3, resample_flat=1)
+    result = train_grpo(tmp_path / "rft", env, qids, prompt_of, evaluate_val, cfg, tmp_path / "grpo")
+    assert [s["step"] for s in result["selection"]] == [0, 3] and result["best_step"] == 3
+    assert read_json(tmp_path / "grpo" / "selection.json")["best_step"] == 3
+    rewards = [h["reward"] for h in result["history"] if "reward" in h]
+    assert len(rewards) == 3
+    # the GRPO adapter moved the merged RFT weights
+    rft, grpo = load_file(str(tmp_path / "rft" / "model.safetensors")), load_file(str(tmp_path / "grpo" / "model.safetensors"))
+    moved = [k for k in rft if "proj" in k and not torch.equal(rft[k], grpo[k])]
+    assert len(moved) == len([k for k in rft if "proj" in k]), moved
+
+    after = sampled(tmp_path / "grpo", env, qids, seed=1)
+    assert after["valid"].all()
+    per_query_before = before.groupby("qid")["reward"].mean()
+    per_query_after = after.groupby("qid")["reward"].mean()
+    gain = per_query_after - per_query_before
+    print(f"mean reward {per_query_before.mean():.3f} -> {per_query_after.mean():.3f}; per-query gains {np.round(gain.values, 2)}")
+    # measured (seeded, deterministic on CPU): 0.016 -> 0.031, 4 queries up and 1 down. The prior reward table is
+    # fused Hit@1 gain, so on this tiny world only 2 of 16 queries had a positive sample: the signal is sparse.
+    assert per_query_after.mean() > per_query_before.mean()
+    assert (gain > 0).sum() > (gain < 0).sum()
