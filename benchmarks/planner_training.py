@@ -20,25 +20,29 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder  # noqa: E402
-from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings  # noqa: E402
-from grasp_core.embed.vector_index import NodeIndex  # noqa: E402
-from grasp_core.entities.gazetteer import GazetteerExtractor  # noqa: E402
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store  # noqa: E402
-from grasp_core.plan.execute import PlanExecutor  # noqa: E402
-from grasp_core.planner.base import base_model_path, build_planner_base  # noqa: E402
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, render_prompt  # noqa: E402
-from grasp_core.planner.reward import RewardTable  # noqa: E402
-from grasp_core.planner.rl import train_grpo  # noqa: E402
-from grasp_core.planner.scoring import PlannerEnv  # noqa: E402
-from grasp_core.planner.sft import train_sft  # noqa: E402
-from grasp_core.planner.teacher import ProgrammaticTeacher  # noqa: E402
-from grasp_core.profiles import get_profile  # noqa: E402
-from grasp_core.skb.querygen import synthesize_queries, with_queries  # noqa: E402
-from grasp_core.skb.synth import build_synth_skb  # noqa: E402
-from grasp_core.text.bm25 import BM25Retriever  # noqa: E402
+from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.entities.gazetteer import GazetteerExtractor
+from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.plan.execute import PlanExecutor
+from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.planner.prompt import (
+    build_planner_messages,
+    canonical_plan_json,
+    render_prompt,
+)
+from grasp_core.planner.reward import RewardTable
+from grasp_core.planner.rl import train_grpo
+from grasp_core.planner.scoring import PlannerEnv
+from grasp_core.planner.sft import train_sft
+from grasp_core.planner.teacher import ProgrammaticTeacher
+from grasp_core.profiles import get_profile
+from grasp_core.skb.querygen import synthesize_queries, with_queries
+from grasp_core.skb.synth import build_synth_skb
+from grasp_core.text.bm25 import BM25Retriever
 
 OUT = Path(__file__).parent / "results" / "planner_training.json"
 

@@ -63,6 +63,28 @@ def _pipeline(args: argparse.Namespace) -> None:
     print("  MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///dagster_home/mlflow.db   (http://127.0.0.1:5000)")
 
 
+def _retriever(args: argparse.Namespace):
+    from grasp_core.retriever import GraspRetriever
+
+    return GraspRetriever.from_artifacts(args.dataset, args.root, args.profile, branches=args.branches, rerank=not args.no_rerank)
+
+
+def _query(args: argparse.Namespace) -> None:
+    from grasp_core.explain import format_result
+
+    if not args.text.strip():
+        raise GraspError("the query is empty: pass the question as the second argument")
+    result = _retriever(args).query(args.text, k=args.k)
+    print(format_result(result))
+
+
+def _retrieve(args: argparse.Namespace) -> None:
+    from grasp_core.batch import retrieve_file
+
+    stats = retrieve_file(_retriever(args), args.queries, args.out, batch_size=args.batch_size)
+    print(f"answered {stats['answered']} queries -> {args.out}" + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else ""))
+
+
 def _report(args: argparse.Namespace) -> None:
     from grasp_core.report import dataset_report
 
@@ -97,6 +119,24 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
     pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
     pipe.set_defaults(func=_pipeline)
+
+    def retrieval_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("dataset")
+        p.add_argument("--branches", choices=("text", "graph", "both"), default="both", help="which branches to run")
+        p.add_argument("--no-rerank", action="store_true", help="skip the reranker")
+
+    query = sub.add_parser("query", help="answer one question and explain every answer")
+    retrieval_flags(query)
+    query.add_argument("text")
+    query.add_argument("-k", type=int, default=10, help="answers shown")
+    query.set_defaults(func=_query)
+
+    retrieve = sub.add_parser("retrieve", help="batch retrieval: JSONL in ({qid, query}), JSONL out (top 100)")
+    retrieval_flags(retrieve)
+    retrieve.add_argument("--queries", required=True, help="input JSONL, one {\"qid\", \"query\"} per line")
+    retrieve.add_argument("--out", required=True, help="output JSONL, one {\"qid\", \"ranking\"} per line")
+    retrieve.add_argument("--batch-size", type=int, default=32)
+    retrieve.set_defaults(func=_retrieve)
 
     report = sub.add_parser("report", help="print a dataset's results tables (from its evaluation assets)")
     report.add_argument("dataset")

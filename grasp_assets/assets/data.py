@@ -7,6 +7,7 @@ import numpy as np
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.steps import RETRY
 from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact, load_dataset
 from grasp_core.skb.format import read_skb
 
@@ -15,6 +16,7 @@ from grasp_core.skb.format import read_skb
     partitions_def=dataset_partitions,
     group_name="data",
     code_version="1",
+    retry_policy=RETRY,
     check_specs=[
         dg.AssetCheckSpec("schema_valid", asset="skb", description="nodes and edges conform to schema.json"),
         dg.AssetCheckSpec("no_dangling_edges", asset="skb", description="every edge endpoint is a node"),

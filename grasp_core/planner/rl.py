@@ -9,9 +9,11 @@
    all equal, with TRL's GRPOTrainer and the reward function executing plans: new LoRA adapters (r=32,
    α=64) on a pretrained base, 8 completions per prompt, 16 prompts per step, lr 2e-5, KL 0.01, rewards
    not scaled by the group std, ≤ 512 completion tokens, ≤ 200 steps, a checkpoint every 50 steps.
-   A batch whose groups all have equal rewards (no learning signal) is sampled again, up to 3 times
-   (TRL has no per-group resampling; we resample the batch when *every* group is flat, and the
-   all-equal queries of step 1 are left out up front, as the paper does).
+   Rollouts are decoded under each prompt's plan grammar (as RL sampling and inference are), by overriding
+   the trainer's generation step. A batch whose groups all have equal rewards (no learning signal) is
+   sampled again, up to 3 times (TRL has no per-group resampling; we resample the batch when *every*
+   group is flat, and the all-equal queries of step 1 are left out up front, as the paper does). A query
+   list shorter than one step's prompts is repeated.
 4. The checkpoint (the RFT model at step 0 included) with the best validation fused Hit@1 is kept.
 """
 
@@ -28,7 +30,7 @@ from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.llm.constrained import PlanGrammar
 from grasp_core.planner.checkpoint import load_planner, save_planner
-from grasp_core.planner.scoring import PlanRewarder, PlannerEnv
+from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
 
 LogFn = Callable[[int, dict], None]
 

@@ -11,6 +11,7 @@ from grasp_core.planner.inference import InferenceSettings, plan_queries
 from grasp_core.planner.sft import SFTSettings, train_sft
 from tests.planner.conftest import N_SFT
 
+
 def weights(path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "model.safetensors"))
 

@@ -1,0 +1,34 @@
+"""Human-readable explanation of a retrieval result: for each answer, which branch found it and why."""
+
+from __future__ import annotations
+
+from grasp_core.retriever import Result
+
+
+def _rank(value: int | None) -> str:
+    return "—" if value is None else f"#{value}"
+
+
+def format_result(result: Result, show: int = 10) -> str:
+    lines = [f"Query: {result.query}", ""]
+    if result.entity_table is not None:
+        lines += ["Entity table:", *("  " + l for l in result.entity_table.render().splitlines()), ""]
+    if result.plan is not None:
+        state = "valid" if result.plan_valid else f"invalid ({result.plan_error})"
+        lines += [f"Plan ({state}): {result.plan}"]
+        if result.cypher:
+            lines += ["Cypher:", *("  " + l for l in result.cypher.splitlines())]
+        for var, bindings in result.bindings.items():
+            shown = ", ".join(f"{name} ({score:.2f})" for _, name, score in bindings[:5])
+            lines.append(f"Bindings of {var}: {shown}")
+        lines.append("")
+    lines.append("Answers:")
+    for i, a in enumerate(result.answers[:show], 1):
+        rr = "" if a.reranker_score is None else f", reranker score {a.reranker_score:.3f}"
+        lines.append(f"{i:>3}. {a.name} [{a.type}, {a.key}]  score {a.score:.4f}")
+        lines.append(f"     found by {a.found_by}: text {_rank(a.text_rank)}, graph {_rank(a.graph_rank)}, fused {_rank(a.fused_rank)}{rr}")
+        for path in a.paths[:3]:
+            lines.append("     path: " + " → ".join(path))
+    seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)
+    lines += ["", f"Time: {seconds}"]
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""The code location loads, and its assets, checks, partitions, jobs, schedule and sensors are what users see."""
+
+import dagster as dg
+
+from grasp_assets.definitions import defs
+
+EXPECTED_ASSETS = {
+    "skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index", "mfar_model",
+    "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table", "rft_samples", "planner",
+    "reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency",
+}
+
+
+def test_definitions_load_with_every_asset():
+    graph = defs.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == EXPECTED_ASSETS
+
+
+def test_partitions_dataset_and_round():
+    graph = defs.resolve_asset_graph()
+    planner = graph.get(dg.AssetKey("planner"))
+    assert isinstance(planner.partitions_def, dg.MultiPartitionsDefinition)
+    assert {d.name for d in planner.partitions_def.partitions_defs} == {"dataset", "round"}
+    assert isinstance(graph.get(dg.AssetKey("skb")).partitions_def, dg.DynamicPartitionsDefinition)
+
+
+def test_blocking_gate_check_on_planner():
+    checks = {spec.key.name: spec for a in defs.assets for spec in a.check_specs}
+    assert checks["val_hit1_not_worse"].blocking
+    assert {"schema_valid", "no_dangling_edges", "answers_exist", "split_sizes", "counts_match_skb"} <= set(checks)
+
+
+def test_jobs_schedule_and_sensors():
+    assert {j.name for j in defs.jobs} == {"prepare", "rl_round", "finish"}
+    assert defs.resolve_schedule_def("weekly_retraining").cron_schedule == "0 3 * * 0"
+    assert {s.name for s in defs.sensors} == {"chain_training_stages", "dataset_registry"}
+
+
+def test_heavy_assets_share_a_pool_and_retry():
+    graph = defs.resolve_asset_graph()
+    for name in ("node_embeddings", "mfar_model", "sft_adapter", "rft_samples", "planner", "reranker"):
+        node = graph.get(dg.AssetKey(name))
+        assert node.pools == {"heavy"}, name
+    assert all(a.op.retry_policy is not None for a in defs.assets)
