@@ -1,7 +1,8 @@
 """Plan execution at Prime scale (``DESIGN.md`` §5): graph load speed, per-stage latency, peak memory.
 
-Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug kuzu]``; writes
-``benchmarks/results/plan_execution.json`` and prints a markdown table.
+Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
+[--max-frontier N]``; writes ``benchmarks/results/plan_execution.json`` (runs of other backends/caps of the
+same setup are kept) and prints a markdown table; ``benchmarks/results/plan_execution.md`` discusses them.
 
 Setup and the decisions behind it:
 - The SKB is ``build_synth_skb("prime", scale)`` (129k nodes / 8.1M edges at ``full``), cached with
@@ -13,12 +14,16 @@ Setup and the decisions behind it:
 - Plans are random valid plans of 1-3 hops made from random walks on the real graph (so most reach
   something): a walk from a random target node ends at the anchor; a quarter of the plans get a second
   one-hop anchor that must meet at the same target (intersection). Anchor text = the end node's name,
-  relevance text = the target's name.
+  relevance text = the target's name. 10 warm-up plans run first and are not measured.
+- Besides the executor's stages, two parts are timed on their own after each plan: ``encode`` (the encoder
+  call for the plan's texts, the bulk of ``link``) and ``prepare`` (the engine's parse + plan of the
+  compiled query, part of ``traverse``).
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
-  ``kuzu`` module in place of ``ladybug`` (same API). It is only needed for this benchmark; run each backend
-  in its own process (``--backends kuzu``), results are merged into the JSON by backend.
+  ``kuzu`` module in place of ``ladybug`` (same API). The two cannot share a process (their native modules
+  clash), so each backend runs in its own process (``--backends kuzu``).
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
-  upper bounds.
+  upper bounds and every run records the 1-minute load average (``os.getloadavg()``) before and after the
+  load and after the plans.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ import gc
 import importlib
 import json
 import platform
-import warnings
 import resource
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +153,7 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
     candidates, errors, messages = [], {}, {}
     for plan in plans[10:]:
         start = time.perf_counter()
-        ranking, trace = executor.execute(plan, plan.relevance_text)
+        _, trace = executor.execute(plan, plan.relevance_text)
         stages["total"].append(time.perf_counter() - start)
         for s in STAGES:
             stages[s].append(trace.seconds[s])
@@ -217,7 +222,7 @@ def main() -> None:
             result["runs"] = [r for r in old["runs"] if (r["backend"], r.get("max_frontier")) not in done] + runs
             result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
     write_json(RESULTS, result)
-    print(f"| backend | max_frontier | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
+    print("| backend | max_frontier | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
     for run in runs:
         for stage, p in run["latency"].items():
             print(f"| {run['backend']} {run['version']} | {run['max_frontier']} | {run['load_edges_per_s']:,} | {stage} "

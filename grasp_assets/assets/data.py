@@ -46,6 +46,7 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
     group_name="data",
     deps=[skb],
     code_version="1",
+    retry_policy=RETRY,
     check_specs=[
         dg.AssetCheckSpec("answers_exist", asset="queries", description="every answer id is a node"),
         dg.AssetCheckSpec("split_sizes", asset="queries", description="train/val/test are non-empty and disjoint"),

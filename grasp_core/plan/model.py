@@ -46,7 +46,7 @@ class Anchor(_Strict):
     match_mode: MatchMode = "name"
 
     @model_validator(mode="after")
-    def _text_xor_ref(self) -> "Anchor":
+    def _text_xor_ref(self) -> Anchor:
         if (self.text is None) == (self.ref is None):
             raise ValueError(f"anchor {self.var!r} needs exactly one of 'text' and 'ref'")
         if self.text is not None and not self.text.strip():

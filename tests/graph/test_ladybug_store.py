@@ -2,7 +2,12 @@ import pytest
 
 from grasp_core.errors import GraphStoreError
 from grasp_core.graph import ladybug_store
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store, quote, table_names
+from grasp_core.graph.store import (
+    GraphStoreConfig,
+    open_graph_store,
+    quote,
+    table_names,
+)
 from grasp_core.io import is_complete
 from grasp_core.skb.schema import Relation, Schema
 from grasp_core.skb.synth import build_synth_skb
@@ -75,3 +80,19 @@ def test_empty_store_and_bad_queries_raise_clear_errors(tmp_path):
         store.run("MATCH (n:NoSuchTable) RETURN n")
     with pytest.raises(ValueError, match="backend"):
         open_graph_store(GraphStoreConfig(backend="sqlite"), tmp_path / "x")
+
+
+def test_many_distinct_queries_do_not_fill_a_small_buffer_pool(tmp_path):
+    """LadybugDB's execute(text, params) keeps every distinct statement with its operators' state; through it a
+    30 MiB pool was full after 8 queries like these (one text per plan at serving time). run() must not."""
+    skb = random_skb()
+    store = open_graph_store(GraphStoreConfig(buffer_pool_gib=0.03), tmp_path / "store")
+    store.load(skb)
+    drugs = [30, 31, 32]
+    e = skb.edges
+    neighbours = set(e.loc[e["src"].isin(drugs), "dst"]) | set(e.loc[e["dst"].isin(drugs), "src"])
+    for i in range(60):
+        rows = store.run(f"MATCH (a:`N_drug`)-[]-(b) WHERE a.id IN $ids WITH DISTINCT b "
+                         f"ORDER BY b.id LIMIT {i + 1} RETURN b.id", {"ids": drugs})
+        assert [r[0] for r in rows] == sorted(neighbours)[:i + 1]
+    store.close()

@@ -9,7 +9,14 @@ from grasp_core.errors import GraphStoreError
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.validate import validate_plan
-from tests.plan.oracle import PRIME_LIKE, adjacency, oracle, random_bindings, random_plan, random_skb
+from tests.plan.oracle import (
+    PRIME_LIKE,
+    adjacency,
+    oracle,
+    random_bindings,
+    random_plan,
+    random_skb,
+)
 
 needs_server = pytest.mark.skipif(not os.environ.get("NEO4J_URI"), reason="NEO4J_URI is not set (no Neo4j server)")
 

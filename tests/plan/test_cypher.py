@@ -7,7 +7,14 @@ from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.skb.synth import build_synth_skb
-from tests.plan.oracle import PRIME_LIKE, adjacency, oracle, random_bindings, random_plan, random_skb
+from tests.plan.oracle import (
+    PRIME_LIKE,
+    adjacency,
+    oracle,
+    random_bindings,
+    random_plan,
+    random_skb,
+)
 
 PLAN = parse_plan("""{"target": {"type": "drug"},
   "anchors": [{"var": "a1", "type": "anatomy", "text": "retina"}],

@@ -17,7 +17,6 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.table import EntityRow, EntityTable
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
 from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
-from grasp_core.plan.parse import parse_plan
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Relation, Schema
 from tests.plan.oracle import random_skb
@@ -184,7 +183,7 @@ def test_injection_through_texts_leaves_the_store_untouched(env):
     evil = "x\"}) MATCH (n) DETACH DELETE n // '); DROP TABLE `N_drug`; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))"
     before = executor.store.counts()
     anchors = [dict(RETINA, text=evil)]
-    ranking, trace = executor.execute(plan_text(anchors, TWO_HOPS, relevance=evil), evil)
+    _, trace = executor.execute(plan_text(anchors, TWO_HOPS, relevance=evil), evil)
     assert trace.error in (None, "no_candidates") and evil not in trace.cypher
     assert executor.store.counts() == before
     assert sorted(executor.store.run("CALL show_tables() RETURN name")) == [
