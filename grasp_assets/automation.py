@@ -11,6 +11,7 @@ lets one heavy run at a time use the machine; failed steps retry with exponentia
 import dagster as dg
 
 from grasp_assets.partitions import DATASET, ROUNDS, dataset_partitions
+from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
 
 PREPARE = dg.AssetSelection.assets(
@@ -20,10 +21,13 @@ PREPARE = dg.AssetSelection.assets(
 RL_ROUND = dg.AssetSelection.assets("rft_samples", "planner")
 FINISH = dg.AssetSelection.assets("reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency")
 
-prepare_job = dg.define_asset_job("prepare", selection=PREPARE, partitions_def=dataset_partitions,
+# Every stage trains something, so each run carries the run-level HEAVY tag the run queue limits to one at
+# a time (asset op_tags do not reach run tags; without these job tags the queue limit never applied).
+prepare_job = dg.define_asset_job("prepare", selection=PREPARE, partitions_def=dataset_partitions, tags=HEAVY,
                                   description="data, indexes, text branch, entity tables, teacher, SFT, reward table")
-rl_round_job = dg.define_asset_job("rl_round", selection=RL_ROUND, description="one RL round: sampling, RFT, GRPO (dataset × round)")
-finish_job = dg.define_asset_job("finish", selection=FINISH, partitions_def=dataset_partitions,
+rl_round_job = dg.define_asset_job("rl_round", selection=RL_ROUND, tags=HEAVY,
+                                   description="one RL round: sampling, RFT, GRPO (dataset × round)")
+finish_job = dg.define_asset_job("finish", selection=FINISH, partitions_def=dataset_partitions, tags=HEAVY,
                                  description="reranker training and evaluation")
 
 
