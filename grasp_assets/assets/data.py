@@ -1,77 +1,66 @@
 """Data assets: the SKB graph and its queries, with checks computed in the same step."""
 
-
 import dagster as dg
 import numpy as np
 
-from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.steps import RETRY
+from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact, load_dataset
 from grasp_core.skb.format import read_skb
 
+COMMON = dict(partitions_def=dataset_partitions, group_name="data", code_version="1", retry_policy=RETRY)
+
 
 @dg.asset(
-    partitions_def=dataset_partitions,
-    group_name="data",
-    code_version="1",
-    retry_policy=RETRY,
     check_specs=[
         dg.AssetCheckSpec("schema_valid", asset="skb", description="nodes and edges conform to schema.json"),
         dg.AssetCheckSpec("no_dangling_edges", asset="skb", description="every edge endpoint is a node"),
     ],
+    **COMMON,
 )
 def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking) -> dg.MaterializeResult:
     """The dataset's graph (schema.json, nodes.parquet, edges.parquet) in the on-disk SKB format."""
-    dataset = dataset_of(context)
-    art = settings.artifacts(dataset)
-    result = build_skb_artifact(art, dataset, settings.get_profile().dataset)
-    reread = read_skb(art.path("skb"))  # validates schema, types, relation endpoints, keys
-    dangling = int(((reread.edges[["src", "dst"]].to_numpy() < 0) | (reread.edges[["src", "dst"]].to_numpy() >= reread.num_nodes)).sum())
-    with mlflow.tracker().run(f"skb/{dataset}", tags={"dataset": dataset, "step": "skb"}) as run:
-        log_result(run, result)
-    context.log.info(f"{dataset}: {result['num_nodes']} nodes, {result['num_edges']} edges")
-    return dg.MaterializeResult(
-        metadata=to_metadata(result),
-        check_results=[
-            dg.AssetCheckResult(check_name="schema_valid", passed=True, metadata={"node_types": len(reread.schema.node_types)}),
+    art = settings.artifacts(dataset_of(context))
+
+    def checks(result: dict) -> list[dg.AssetCheckResult]:
+        graph = read_skb(art.path("skb"), with_queries=False)  # validates schema, types, relation endpoints, keys
+        ends = graph.edges[["src", "dst"]].to_numpy()
+        dangling = int(((ends < 0) | (ends >= graph.num_nodes)).sum())
+        return [
+            dg.AssetCheckResult(check_name="schema_valid", passed=True, metadata={"node_types": len(graph.schema.node_types)}),
             dg.AssetCheckResult(check_name="no_dangling_edges", passed=dangling == 0, metadata={"dangling": dangling}),
-        ],
-    )
+        ]
+
+    return run_step(context, settings, mlflow, "skb", lambda ws: build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset),
+                    check_results=checks)
 
 
 @dg.asset(
-    partitions_def=dataset_partitions,
-    group_name="data",
     deps=[skb],
-    code_version="1",
-    retry_policy=RETRY,
     check_specs=[
         dg.AssetCheckSpec("answers_exist", asset="queries", description="every answer id is a node"),
         dg.AssetCheckSpec("split_sizes", asset="queries", description="train/val/test are non-empty and disjoint"),
     ],
+    **COMMON,
 )
 def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking) -> dg.MaterializeResult:
     """The dataset's queries (qid, split, query, answer_ids) with train/val/test splits."""
-    dataset = dataset_of(context)
-    art = settings.artifacts(dataset)
-    result = build_queries_artifact(art, dataset, settings.get_profile().dataset)
-    data = load_dataset(art)
-    answers = np.concatenate([np.asarray(a) for a in data.queries["answer_ids"]])
-    missing = int(((answers < 0) | (answers >= data.num_nodes)).sum())
-    per_split = result["queries_per_split"]
-    texts = {s: set(data.split(s)["query"]) for s in ("train", "val", "test")}
-    overlap = len(texts["train"] & texts["test"]) + len(texts["train"] & texts["val"])
-    sizes_ok = all(per_split.get(s, 0) > 0 for s in ("train", "val", "test")) and overlap == 0
-    with mlflow.tracker().run(f"queries/{dataset}", tags={"dataset": dataset, "step": "queries"}) as run:
-        log_result(run, result)
-    return dg.MaterializeResult(
-        metadata=to_metadata(result),
-        check_results=[
+    art = settings.artifacts(dataset_of(context))
+
+    def checks(result: dict) -> list[dg.AssetCheckResult]:
+        data = load_dataset(art)
+        answers = np.concatenate([np.asarray(a) for a in data.queries["answer_ids"]])
+        missing = int(((answers < 0) | (answers >= data.num_nodes)).sum())
+        per_split = result["queries_per_split"]
+        texts = {s: set(data.split(s)["query"]) for s in ("train", "val", "test")}
+        overlap = len(texts["train"] & texts["test"]) + len(texts["train"] & texts["val"])
+        sizes_ok = all(per_split.get(s, 0) > 0 for s in ("train", "val", "test")) and overlap == 0
+        return [
             dg.AssetCheckResult(check_name="answers_exist", passed=missing == 0, metadata={"missing": missing}),
-            dg.AssetCheckResult(
-                check_name="split_sizes", passed=sizes_ok, metadata={**{k: int(v) for k, v in per_split.items()}, "shared_texts": overlap}
-            ),
-        ],
-    )
+            dg.AssetCheckResult(check_name="split_sizes", passed=sizes_ok,
+                                metadata={**{k: int(v) for k, v in per_split.items()}, "shared_texts": overlap}),
+        ]
+
+    return run_step(context, settings, mlflow, "queries",
+                    lambda ws: build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset), check_results=checks)

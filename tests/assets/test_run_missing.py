@@ -1,0 +1,58 @@
+"""`grasp pipeline` materializes exactly the assets whose artifact is missing or incomplete, and their downstream."""
+
+import dagster as dg
+import pytest
+
+from grasp_assets.automation import PREPARE, RL_ROUND
+from grasp_assets.definitions import defs
+from grasp_assets.run import _missing
+from grasp_core.artifacts import Artifacts
+from grasp_core.io import COMPLETE_MARKER, atomic_dir
+
+
+def _names(selection: dg.AssetSelection | None) -> set[str] | None:
+    return None if selection is None else {k.to_user_string() for k in selection.resolve(defs.resolve_asset_graph())}
+
+
+def _complete(art: Artifacts, name: str, round_key: str | None = None) -> None:
+    with atomic_dir(art.path(name, round_key)) as tmp:
+        (tmp / "data.txt").write_text(name)
+
+
+@pytest.fixture
+def art(tmp_path) -> Artifacts:
+    return Artifacts.for_dataset("hpo", tmp_path)
+
+
+def test_missing_and_interrupted_assets_and_their_downstream(art):
+    everything = _names(PREPARE)
+    for name in everything - {"teacher_plans", "mfar_model"}:
+        _complete(art, name)
+    art.path("mfar_model").mkdir(parents=True)  # an interrupted run left it without its completion marker
+    assert _names(_missing(PREPARE, art, None, force=False)) == {
+        "teacher_plans", "planner_base", "sft_adapter", "reward_table",  # teacher_plans and downstream
+        "mfar_model", "text_rankings",  # mfar_model and downstream (sft_adapter, reward_table already in)
+    }
+
+
+def test_nothing_missing_is_none_and_force_is_everything(art):
+    for name in _names(PREPARE):
+        _complete(art, name)
+    assert _missing(PREPARE, art, None, force=False) is None
+    assert _names(_missing(PREPARE, art, None, force=True)) == _names(PREPARE)
+
+
+def test_downstream_stays_inside_the_stage(art):
+    assert _names(_missing(PREPARE, art, None, force=False)) == _names(PREPARE)  # nothing built: the whole stage
+    assert "rft_samples" not in _names(_missing(PREPARE, art, None, force=False))
+
+
+def test_round_assets_are_checked_per_round(art):
+    _complete(art, "rft_samples", "1")
+    _complete(art, "planner", "1")
+    _complete(art, "planner", "2")
+    assert _missing(RL_ROUND, art, "1", force=False) is None
+    assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"rft_samples", "planner"}
+    _complete(art, "rft_samples", "2")
+    (art.path("planner", "2") / COMPLETE_MARKER).unlink()  # round 2's planner interrupted
+    assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"planner"}
