@@ -132,7 +132,27 @@ def _gpu() -> Profile:
     )
 
 
-PROFILE_NAMES = ("cpu", "gpu")
+def _smoke() -> Profile:
+    """The cpu profile cut to the bone: every step runs, on a handful of queries (end-to-end tests, smoke runs)."""
+    cpu = _cpu()
+    return cpu.replace(
+        name="smoke",
+        dataset=DatasetConfig(scale="tiny", n_queries=120),
+        planner_model=PlannerModelConfig(tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128), vocab_size=1024,
+                                         tokenizer_node_texts=2000),
+        teacher=TeacherConfig(max_candidates=12, pair_anchors=2),
+        sft=dataclasses.replace(cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8),
+        inference=dataclasses.replace(cpu.inference, max_new_tokens=160),
+        rl=RLSettings(samples_per_query=4, max_queries=8),
+        grpo=dataclasses.replace(cpu.grpo, num_generations=4, prompts_per_step=2, max_steps=1, save_every=1, max_completion_length=160,
+                                 val_queries=8),
+        reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
+        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),
+        eval=EvalSettings(max_test_queries=12, latency_queries=3, rerank_k_values=(5, 10)),
+    )
+
+
+PROFILE_NAMES = ("cpu", "gpu", "smoke")
 
 
 def get_profile(name: str) -> Profile:
@@ -140,4 +160,6 @@ def get_profile(name: str) -> Profile:
         return _cpu()
     if name == "gpu":
         return _gpu()
+    if name == "smoke":
+        return _smoke()
     raise GraspError(f"unknown profile {name!r}: choose one of {PROFILE_NAMES}")

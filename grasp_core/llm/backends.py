@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from tqdm.auto import tqdm
 import torch
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
@@ -136,7 +137,8 @@ class TransformersLLM:
         sample = temperature > 0
         copies = n if sample else 1
         out: list[list[str]] = []
-        for start in range(0, len(prompts), self.batch_size):
+        batches = range(0, len(prompts), self.batch_size)
+        for start in tqdm(batches, desc="generate", unit="batch", disable=len(batches) < 2 or None):
             chunk = [self.render(p) for p in prompts[start : start + self.batch_size]]
             enc = self.tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to(self.device)
             prompt_len = enc["input_ids"].shape[1]

@@ -26,10 +26,7 @@ def test_skb_and_queries_materialize_with_passing_checks_and_mlflow_runs(env):
     instance, resources, tmp_path, uri = env
     result = dg.materialize([data.skb, data.queries], instance=instance, resources=resources, partition_key="synth-prime")
     assert result.success
-    checks = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
-              for e in result.get_asset_check_evaluations()} if hasattr(result, "get_asset_check_evaluations") else {
-        e.event_specific_data.check_name: e.event_specific_data.passed
-        for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"schema_valid": True, "no_dangling_edges": True, "answers_exist": True, "split_sizes": True}
 
     skb = load_dataset(Artifacts.for_dataset("synth-prime", tmp_path / "artifacts"))
