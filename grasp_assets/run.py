@@ -37,6 +37,14 @@ def _missing(selection: dg.AssetSelection, art: Artifacts, round_key: str | None
     return dg.AssetSelection.assets(*missing).downstream() & selection
 
 
+def _gate_failed(art: Artifacts, round_key: str) -> bool:
+    """True when the round's planner was written but its validation gate did not pass."""
+    from grasp_core.io import read_json
+
+    path = art.path("planner", round_key)
+    return is_complete(path) and not read_json(path / "gate.json")["passed"]
+
+
 def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, force: bool = False,
                  stages=("prepare", "rl", "finish"), scale: str = "", n_queries: int = 0) -> dict:
     check_dataset(dataset)
@@ -56,7 +64,10 @@ def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, fo
     if "finish" in stages:
         plan.append(("finish", FINISH, dataset, None))
     timings = {}
-    for name, selection, partition, round_key in plan:
+    break_rounds = False
+    for name, selection, partition, round_key in list(plan):
+        if break_rounds and round_key is not None:
+            continue
         todo = _missing(selection, art, round_key, force)
         if todo is None:
             print(f"[grasp] {name}: up to date")
@@ -66,6 +77,11 @@ def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, fo
         result = dg.materialize(assets, selection=todo, partition_key=partition, instance=instance, resources=resources,
                                 raise_on_error=False, tags={"grasp/stage": name})
         timings[name] = time.perf_counter() - t0
+        if not result.success and round_key is not None and _gate_failed(art, round_key):
+            print(f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
+                  f"and the last passing planner is served")
+            break_rounds = True
+            continue
         if not result.success:
             raise GraspError(f"stage {name!r} failed for {dataset!r}; see the run {result.run_id} in the Dagster UI "
                              f"(`dagster dev -w workspace.yaml`) for the failing step's logs. Finished assets are kept; "

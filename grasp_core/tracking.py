@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -63,8 +64,8 @@ class TrackedRun:
 
 
 def _metric_key(key: str) -> str:
-    # MLflow keys allow alphanumerics, '_', '-', '.', ' ', '/' only; '@' is common in IR metric names.
-    return key.replace("@", "_at_")
+    """MLflow keys allow alphanumerics, '_', '-', '.', ' ', ':' and '/' only; '@' is common in IR metric names."""
+    return re.sub(r"[^\w\-. :/]", "_", key.replace("@", "_at_"))
 
 
 class Tracker:
