@@ -90,29 +90,31 @@ def _cpu() -> Profile:
         name="cpu",
         dataset=DatasetConfig(scale="small", n_queries=3000),
         encoder=EncoderConfig(doc_max_tokens=256),  # cpu: MiniLM's own limit is 256 tokens (paper: 512)
-        planner_model=PlannerModelConfig(tiny=TinyModelConfig()),
+        teacher=TeacherConfig(max_candidates=16, pair_anchors=3),  # cpu: fewer executed candidates per query
+        # cpu: a ~1.4M-parameter model (besides embeddings) so that SFT on 500 plans fits minutes on 2 cores
+        planner_model=PlannerModelConfig(tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2,
+                                                               intermediate_size=384)),
         sft=SFTSettings(
-            n_examples=1200,  # cpu: a from-scratch model needs more than the paper's 500 plans (measured)
-            epochs=6.0,  # cpu: more passes over short data (paper: 3)
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
             use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
             per_device_batch=16,
-            max_length=768,  # cpu: the tiny model's context is 1,024 tokens
+            max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)
         ),
         inference=InferenceSettings(max_new_tokens=256, compact_prompt=True),  # cpu: plans are < 200 tokens
-        rl=RLSettings(max_queries=256),  # cpu: a subset of training queries per round (paper: all)
+        rl=RLSettings(max_queries=96),  # cpu: a subset of training queries per round (paper: all)
         grpo=GRPOSettings(
             use_lora=False,  # cpu: the from-scratch model trains all weights
             prompts_per_step=4,  # cpu: 4 prompts × 8 completions per step (paper: 16 × 8)
             learning_rate=1e-4,  # cpu: few steps on a small model (paper: 2e-5)
             max_completion_length=256,
-            max_steps=12,  # cpu: (paper: ≤ 200)
-            save_every=6,  # cpu: (paper: 50)
-            val_queries=200,  # cpu: checkpoint selection on 200 validation queries
+            max_steps=4,  # cpu: (paper: ≤ 200)
+            save_every=2,  # cpu: (paper: 50)
+            val_queries=100,  # cpu: checkpoint selection on 100 validation queries
         ),
-        reranker_docs=DocumentConfig(max_input_tokens=512),  # cpu: MiniLM reads 512 tokens at most
+        cross_encoder=CrossEncoderScorerConfig(max_length=256),  # cpu: 256-token reranker inputs (paper: 2048)
+        reranker_docs=DocumentConfig(max_input_tokens=256),
         reranker_train=RerankerTrainConfig(group_size=8, epochs=1),  # cpu: G=8, 1 epoch (paper: G=24, 3 epochs)
-        eval=EvalSettings(latency_queries=50),
+        eval=EvalSettings(max_test_queries=200, latency_queries=20),  # cpu: 200 test queries (reranking is the cost)
     )
 
 
@@ -141,7 +143,7 @@ def _smoke() -> Profile:
         planner_model=PlannerModelConfig(tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128), vocab_size=1024,
                                          tokenizer_node_texts=2000),
         teacher=TeacherConfig(max_candidates=12, pair_anchors=2),
-        sft=dataclasses.replace(cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8),
+        sft=dataclasses.replace(cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8, max_length=768),
         inference=dataclasses.replace(cpu.inference, max_new_tokens=160),
         rl=RLSettings(samples_per_query=4, max_queries=8),
         grpo=dataclasses.replace(cpu.grpo, num_generations=4, prompts_per_step=2, max_steps=1, save_every=1, max_completion_length=160,
