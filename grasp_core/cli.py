@@ -29,8 +29,10 @@ def _data_build(args: argparse.Namespace) -> None:
 
 
 def _data_stats(args: argparse.Namespace) -> None:
+    from grasp_core.datasets import check_dataset
     from grasp_core.skb.format import read_skb
 
+    check_dataset(args.dataset)
     art = Artifacts.for_dataset(args.dataset, args.root)
     queries = art.path("queries") / "queries.parquet"
     skb = read_skb(art.require("skb"), queries_file=queries if queries.exists() else None)

@@ -1,0 +1,89 @@
+"""The whole DAG through Dagster on a tiny SKB with the `smoke` profile, then the product API and CLI on it.
+
+This is the slowest test (a few minutes on 2 cores): every asset materializes for real (tiny models, a few
+training steps), which is the only way to know the stages fit together.
+"""
+
+import json
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.io import is_complete, read_json
+
+DATASET = "synth-prime"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DAGSTER_HOME", str(tmp / "dagster_home"))
+    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+    (tmp / "dagster_home").mkdir()
+    from grasp_assets.run import run_pipeline
+
+    timings = run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts"))
+    yield tmp, timings
+    mp.undo()
+
+
+def test_every_asset_is_built(trained):
+    tmp, timings = trained
+    art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    for name in ("skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index",
+                 "mfar_model", "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table",
+                 "reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency"):
+        assert is_complete(art.path(name)), name
+    assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
+    metrics = read_json(art.path("eval_metrics") / "metrics.json")
+    assert {r["reranker"] for r in metrics["rows"]} == {"no", "yes"}
+    settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
+    assert {"text only", "graph only", "no entity table", "no relevance text", "SFT only", "teacher (oracle-guided)",
+            "fixed-ratio fusion (AF-Retriever)", "router (HybGRAG)"} <= settings
+
+
+def test_rl_runs_nest_under_a_parent_run_per_round(trained):
+    tmp, _ = trained
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("grasp")
+    runs = client.search_runs([exp.experiment_id], max_results=500)
+    parents = {r.info.run_id: r for r in runs if r.info.run_name == f"{DATASET}/round-1"}
+    assert len(parents) == 1
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") in parents]
+    assert {r.data.tags["step"] for r in children} >= {"rft_samples", "planner"}
+    sft = next(r for r in runs if r.data.tags.get("step") == "sft_adapter")
+    assert "loss" in client.get_metric_history(sft.info.run_id, "loss")[0].key
+
+
+def test_second_run_rebuilds_nothing(trained):
+    tmp, _ = trained
+    from grasp_assets.run import run_pipeline
+
+    assert run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts")) == {}
+
+
+def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, capsys):
+    tmp, _ = trained
+    from grasp_core.cli import main
+
+    root = str(tmp / "artifacts")
+    art = Artifacts.for_dataset(DATASET, root)
+    import pandas as pd
+
+    nodes = pd.read_parquet(art.path("skb") / "nodes.parquet")
+    queries = pd.read_parquet(art.path("queries") / "queries.parquet").head(3)
+    assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries["query"][0]]) == 0
+    out = capsys.readouterr().out
+    assert "Plan (" in out and "found by" in out and "Answers:" in out
+
+    src = tmp / "in.jsonl"
+    lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
+    src.write_text("\n".join(lines[:2] + ["{broken", lines[2]]) + "\n")
+    assert main(["--profile", "smoke", "--root", root, "retrieve", DATASET, "--queries", str(src), "--out", str(tmp / "out.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp / "out.jsonl").read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [int(q) for q in queries["qid"]]
+    keys = set(nodes["key"])
+    assert all(r["ranking"] and all(item["key"] in keys for item in r["ranking"]) for r in rows)
+    assert "line 3" in capsys.readouterr().err or ":3:" in capsys.readouterr().err
