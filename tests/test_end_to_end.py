@@ -54,7 +54,7 @@ def test_rl_runs_nest_under_a_parent_run_per_round(trained):
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") in parents]
     assert {r.data.tags["step"] for r in children} >= {"rft_samples", "planner"}
     sft = next(r for r in runs if r.data.tags.get("step") == "sft_adapter")
-    assert "loss" in client.get_metric_history(sft.info.run_id, "loss")[0].key
+    assert len(client.get_metric_history(sft.info.run_id, "loss")) >= 1
 
 
 def test_second_run_rebuilds_nothing(trained):
@@ -86,4 +86,4 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert [r["qid"] for r in rows] == [int(q) for q in queries["qid"]]
     keys = set(nodes["key"])
     assert all(r["ranking"] and all(item["key"] in keys for item in r["ranking"]) for r in rows)
-    assert "line 3" in capsys.readouterr().err or ":3:" in capsys.readouterr().err
+    assert "in.jsonl:3: not JSON" in capsys.readouterr().err
