@@ -31,8 +31,7 @@ from grasp_core.io import atomic_dir, write_json
 from grasp_core.llm.constrained import PlanGrammar
 from grasp_core.planner.checkpoint import load_planner, save_planner
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
-
-LogFn = Callable[[int, dict], None]
+from grasp_core.planner.sft import LogFn
 
 
 @dataclass(frozen=True)
