@@ -110,7 +110,7 @@ def teacher_plans_step(ws: Workspace) -> dict:
     eval_cap = profile.eval.max_test_queries
     eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
     rows, usable = [], 0
-    budget = int(profile.sft.n_examples * 1.0)
+    budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
 
     def teach(qid: int) -> dict:
