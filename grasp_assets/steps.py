@@ -61,6 +61,16 @@ def run_step(
     )
 
 
+def profile_override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
+    """``profile_changes`` for :func:`run_step`: the run config's set fields replace that profile section's values."""
+    import dataclasses
+
+    changes = {k: v for k, v in config.model_dump().items() if v is not None}
+    if not changes:
+        return None
+    return {section: dataclasses.replace(getattr(settings.get_profile(), section), **changes)}
+
+
 def _params(profile, step: str) -> dict:
     """The profile section(s) a step depends on, flattened for MLflow params."""
     import dataclasses

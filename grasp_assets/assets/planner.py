@@ -7,13 +7,11 @@ is missing or failed its gate) rather than drawn as an edge; the blocking check 
 `planner` records that gate in Dagster and stops downstream assets of the same run.
 """
 
-import dataclasses
-
 import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions, dataset_round_partitions, round_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.steps import HEAVY, RETRY, run_step
+from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import planner as steps
 
 DATASET = dict(partitions_def=dataset_partitions, group_name="planner", retry_policy=RETRY)
@@ -38,13 +36,6 @@ class GRPORunConfig(dg.Config):
     save_every: int | None = None
 
 
-def _override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
-    changes = {k: v for k, v in config.model_dump().items() if v is not None}
-    if not changes:
-        return None
-    return {section: dataclasses.replace(getattr(settings.get_profile(), section), **changes)}
-
-
 @dg.asset(deps=["entity_tables", "graph_store", "vector_indexes", "queries"], code_version="1", **DATASET)
 def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
@@ -61,7 +52,7 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
 def sft_adapter(context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
     """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base)."""
     return run_step(context, settings, mlflow, "sft_adapter", steps.sft_step, wants_log=True,
-                    profile_changes=_override(settings, "sft", config))
+                    profile_changes=profile_override(settings, "sft", config))
 
 
 @dg.asset(deps=[sft_adapter, "text_rankings", "graph_store"], code_version="1", **DATASET)
@@ -93,4 +84,4 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
                                     metadata={"val_fused_hit1": result["val_fused_hit1"], "previous": result["previous_val_fused_hit1"]})]
 
     return run_step(context, settings, mlflow, "planner", lambda ws, log: steps.planner_round_step(ws, r, log), round_key=r,
-                    wants_log=True, profile_changes=_override(settings, "grpo", config), check_results=gate)
+                    wants_log=True, profile_changes=profile_override(settings, "grpo", config), check_results=gate)

@@ -4,7 +4,7 @@ import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.steps import HEAVY, RETRY, run_step
+from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import text as steps
 
 COMMON = dict(partitions_def=dataset_partitions, group_name="text_branch", retry_policy=RETRY)
@@ -24,12 +24,8 @@ def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflo
 @dg.asset(deps=[text_index, "queries"], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
 def mfar_model(context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
     """mFAR's query-conditioned field weights, trained contrastively on train, selected on val."""
-    import dataclasses
-
-    mfar = settings.get_profile().mfar
-    changes = {k: v for k, v in config.model_dump().items() if v is not None}
     return run_step(context, settings, mlflow, "mfar_model", steps.mfar_model_step, wants_log=True,
-                    profile_changes={"mfar": dataclasses.replace(mfar, **changes)} if changes else None)
+                    profile_changes=profile_override(settings, "mfar", config))
 
 
 @dg.asset(deps=[mfar_model, text_index, "queries"], code_version="1", **COMMON)
