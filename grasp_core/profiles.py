@@ -23,6 +23,7 @@ from grasp_core.embed.vector_index import IndexConfig
 from grasp_core.entities.gazetteer import GazetteerConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.llm.constrained import PlanGrammarConfig
 from grasp_core.llm.tiny_model import TinyModelConfig
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.base import PlannerModelConfig
@@ -100,13 +101,17 @@ def _cpu() -> Profile:
             per_device_batch=16,
             max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)
         ),
-        inference=InferenceSettings(max_new_tokens=256, compact_prompt=True),  # cpu: plans are < 200 tokens
+        # cpu: the tiny model decides the plan's structure and refs only: no free-text anchors and no relevance
+        # text (the executor derives it from the query, as the teacher writes it). max_new_tokens stays at the
+        # paper's 700: the grammar refuses a branch whose shortest completion (counted one token per character)
+        # would not fit, and plans end at EOS anyway
+        inference=InferenceSettings(compact_prompt=True,
+                                    grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)),
         rl=RLSettings(max_queries=96),  # cpu: a subset of training queries per round (paper: all)
         grpo=GRPOSettings(
             use_lora=False,  # cpu: the from-scratch model trains all weights
             prompts_per_step=4,  # cpu: 4 prompts × 8 completions per step (paper: 16 × 8)
             learning_rate=1e-4,  # cpu: few steps on a small model (paper: 2e-5)
-            max_completion_length=256,
             max_steps=4,  # cpu: (paper: ≤ 200)
             save_every=2,  # cpu: (paper: 50)
             val_queries=100,  # cpu: checkpoint selection on 100 validation queries
@@ -144,9 +149,9 @@ def _smoke() -> Profile:
                                          tokenizer_node_texts=2000),
         teacher=TeacherConfig(max_candidates=12, pair_anchors=2),
         sft=dataclasses.replace(cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8, max_length=768),
-        inference=dataclasses.replace(cpu.inference, max_new_tokens=160),
+        inference=dataclasses.replace(cpu.inference, max_new_tokens=320),
         rl=RLSettings(samples_per_query=4, max_queries=8),
-        grpo=dataclasses.replace(cpu.grpo, num_generations=4, prompts_per_step=2, max_steps=1, save_every=1, max_completion_length=160,
+        grpo=dataclasses.replace(cpu.grpo, num_generations=4, prompts_per_step=2, max_steps=1, save_every=1, max_completion_length=320,
                                  val_queries=8),
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
         rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),

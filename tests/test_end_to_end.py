@@ -40,7 +40,7 @@ def test_every_asset_is_built(trained):
     metrics = read_json(art.path("eval_metrics") / "metrics.json")
     assert {r["reranker"] for r in metrics["rows"]} == {"no", "yes"}
     settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
-    assert {"text only", "graph only", "no entity table", "no relevance text", "SFT only", "teacher (oracle-guided)",
+    assert {"text only", "graph only", "no entity table", "no relevance text (whole query)", "SFT only", "teacher (oracle-guided)",
             "fixed-ratio fusion (AF-Retriever)", "router (HybGRAG)"} <= settings
 
 

@@ -63,13 +63,19 @@ class EntityTable:
     def refs(self) -> list[str]:
         return [r.ref for r in self.rows]
 
-    def render(self) -> str:
-        """The text block the planner reads: one line per row, then one indented line per linked type."""
+    def render(self, compact: bool = False) -> str:
+        """The text block the planner reads: one line per row, then one indented line per linked type.
+
+        ``compact`` (short-context planners) keeps one line per row with each linked type's best cosine."""
         if not self.rows:
             return "(no entities found)"
         lines = []
         for r in self.rows:
             nested = f" nested_in=E{r.parent + 1}" if r.parent is not None else ""
+            if compact:
+                best = " ".join(f"{t}={links[0].score:.2f}" for t, links in r.links.items() if links)
+                lines.append(f"{r.ref} \"{r.mention}\" {r.role} {best or '|'.join(r.types)}{nested}")
+                continue
             lines.append(f"{r.ref} \"{r.mention}\" role={r.role} types={'|'.join(r.types)}{nested}")
             for t, links in r.links.items():
                 shown = "; ".join(f"{l.name} (sim={l.score:.2f}, deg={l.degree})" for l in links)

@@ -52,7 +52,7 @@ class TestRun:
 
     def graph(self, plans: list[str], tables=None, drop_relevance: bool = False) -> tuple[list[Ranking], list]:
         if drop_relevance:
-            plans = [_without_relevance(p) for p in plans]
+            plans = [_query_as_relevance(p, q) for p, q in zip(plans, self.queries)]
         out = self.ws.executor.execute_batch(plans, self.queries, tables or self.tables)
         return [r for r, _ in out], [t for _, t in out]
 
@@ -83,13 +83,14 @@ class TestRun:
         return per_query_hits(rankings, self.answers, self.ws.skb.num_nodes)
 
 
-def _without_relevance(plan_text: str) -> str:
+def _query_as_relevance(plan_text: str, query: str) -> str:
+    """The plan rescoring its candidates by the whole query instead of its relevance text (anchors included)."""
     try:
         obj = json.loads(plan_text)
     except ValueError:
         return plan_text
     if isinstance(obj, dict):
-        obj["relevance_text"] = ""
+        obj["relevance_text"] = query
     return json.dumps(obj)
 
 
@@ -173,7 +174,7 @@ def ablations_step(ws: Workspace) -> dict:
     empty = [type(t)() for t in run.tables]
     no_table_graph = run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0]
     settings.append(("no entity table", "no", run.fused(no_table_graph)))
-    settings.append(("no relevance text", "no", run.fused(run.graph(run.plans[name], drop_relevance=True)[0])))
+    settings.append(("no relevance text (whole query)", "no", run.fused(run.graph(run.plans[name], drop_relevance=True)[0])))
     sft_plans = run.planner_plans("sft", ws.art.require("sft_adapter"))
     settings.append(("SFT only", "no", run.fused(run.graph(sft_plans)[0])))
     from grasp_core.io import is_complete

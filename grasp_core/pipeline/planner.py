@@ -153,12 +153,13 @@ def planner_base_step(ws: Workspace) -> dict:
     tables = ws.entity_tables
     queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
     compact = ws.profile.inference.compact_prompt
+    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
     sample = teacher[teacher["plan"].notna()].head(3000)
     prompts, plans = [], []
     for r in sample.itertuples():
         messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
         prompts.append("\n".join(m["content"] for m in messages))
-        plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)]))
+        plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
     return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
 
 
@@ -167,7 +168,9 @@ def sft_examples(ws: Workspace, tokenizer) -> list[dict]:
     chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
     prompt_of = prompt_builder(ws, tokenizer)
     tables = ws.entity_tables
-    return [{"prompt": prompt_of(int(r.qid)), "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)])}
+    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
+    return [{"prompt": prompt_of(int(r.qid)),
+             "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance)}
             for r in chosen.itertuples()]
 
 
@@ -277,7 +280,7 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
     t1 = time.perf_counter()
     grpo = train_grpo(work / "rft", env, train_q, prompt_of, evaluate_val, ws.profile.grpo, ws.art.path("planner_work", f"{round_key}-grpo"),
-                      log_fn=grpo_log, device=ws.profile.device)
+                      log_fn=grpo_log, device=ws.profile.device, grammar=ws.profile.inference.grammar)
     grpo_seconds = time.perf_counter() - t1
 
     previous = _previous_val_hit1(ws, round_key)

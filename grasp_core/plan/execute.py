@@ -6,7 +6,8 @@ empty :class:`Ranking` and a :class:`Trace` whose ``error`` says why (a :class:`
 ``no_bindings``, ``no_candidates``, ``store`` or ``internal``).
 
 Decisions the paper leaves open:
-- Anchor texts, relevance texts and (for an empty relevance text) queries of a whole batch are embedded in
+- An empty relevance text means the query minus the anchors' texts (:mod:`grasp_core.plan.relevance`).
+- Anchor texts and relevance texts of a whole batch are embedded in
   one encoder call, truncated at ``ExecutionConfig.max_tokens``; in a batch each trace's ``link`` time holds
   its equal share of that call plus its own index searches.
 - The threshold "cosine >= tau x best" is read as ``best - (1 - tau) * |best|`` so that it still keeps the best
@@ -35,6 +36,7 @@ from grasp_core.errors import GraphStoreError, PlanError
 from grasp_core.plan.cypher import compile_paths, compile_plan
 from grasp_core.plan.model import Anchor, Plan
 from grasp_core.plan.parse import parse_plan
+from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.trace import Binding, Trace
 from grasp_core.plan.validate import validate_plan
 from grasp_core.ranking import Ranking
@@ -84,7 +86,7 @@ class PlanExecutor:
                 continue
             anchors = [len(texts) + i for i in range(len(trace.plan.anchors))]
             texts += [_anchor_text(a, table) for a in trace.plan.anchors]
-            texts.append(trace.plan.relevance_text.strip() or query)
+            texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors):]))
             slots.append((anchors, len(texts) - 1))
         start = time.perf_counter()
         vectors = self.encoder.encode(texts, self.cfg.max_tokens) if texts else np.zeros((0, 1), np.float32)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
-from grasp_core.llm.constrained import PlanGrammar
+from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.prompt import build_planner_messages
@@ -30,6 +30,8 @@ class InferenceSettings:
     retry_temperature: float = field(default=0.7, metadata={"help": "temperature of the retries"})
     constrained: bool = field(default=True, metadata={"help": "constrain decoding to the plan grammar (local models)"})
     compact_prompt: bool = field(default=False, metadata={"help": "terse schema listing in the system prompt (short-context models)"})
+    grammar: PlanGrammarConfig = field(default_factory=PlanGrammarConfig,
+                                       metadata={"help": "what constrained decoding allows; training targets follow it"})
 
 
 @dataclass(frozen=True)
@@ -53,17 +55,17 @@ def planner_prompts(schema: Schema, queries: Sequence[str], tables: Sequence[Ent
     return [build_planner_messages(schema, t, q, compact) for q, t in zip(queries, tables)]
 
 
-def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], constrained: bool):
-    if not constrained or not hasattr(llm, "vocab"):
+def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], cfg: InferenceSettings):
+    if not cfg.constrained or not hasattr(llm, "vocab"):
         return None
-    return [PlanGrammar(schema, t) for t in tables]
+    return [PlanGrammar(schema, t, cfg.grammar) for t in tables]
 
 
 def plan_queries(llm, schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable],
                  cfg: InferenceSettings = InferenceSettings()) -> list[PlanAttempt]:
     """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed."""
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
-    grammars = _grammars(llm, schema, tables, cfg.constrained)
+    grammars = _grammars(llm, schema, tables, cfg)
     texts = [c[0] for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens, constraint=grammars)]
     errors = [check_plan(t, schema, tab) for t, tab in zip(texts, tables)]
     attempts = [1] * len(texts)
@@ -85,7 +87,7 @@ def sample_plans(llm, schema: Schema, queries: Sequence[str], tables: Sequence[E
                  temperature: float = 1.0, cfg: InferenceSettings = InferenceSettings()) -> list[list[str]]:
     """``n`` sampled plans per query (RL exploration)."""
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
-    grammars = _grammars(llm, schema, tables, cfg.constrained)
+    grammars = _grammars(llm, schema, tables, cfg)
     return llm.generate(prompts, n=n, temperature=temperature, max_new_tokens=cfg.max_new_tokens, constraint=grammars)
 
 

@@ -2,7 +2,8 @@
 
 One unified system prompt (``grasp_core/prompts/planner_system.txt``) in which only the schema is filled per
 SKB, then one user message with the entity table and the query. ``compact=True`` (the ``cpu`` profile, whose
-model has a short context) lists each relation once with all its type pairs and leaves out the example.
+model has a short context) lists each relation once with all its type pairs, leaves out the example and
+renders the entity table one line per row (mention, role, each linked type's best cosine).
 
 :func:`canonical_plan_json` is the one serialization of a plan used as the SFT target and accepted by the
 decoding grammar (:mod:`grasp_core.llm.constrained`): compact JSON, fixed key order, anchors renamed
@@ -81,7 +82,7 @@ def planner_system_prompt(schema: Schema, compact: bool = False) -> str:
 
 def build_planner_messages(schema: Schema, table: EntityTable, query: str, compact: bool = False) -> list[Message]:
     """System prompt (schema filled in) + user message (entity table, then the query)."""
-    user = f"Entity table:\n{table.render()}\n\nQuery: {query.strip()}"
+    user = f"Entity table:\n{table.render(compact)}\n\nQuery: {query.strip()}"
     return [{"role": "system", "content": planner_system_prompt(schema, compact)}, {"role": "user", "content": user}]
 
 
@@ -117,11 +118,12 @@ def _as_dict(plan: Any) -> dict:
     raise TypeError(f"expected a Plan or a plan dict, got {type(plan).__name__}")
 
 
-def canonical_plan_json(plan: Any, table: EntityTable | None = None) -> str:
+def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_relevance: bool = True) -> str:
     """The canonical compact JSON of a plan (a ``Plan`` or its JSON dict); see the module docstring.
 
     ``table`` supplies the type of a ref anchor that has none. Hops that no anchor's path reaches are dropped
-    (a valid plan has none).
+    (a valid plan has none). ``with_relevance=False`` empties the relevance text (the training target of a
+    planner whose grammar allows none; the executor then derives it from the query).
     """
     p = _as_dict(plan)
     anchors, hops = [dict(a) for a in p.get("anchors") or []], [dict(h) for h in p.get("hops") or []]
@@ -165,6 +167,6 @@ def canonical_plan_json(plan: Any, table: EntityTable | None = None) -> str:
         "target": {"type": p["target"]["type"]},
         "anchors": out_anchors,
         "hops": out_hops,
-        "relevance_text": grammar_safe_text(p.get("relevance_text") or ""),
+        "relevance_text": grammar_safe_text(p.get("relevance_text") or "") if with_relevance else "",
     }
     return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)

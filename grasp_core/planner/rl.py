@@ -28,7 +28,7 @@ import pandas as pd
 
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.llm.constrained import PlanGrammar
+from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig
 from grasp_core.planner.checkpoint import load_planner, save_planner
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
 from grasp_core.planner.sft import LogFn
@@ -175,7 +175,7 @@ def _grpo_trainer_class():
 
 def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int], prompt_of: Callable[[int], str],
                evaluate_val: Callable[[object, object], float], cfg: GRPOSettings, out_dir: str | Path,
-               log_fn: LogFn | None = None, device: str = "cpu") -> dict:
+               log_fn: LogFn | None = None, device: str = "cpu", grammar: PlanGrammarConfig = PlanGrammarConfig()) -> dict:
     """GRPO from the planner at ``model_path``; writes the best checkpoint (by ``evaluate_val``) to ``out_dir``.
 
     ``evaluate_val(model, tokenizer) -> validation fused Hit@1`` is called at step 0 and every
@@ -251,7 +251,7 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
             bf16=False,
             dataloader_num_workers=0,
         )
-        grammars = {tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q]) for q in set(qids)}
+        grammars = {tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q], grammar) for q in set(qids)}
         trainer = _grpo_trainer_class()(
             model=model,
             reward_funcs=[rewarder.reward_function()],

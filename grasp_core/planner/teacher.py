@@ -13,12 +13,12 @@ executes its plan the same way.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 
 from grasp_core.entities.table import EntityTable
+from grasp_core.plan.relevance import relevance_text
 from grasp_core.planner.metapaths import Metapath, metapaths
 from grasp_core.skb.schema import Schema
 
@@ -38,16 +38,6 @@ class TeacherPlan:
     gold_rank: int | None  # 1-based rank of the best gold answer in the plan's graph ranking
     n_candidates: int
     n_tried: int
-
-
-def relevance_text(query: str, mentions: Sequence[str]) -> str:
-    """The query minus the anchor mentions (case-insensitive), whitespace and dangling punctuation tidied."""
-    text = query
-    for m in sorted(mentions, key=len, reverse=True):
-        if m.strip():
-            text = re.sub(re.escape(m), " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s+([,.;:?!])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;:")
-    return text
 
 
 def _chain(var: str, path: Metapath, next_index: int) -> tuple[list[dict], int]:

@@ -1,7 +1,7 @@
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.metapaths import metapaths, type_steps
-from grasp_core.planner.teacher import relevance_text
+from grasp_core.plan.relevance import relevance_text
 from grasp_core.skb.schema import Relation, Schema
 
 HAND = Schema(
