@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -252,7 +253,8 @@ def rft_samples_step(ws: Workspace, round_key: str) -> dict:
 
 
 def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
-    """RFT from the base on SFT data + best positive samples, then GRPO, keep the best val checkpoint, gate."""
+    """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
+    keep the best validation checkpoint, gate."""
     from transformers import AutoTokenizer
 
     from grasp_core.llm.backends import TransformersLLM
@@ -266,7 +268,10 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     work = ws.art.path("planner_work", round_key)
     t0 = time.perf_counter()
     rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
-    train_sft(base, examples, ws.profile.sft, work / "rft", log_fn=rft_log, device=ws.profile.device)
+    rl = ws.profile.rl
+    rft_init = base if rl.rft_from_base else round_start(ws, round_key)
+    rft_cfg = ws.profile.sft if rl.rft_epochs is None else dataclasses.replace(ws.profile.sft, epochs=rl.rft_epochs)
+    train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
     rft_seconds = time.perf_counter() - t0
 
     env = planner_env(ws, load_reward_table(ws))

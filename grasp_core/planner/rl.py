@@ -40,6 +40,9 @@ class RLSettings:
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of RL exploration"})
     max_answers: int = field(default=20, metadata={"help": "training queries with more gold answers are excluded from RL"})
     max_queries: int | None = field(default=None, metadata={"help": "cap on training queries per round (None: all)"})
+    rft_from_base: bool = field(default=True, metadata={
+        "help": "RFT retrains from the base model (paper); False continues from the planner the round starts from"})
+    rft_epochs: float | None = field(default=None, metadata={"help": "RFT epochs (None: the SFT epochs)"})
     seed: int = field(default=0, metadata={"help": "query subset and sampling seed"})
 
 

@@ -20,6 +20,7 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.llm.constrained import PlanGrammarConfig
 from grasp_core.llm.tiny_model import TinyModelConfig
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.base import (
@@ -32,6 +33,7 @@ from grasp_core.planner.prompt import (
     canonical_plan_json,
     render_prompt,
 )
+from grasp_core.planner.inference import InferenceSettings
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.sft import SFTSettings, train_sft
@@ -46,6 +48,8 @@ N_SFT = 96  # teacher plans in the warm start; the next gold-first training quer
 # Fast from-scratch SFT of the tiny model (a high learning rate is what a 0.4M-parameter model trained from scratch needs).
 SFT_FAST = SFTSettings(n_examples=N_SFT, epochs=3.0, learning_rate=5e-3, warmup_ratio=0.1, effective_batch=8,
                        per_device_batch=8, use_lora=False, max_length=768)
+# The cpu profile's decoding: the planner writes the structure and refs; the executor derives the relevance text.
+CPU_INFER = InferenceSettings(compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0))
 TINY = TinyModelConfig(hidden_size=96, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=192, max_positions=1024)
 
 
@@ -80,7 +84,7 @@ class World:
         return [q for q in self.train if self.taught[q].gold_rank == 1 and len(self.gold[q]) <= 20]
 
     def completion(self, qid: int) -> str:
-        return canonical_plan_json(self.taught[qid].plan, self.tables[qid])
+        return canonical_plan_json(self.taught[qid].plan, self.tables[qid], with_relevance=False)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.planner.inference import InferenceSettings, check_plan, plan_queries
+from tests.planner.conftest import CPU_INFER
 
-INFER = InferenceSettings(max_new_tokens=200, compact_prompt=True)
 
 
 class CountingLLM:
@@ -32,7 +32,7 @@ def test_constrained_plans_are_all_valid_and_retries_only_touch_failures(world, 
     assert all(t == 0.7 for _, t in llm.calls[1:]) and (llm.calls[1][0] if len(llm.calls) > 1 else 0) == failed_first
     assert all(a.valid == (check_plan(a.text, world.skb.schema, t) is None) for a, t in zip(free, tables))
     llm.calls.clear()
-    constrained = plan_queries(llm, world.skb.schema, queries, tables, INFER)
+    constrained = plan_queries(llm, world.skb.schema, queries, tables, CPU_INFER)
     assert all(a.valid and a.attempts == 1 and a.error is None for a in constrained)
     assert llm.calls == [(24, 0.0)]  # nothing failed, so nothing was retried
     rate = failed_first / len(qids)

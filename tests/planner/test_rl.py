@@ -17,16 +17,15 @@ from grasp_core.planner.rl import (
     train_grpo,
 )
 from grasp_core.planner.sft import train_sft
-from tests.planner.conftest import N_SFT, SFT_FAST
+from tests.planner.conftest import CPU_INFER, N_SFT, SFT_FAST
 
 N_RL = 16  # training queries outside the SFT data where the text ranking misses: a plan can only gain there
 SAMPLING = RLSettings(samples_per_query=8, temperature=1.0)
-INFER = InferenceSettings(max_new_tokens=200, compact_prompt=True)
 
 
 def sampled(path, env, qids, seed):
     torch.manual_seed(seed)
-    return sample_and_score(TransformersLLM(path, batch_size=32), env, qids, SAMPLING, INFER)
+    return sample_and_score(TransformersLLM(path, batch_size=32), env, qids, SAMPLING, CPU_INFER)
 
 
 def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft_planner, sft_examples, prompt_of, tmp_path):
@@ -52,19 +51,21 @@ def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft
         return float(len(calls))
 
     assert set(informative_queries(before)) == set(best["qid"]) | set(before[before["reward"] < 0]["qid"])
-    cfg = GRPOSettings(use_lora=True, lora_r=8, lora_alpha=16, num_generations=4, prompts_per_step=4, learning_rate=5e-4,
-                       max_completion_length=200, max_steps=3, save_every=3, resample_flat=1)
-    result = train_grpo(tmp_path / "rft", env, qids, prompt_of, evaluate_val, cfg, tmp_path / "grpo")
-    assert [s["step"] for s in result["selection"]] == [0, 3] and result["best_step"] == 3
-    assert read_json(tmp_path / "grpo" / "selection.json")["best_step"] == 3
+    cfg = GRPOSettings(use_lora=True, lora_r=8, lora_alpha=16, num_generations=4, prompts_per_step=4, learning_rate=3e-3,
+                       max_completion_length=512, max_steps=6, save_every=3, resample_flat=1)
+    train_q = informative_queries(before)  # as the pipeline does: GRPO learns only where rewards differ
+    result = train_grpo(tmp_path / "rft", env, train_q, prompt_of, evaluate_val, cfg, tmp_path / "grpo", grammar=CPU_INFER.grammar)
+    assert [s["step"] for s in result["selection"]] == [0, 3, 6] and result["best_step"] == 6
+    assert read_json(tmp_path / "grpo" / "selection.json")["best_step"] == 6
     rewards = [h["reward"] for h in result["history"] if "reward" in h]
-    assert len(rewards) == 3
+    assert len(rewards) == 6
     # the GRPO adapter moved the merged RFT weights
     rft, grpo = load_file(str(tmp_path / "rft" / "model.safetensors")), load_file(str(tmp_path / "grpo" / "model.safetensors"))
     moved = [k for k in rft if "proj" in k and not torch.equal(rft[k], grpo[k])]
     assert len(moved) == len([k for k in rft if "proj" in k]), moved
 
-    after = sampled(tmp_path / "grpo", env, qids, seed=1)
+    before = before[before["qid"].isin(train_q)]
+    after = sampled(tmp_path / "grpo", env, train_q, seed=1)
     assert after["valid"].all()
     per_query_before = before.groupby("qid")["reward"].mean()
     per_query_after = after.groupby("qid")["reward"].mean()
