@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import is_complete, read_json
+from grasp_core.pipeline.evaluation import PROGRESSION_COLUMNS
 from grasp_core.pipeline.plots import markdown_table
 
 METRICS = ["hit@1", "hit@5", "recall@20", "mrr"]
@@ -31,6 +32,9 @@ def dataset_report(art: Artifacts) -> str:
         a = read_json(abl / "ablations.json")
         parts.append(f"\n### Ablations (test, {a['queries']} queries; McNemar on Hit@1 vs GRASP with the same reranker setting)\n\n"
                      + markdown_table(a["rows"], ["setting", "reranker", *METRICS, "p (McNemar)"]))
+        if a.get("progression"):
+            parts.append("\n### Planner progression (fused Hit@1 without reranker; McNemar against the SFT planner)\n\n"
+                         + markdown_table(a["progression"], PROGRESSION_COLUMNS))
     lat = art.path("latency")
     if is_complete(lat):
         t = read_json(lat / "latency.json")

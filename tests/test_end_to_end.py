@@ -42,6 +42,11 @@ def test_every_asset_is_built(trained):
     settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
     assert {"text only", "graph only", "no entity table", "no relevance text (whole query)", "SFT only", "teacher (oracle-guided)",
             "fixed-ratio fusion (AF-Retriever)", "router (HybGRAG)"} <= settings
+    progression = read_json(art.path("ablations") / "ablations.json")["progression"]
+    assert [(r["split"], r["planner"]) for r in progression] == [
+        (split, p) for split in ("val", "test") for p in ("text only", "teacher (oracle-guided)", "SFT", "SFT + RL round 1", "SFT + RL round 2")
+        if p != "SFT + RL round 2" or is_complete(art.path("planner", "2"))]
+    assert all(0 <= r["fused hit@1"] <= 100 for r in progression)
 
 
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):

@@ -74,7 +74,7 @@ class EntityTable:
             nested = f" nested_in=E{r.parent + 1}" if r.parent is not None else ""
             if compact:
                 best = " ".join(f"{t}={links[0].score:.2f}" for t, links in r.links.items() if links)
-                lines.append(f"{r.ref} \"{r.mention}\" {r.role} {best or '|'.join(r.types)}{nested}")
+                lines.append(" ".join(filter(None, (r.ref, f'"{r.mention}"', r.role, best or "|".join(r.types)))) + nested)
                 continue
             lines.append(f"{r.ref} \"{r.mention}\" role={r.role} types={'|'.join(r.types)}{nested}")
             for t, links in r.links.items():

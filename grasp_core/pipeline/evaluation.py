@@ -16,10 +16,10 @@ import pandas as pd
 from grasp_core.eval.significance import mcnemar
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.metrics import evaluate, per_query_hits
-from grasp_core.pipeline.planner import final_planner, load_teacher_plans, planner_env, planner_llm
+from grasp_core.pipeline.planner import ROUNDS, final_planner, load_teacher_plans, planner_env, planner_llm
 from grasp_core.pipeline.plots import bar_plot, markdown_table
 from grasp_core.pipeline.workspace import Workspace
-from grasp_core.planner.inference import plan_queries
+from grasp_core.planner.inference import check_plan, plan_queries
 from grasp_core.planner.reward import fuse
 from grasp_core.ranking import Ranking
 
@@ -186,6 +186,7 @@ def ablations_step(ws: Workspace) -> dict:
     settings.append(("teacher (oracle-guided)", "no", run.fused(run.graph(teacher_plans)[0])))
     settings.append(("fixed-ratio fusion (AF-Retriever)", "no", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)]))
     settings.append(("router (HybGRAG)", "no", [route(t, g, tr) for t, g, tr in zip(run.text, graph, traces)]))
+    progression = planner_progression(ws, {"test": run})
     rows = []
     for setting, rr, rankings in settings:
         m = run.metrics(rankings)
@@ -193,14 +194,52 @@ def ablations_step(ws: Workspace) -> dict:
         p = None if is_ref else mcnemar(run.hits(rankings), ref[rr])[1]
         rows.append({"setting": setting, "reranker": rr, **m, "p (McNemar)": "—" if p is None else f"{p:.3g}"})
     with atomic_dir(ws.art.path("ablations")) as tmp:
-        write_json(tmp / "ablations.json", {"queries": len(run.qids), "rows": rows})
+        write_json(tmp / "ablations.json", {"queries": len(run.qids), "rows": rows, "progression": progression})
     return {
         "test_queries": len(run.qids),
         "ablations_md": markdown_table(rows, METRIC_COLUMNS),
+        "progression_md": markdown_table(progression, PROGRESSION_COLUMNS),
         "ablations_png": bar_plot({f"{r['setting']} [{r['reranker']}]": r["hit@1"] for r in rows}, "test Hit@1 by setting", "%"),
         **{f"{r['setting']} [{r['reranker']}].hit@1": r["hit@1"] for r in rows},
         "path": str(ws.art.path("ablations")),
     }
+
+
+PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
+
+
+def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -> list[dict]:
+    """Fused Hit@1 (no reranker) on validation and test for text only, the teacher, SFT and each kept RL round,
+    with McNemar p-values against the SFT planner (issue: the planner's progression)."""
+    from grasp_core.io import is_complete
+
+    runs = dict(runs or {})
+    planners = [("SFT", ws.art.require("sft_adapter"))]
+    planners += [(f"SFT + RL round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))]
+    teacher = load_teacher_plans(ws).set_index("qid")
+    rows = []
+    for split in ("val", "test"):
+        run = runs.get(split) or TestRun(ws, split)
+        settings: list[tuple[str, list[Ranking], list[str] | None]] = [("text only", run.text, None)]
+        plans = [teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids]
+        settings.append(("teacher (oracle-guided)", run.graph(plans)[0], plans))
+        for name, path in planners:
+            plans = run.planner_plans(name, path)
+            settings.append((name, run.graph(plans)[0], plans))
+        fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
+        ref = run.hits(fused["SFT"])
+        for name, graph, plans in settings:
+            row = {"split": split, "planner": name, "queries": len(run.qids), "fused hit@1": run.metrics(fused[name])["hit@1"],
+                   "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
+                   "valid plans": None if plans is None else round(100 * float(np.mean([p != "{}" and _is_valid(p, ws, t)
+                                                                                          for p, t in zip(plans, run.tables)])), 1)}
+            row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
+            rows.append(row)
+    return rows
+
+
+def _is_valid(plan: str, ws: Workspace, table) -> bool:
+    return check_plan(plan, ws.skb.schema, table) is None
 
 
 def latency_step(ws: Workspace) -> dict:

@@ -47,6 +47,8 @@ def markdown_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str] 
     columns = list(columns or rows[0].keys())
 
     def cell(v: object) -> str:
+        if v is None:
+            return "—"
         if isinstance(v, float):
             return f"{v:.1f}" if abs(v) >= 0.1 or v == 0 else f"{v:.3g}"
         return str(v)

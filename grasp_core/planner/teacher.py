@@ -130,15 +130,25 @@ class ProgrammaticTeacher:
         )
         return [(plans[i], results[i], key) for key, i in scored]
 
+    @staticmethod
+    def _solved(ranked) -> bool:
+        return ranked[0][2][0] == 1
+
     def teach_one(self, query: str, table: EntityTable, gold: Sequence[int]) -> TeacherPlan:
         target = self.target_type(gold)
         singles = single_anchor_plans(self.schema, table, query, target, self.cfg)[: self.cfg.max_candidates]
-        ranked = self._best(singles + [zero_hop_plan(query, target)], query, table, gold)
+        # Cheapest plans first. A zero- or one-hop plan that ranks a gold answer first cannot be beaten (every
+        # other plan has more hops or anchors, which the key ranks after it), so the rest is then not executed:
+        # the chosen plan is the same as when every candidate runs.
+        ranked = self._best([p for p in singles if len(p["hops"]) == 1] + [zero_hop_plan(query, target)], query, table, gold)
+        longer = [p for p in singles if len(p["hops"]) > 1]
+        if longer and not self._solved(ranked):
+            ranked = sorted(ranked + self._best(longer, query, table, gold), key=lambda x: x[2])
         tried = len(ranked)
         # intersections of the best single-anchor plans that reached a gold answer or anything at all
         top = [p for p, (r, _), _ in ranked if p["anchors"] and len(r)][: self.cfg.pair_anchors]
         pairs = [x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))]
-        if pairs:
+        if pairs and not self._solved(ranked):
             ranked = sorted(ranked + self._best(pairs, query, table, gold), key=lambda x: x[2])
             tried += len(pairs)
         plan, (ranking, trace), key = ranked[0]

@@ -99,4 +99,5 @@ def test_render_lists_rows_and_links(skb, index, encoder):
         "  effect/phenotype: Tall stature (sim=1.00, deg=1)\n"
         'E2 "more than 2" role=attribute types='
     )
+    assert table.render(compact=True) == 'E1 "Tall stature" anchor effect/phenotype=1.00\nE2 "more than 2" attribute'
     assert np.isclose(table.rows[0].links["effect/phenotype"][0].score, 1.0, atol=1e-3)

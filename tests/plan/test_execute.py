@@ -111,11 +111,11 @@ def test_multi_anchor_intersection_sums_the_anchor_scores(env):
     np.testing.assert_allclose(ranking.scores, [want[i] for i in expect(want)], atol=1e-5)
 
 
-def test_empty_relevance_text_rescores_by_the_query(env):
+def test_empty_relevance_text_rescores_by_the_query_minus_the_anchors(env):
     executor, emb, enc = env
-    ranking, _ = executor.execute(plan_text([RETINA], TWO_HOPS, relevance=""), "night vision supplement")
+    ranking, _ = executor.execute(plan_text([RETINA], TWO_HOPS, relevance=""), "Night vision supplement for the Retina?")
     c = cos(emb, enc, "retina", [0, 1], "name")
-    rel = cos(emb, enc, "night vision supplement", [6, 7], "doc")
+    rel = cos(emb, enc, "Night vision supplement for the?", [6, 7], "doc")  # the teacher's relevance text for this query
     want = {6: max(c[0], c[1]) + rel[6], 7: c[0] + rel[7]}
     np.testing.assert_allclose(ranking.scores, [want[i] for i in expect(want)], atol=1e-5)
 

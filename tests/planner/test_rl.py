@@ -6,7 +6,7 @@ from safetensors.torch import load_file
 
 from grasp_core.io import read_json
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.planner.inference import InferenceSettings
+from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rl import (
     GRPOSettings,
     RLSettings,
@@ -23,6 +23,13 @@ N_RL = 16  # training queries outside the SFT data where the text ranking misses
 SAMPLING = RLSettings(samples_per_query=8, temperature=1.0)
 
 
+# A reward table as a reranker would fill it: a list's value falls with its gold answer's rank, so a plan that lifts
+# the gold answer anywhere into the top 50 earns something. (The prior table rewards only a new fused rank 1: on this
+# tiny world 2 of 16 queries ever got a positive sample, too sparse a signal for a few GRPO steps.)
+GRADED = RewardTable(np.repeat(np.array([[1.0], [0.6], [0.35], [0.2], [0.1], [0.05], [0.0]]), len(COUNT_LABELS), axis=1),
+                     np.full((len(RANK_LABELS), len(COUNT_LABELS)), 100))
+
+
 def sampled(path, env, qids, seed):
     torch.manual_seed(seed)
     return sample_and_score(TransformersLLM(path, batch_size=32), env, qids, SAMPLING, CPU_INFER)
@@ -30,7 +37,7 @@ def sampled(path, env, qids, seed):
 
 def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft_planner, sft_examples, prompt_of, tmp_path):
     sft_path, _ = sft_planner
-    env = world.env()
+    env = world.env(GRADED)
     in_sft = set(world.sft_qids()[:N_SFT])
     qids = [q for q in world.train if q not in in_sft and len(world.gold[q]) <= 20
             and world.text[q].rank_of(world.gold[q]) != 1 and world.taught[q].gold_rank is not None][:N_RL]
@@ -50,7 +57,8 @@ def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft
         calls.append(model.training)
         return float(len(calls))
 
-    assert set(informative_queries(before)) == set(best["qid"]) | set(before[before["reward"] < 0]["qid"])
+    rewards_of = before.groupby("qid")["reward"]
+    assert set(informative_queries(before)) == {q for q, r in rewards_of if r.max() > r.min()}
     cfg = GRPOSettings(use_lora=True, lora_r=8, lora_alpha=16, num_generations=4, prompts_per_step=4, learning_rate=3e-3,
                        max_completion_length=512, max_steps=6, save_every=3, resample_flat=1)
     train_q = informative_queries(before)  # as the pipeline does: GRPO learns only where rewards differ
@@ -71,7 +79,6 @@ def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft
     per_query_after = after.groupby("qid")["reward"].mean()
     gain = per_query_after - per_query_before
     print(f"mean reward {per_query_before.mean():.3f} -> {per_query_after.mean():.3f}; per-query gains {np.round(gain.values, 2)}")
-    # measured (seeded, deterministic on CPU): 0.016 -> 0.031, 4 queries up and 1 down. The prior reward table is
-    # fused Hit@1 gain, so on this tiny world only 2 of 16 queries had a positive sample: the signal is sparse.
+    # measured (seeded, deterministic on CPU, one thread): mean reward -0.086 -> -0.079 over the informative queries
     assert per_query_after.mean() > per_query_before.mean()
     assert (gain > 0).sum() > (gain < 0).sum()
