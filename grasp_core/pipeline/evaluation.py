@@ -129,9 +129,11 @@ def eval_metrics_step(ws: Workspace) -> dict:
     rows, hits = [], {}
     rows.append({"setting": f"GRASP ({name})", "reranker": "no", **run.metrics(fused)})
     hits["no-rerank"] = run.hits(fused)
-    seconds = {}
+    seconds, served = {}, None
     for K in ws.profile.eval.rerank_k_values:
         reranked, seconds[K] = run.rerank(fused, K)
+        if K == ws.profile.rerank.top_k:
+            served = reranked
         rows.append({"setting": f"GRASP ({name}) K={K}", "reranker": "yes", **run.metrics(reranked), "s/query": round(seconds[K], 3)})
     out = {"split": "test", "queries": len(run.qids), "planner": name, "rows": rows}
     human = ws.split("test-human")
@@ -143,7 +145,11 @@ def eval_metrics_step(ws: Workspace) -> dict:
                         "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0])}
     with atomic_dir(ws.art.path("eval_metrics")) as tmp:
         write_json(tmp / "metrics.json", out)
-        pd.DataFrame({"qid": run.qids, "plan": plans}).to_parquet(tmp / "test_run.parquet")
+        cached = {"qid": run.qids, "plan": plans}
+        if served is not None:  # the served (reranked) ranking, reused by the ablations instead of reranking again
+            cached["reranked_ids"] = [r.node_ids.tolist() for r in served]
+            cached["reranked_scores"] = [r.scores.tolist() for r in served]
+        pd.DataFrame(cached).to_parquet(tmp / "test_run.parquet")
     main = next(r for r in rows if r["reranker"] == "yes" and r["setting"].endswith(f"K={ws.profile.rerank.top_k}"))
     return {
         "planner": name,
@@ -164,13 +170,15 @@ def ablations_step(ws: Workspace) -> dict:
     graph, traces = run.graph(run.plans[name])
     full = run.fused(graph)
     K = ws.profile.rerank.top_k
-    full_rr, _ = run.rerank(full, K)
+    if "reranked_ids" in cached:
+        full_rr = [Ranking(np.asarray(i, np.int64), np.asarray(v, np.float32)) for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])]
+    else:
+        full_rr, _ = run.rerank(full, K)
     ref = {"no": run.hits(full), "yes": run.hits(full_rr)}
     settings: list[tuple[str, str, list[Ranking]]] = [(f"GRASP ({name})", "no", full), (f"GRASP ({name})", "yes", full_rr)]
     settings.append(("text only", "no", run.text))
     settings.append(("text only", "yes", run.rerank(run.text, K)[0]))
     settings.append(("graph only", "no", graph))
-    settings.append(("graph only", "yes", run.rerank(graph, K)[0]))
     empty = [type(t)() for t in run.tables]
     no_table_graph = run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0]
     settings.append(("no entity table", "no", run.fused(no_table_graph)))
