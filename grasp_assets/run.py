@@ -68,6 +68,12 @@ def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, fo
     for name, selection, partition, round_key in list(plan):
         if break_rounds and round_key is not None:
             continue
+        if round_key is not None and round_key != ROUNDS[0]:
+            previous = ROUNDS[ROUNDS.index(round_key) - 1]
+            if _gate_failed(art, previous):  # a kept planner whose gate failed: later rounds never start from it
+                print(f"[grasp] {name}: skipped, round {previous}'s validation gate failed (the last passing planner is served)")
+                break_rounds = True
+                continue
         todo = _missing(selection, art, round_key, force)
         if todo is None:
             print(f"[grasp] {name}: up to date")

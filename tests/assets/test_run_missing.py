@@ -56,3 +56,18 @@ def test_round_assets_are_checked_per_round(art):
     _complete(art, "rft_samples", "2")
     (art.path("planner", "2") / COMPLETE_MARKER).unlink()  # round 2's planner interrupted
     assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"planner"}
+
+
+def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypatch, capsys):
+    from grasp_assets.run import run_pipeline
+    from grasp_core.io import write_json
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    art = Artifacts.for_dataset("hpo", tmp_path / "artifacts")
+    _complete(art, "rft_samples", "1")
+    with atomic_dir(art.path("planner", "1")) as tmp:
+        write_json(tmp / "gate.json", {"passed": False, "previous": 30.0, "val_fused_hit1": 25.0})
+    assert run_pipeline("hpo", root=str(tmp_path / "artifacts"), stages=("rl",)) == {}  # nothing materialized
+    out = capsys.readouterr().out
+    assert "RL round 1: up to date" in out and "RL round 2: skipped, round 1's validation gate failed" in out

@@ -40,7 +40,7 @@ def test_greedy_generation_is_batched_left_padded_and_deterministic(llm):
 
 def test_sampling_returns_n_different_completions(llm):
     torch.manual_seed(0)
-    out = llm.generate([build_planner_messages(SCHEMA, TABLE, QUERY)], n=4, temperature=1.0, max_new_tokens=16)
+    out = llm.generate([build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)], n=4, temperature=1.0, max_new_tokens=16)
     assert len(out) == 1 and len(out[0]) == 4 and len(set(out[0])) > 1
 
 
