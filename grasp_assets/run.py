@@ -24,6 +24,7 @@ from grasp_core.errors import GraspError
 from grasp_core.io import is_complete
 
 ROUND_ASSETS = {"rft_samples", "planner"}
+PID_TAG = "grasp/pid"  # the process that runs a materialization (dead ones get their runs released)
 
 
 def _missing(selection: dg.AssetSelection, art: Artifacts, round_key: str | None, force: bool) -> dg.AssetSelection | None:
@@ -45,11 +46,39 @@ def _gate_failed(art: Artifacts, round_key: str) -> bool:
     return is_complete(path) and not read_json(path / "gate.json")["passed"]
 
 
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark runs of earlier `grasp pipeline` processes that died mid-run (killed, crashed) as failed and free their
+    pool slots, which Dagster would otherwise hold forever (a later heavy step then waits for the `heavy` pool)."""
+    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
+
+    released = []
+    for run in instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+        pid = run.tags.get(PID_TAG)
+        if pid is None or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run, f"the grasp pipeline process {pid} that ran it is gone")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+    return released
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, force: bool = False,
                  stages=("prepare", "rl", "finish"), scale: str = "", n_queries: int = 0) -> dict:
     check_dataset(dataset)
     os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
     instance = dg.DagsterInstance.get()
+    for run_id in release_dead_runs(instance):
+        print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")
     if not instance.has_dynamic_partition(DATASET, dataset):
         instance.add_dynamic_partitions(DATASET, [dataset])
     settings = GraspSettings(profile=profile, artifacts_root=root or "", scale=scale or "", n_queries=n_queries or 0)
@@ -81,7 +110,7 @@ def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, fo
         print(f"[grasp] {name}: materializing {', '.join(sorted(k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())))}")
         t0 = time.perf_counter()
         result = dg.materialize(assets, selection=todo, partition_key=partition, instance=instance, resources=resources,
-                                raise_on_error=False, tags={"grasp/stage": name})
+                                raise_on_error=False, tags={"grasp/stage": name, PID_TAG: str(os.getpid())})
         timings[name] = time.perf_counter() - t0
         if not result.success and round_key is not None and _gate_failed(art, round_key):
             print(f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "

@@ -1,5 +1,7 @@
 """`grasp pipeline` materializes exactly the assets whose artifact is missing or incomplete, and their downstream."""
 
+import os
+
 import dagster as dg
 import pytest
 
@@ -71,3 +73,25 @@ def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypat
     assert run_pipeline("hpo", root=str(tmp_path / "artifacts"), stages=("rl",)) == {}  # nothing materialized
     out = capsys.readouterr().out
     assert "RL round 1: up to date" in out and "RL round 2: skipped, round 1's validation gate failed" in out
+
+
+def test_runs_of_dead_processes_are_failed_and_free_their_pool_slots(tmp_path):
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+    from grasp_assets.run import PID_TAG, release_dead_runs
+
+    instance = dg.DagsterInstance.local_temp(str(tmp_path))
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots("heavy", 1)
+    dead = DagsterRun(job_name="j", status=DagsterRunStatus.STARTED, tags={PID_TAG: "999999999"})
+    alive = DagsterRun(job_name="j", status=DagsterRunStatus.STARTED, tags={PID_TAG: str(os.getpid())})
+    for run in (dead, alive):
+        instance.add_run(run)
+    assert storage.claim_concurrency_slot("heavy", dead.run_id, "sft_adapter").is_claimed
+    assert not storage.claim_concurrency_slot("heavy", alive.run_id, "mfar_model").is_claimed  # blocked by the dead run
+
+    assert release_dead_runs(instance) == [dead.run_id]
+    assert instance.get_run_by_id(dead.run_id).status == DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(alive.run_id).status == DagsterRunStatus.STARTED
+    assert storage.claim_concurrency_slot("heavy", alive.run_id, "mfar_model").is_claimed
+    instance.dispose()
