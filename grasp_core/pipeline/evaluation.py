@@ -222,8 +222,10 @@ def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -
     from grasp_core.io import is_complete
 
     runs = dict(runs or {})
-    planners = [("SFT", ws.art.require("sft_adapter"))]
-    planners += [(f"SFT + RL round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))]
+    # (label, plan-cache key, checkpoint); the keys are the ones eval_metrics and the ablations use, so a planner
+    # already run on the test queries is not run again
+    planners = [("SFT", "sft", ws.art.require("sft_adapter"))]
+    planners += [(f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))]
     teacher = load_teacher_plans(ws).set_index("qid")
     rows = []
     for split in ("val", "test"):
@@ -231,15 +233,15 @@ def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -
         settings: list[tuple[str, list[Ranking], list[str] | None]] = [("text only", run.text, None)]
         plans = [teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids]
         settings.append(("teacher (oracle-guided)", run.graph(plans)[0], plans))
-        for name, path in planners:
-            plans = run.planner_plans(name, path)
+        for name, key, path in planners:
+            plans = run.planner_plans(key, path)
             settings.append((name, run.graph(plans)[0], plans))
         fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
         ref = run.hits(fused["SFT"])
         for name, graph, plans in settings:
             row = {"split": split, "planner": name, "queries": len(run.qids), "fused hit@1": run.metrics(fused[name])["hit@1"],
                    "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
-                   "valid plans": None if plans is None else round(100 * float(np.mean([p != "{}" and _is_valid(p, ws, t)
+                   "valid plans": None if plans is None else round(100 * float(np.mean([_is_valid(p, ws, t)
                                                                                           for p, t in zip(plans, run.tables)])), 1)}
             row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
             rows.append(row)
