@@ -99,11 +99,12 @@ def _cpu() -> Profile:
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
             # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). Measured on hpo, 200 val
             # queries, SFT alone, fused Hit@1 (text alone 46.0): batch 32 x 6 epochs (96 steps) 30.0 (the planner collapses
-            # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0. The main job keeps batch 32 x 10
-            # epochs (160 steps, 4.5 min; the README's run): RL rounds then lift it (see the planner progression)
+            # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0; batch 32 x 10 epochs gave 33.0 on
+            # 100 val queries in session 2's main job. So: batch 16 x 10 epochs (~320 steps, as many tokens as batch 32)
             epochs=10.0,
             use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
             per_device_batch=16,
+            effective_batch=16,
             max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)
         ),
         # cpu: the tiny model decides the plan's structure and refs only: no free-text anchors and no relevance
