@@ -39,6 +39,14 @@ def test_every_asset_is_built(trained):
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
     metrics = read_json(art.path("eval_metrics") / "metrics.json")
     assert {r["reranker"] for r in metrics["rows"]} == {"no", "yes"}
+    assert [r["setting"].rsplit(" ", 1)[-1] for r in metrics["rows"][1:]] == ["K=10", "K=5"]  # deepest first
+    assert all(r["s/query"] > 0 for r in metrics["rows"][1:])  # each depth timed, the shallower one without the cache
+    # every pair the reranker scored is kept for the ablations; the served top K is made of such pairs
+    import pandas as pd
+
+    run = pd.read_parquet(art.path("eval_metrics") / "test_run.parquet")
+    for nodes, scores, served in zip(run["pair_nodes"], run["pair_scores"], run["reranked_ids"]):
+        assert len(nodes) == len(scores) == len(set(nodes)) and set(served[:len(nodes)]) == set(nodes)
     settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
     assert {"text only", "graph only", "no entity table", "no relevance text (whole query)", "SFT only", "teacher (oracle-guided)",
             "fixed-ratio fusion (AF-Retriever)", "router (HybGRAG)"} <= settings

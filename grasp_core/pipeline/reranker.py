@@ -66,7 +66,7 @@ def hard_negatives_step(ws: Workspace) -> dict:
 
 
 def reranker_step(ws: Workspace, log_fn=None) -> dict:
-    from grasp_core.rerank.inference import ValItem, rerank_batch, select_rrf_params, validation_hit1
+    from grasp_core.rerank.inference import RerankValidation, ValItem, rerank_batch, select_rrf_params
     from grasp_core.rerank.train import train_reranker
 
     negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
@@ -76,14 +76,17 @@ def reranker_step(ws: Workspace, log_fn=None) -> dict:
     val_queries = [env.queries[q] for q in val_qids]
     val_answers = [env.gold[q] for q in val_qids]
     K = ws.profile.rerank.top_k
-    val_fn = validation_hit1(val_fused, val_queries, val_answers, builder, K)
+    validation = RerankValidation(val_fused, val_queries, val_answers, builder, K)
     work = ws.art.path("reranker_work")
     t0 = time.perf_counter()
-    result = train_reranker(scorer, builder, negs, ws.skb.queries[["qid", "query"]], val_fn, ws.profile.reranker_train,
+    result = train_reranker(scorer, builder, negs, ws.skb.queries[["qid", "query"]], validation, ws.profile.reranker_train,
                             work, log_fn=log_fn)
     train_seconds = time.perf_counter() - t0
-    reranked = rerank_batch(val_fused, val_queries, scorer, builder, K)
-    items = [ValItem(f, r.scores, a) for f, r, a in zip(val_fused, reranked, val_answers)]
+    if validation.last is not None and result.best_step == result.history[-1]["step"]:
+        items = validation.last  # the kept checkpoint was the one validated last in this process: its scores
+    else:
+        reranked = rerank_batch(val_fused, val_queries, scorer, builder, K)
+        items = [ValItem(f, r.scores, a) for f, r, a in zip(val_fused, reranked, val_answers)]
     w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
     with atomic_dir(ws.art.path("reranker")) as tmp:
         shutil.copytree(result.best_dir, tmp, dirs_exist_ok=True)

@@ -14,7 +14,7 @@ embedding (neighbour ordering needs the query vector).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -56,17 +56,27 @@ def fuse_reranked(fused: Ranking, scores: np.ndarray, w: float, k: float) -> Ran
 
 
 def rerank_batch(fused: Sequence[Ranking], queries: Sequence[str], scorer, builder: CandidateDocumentBuilder,
-                 K: int = 50, w: float = 1.0, k: float = 60.0) -> list[Reranked]:
-    """Rerank several queries (their query vectors are embedded in one batch)."""
+                 K: int = 50, w: float = 1.0, k: float = 60.0, cache: dict[tuple[str, int], float] | None = None
+                 ) -> list[Reranked]:
+    """Rerank several queries (their query vectors are embedded in one batch).
+
+    ``cache`` maps (query, node id) to a reranker score of this scorer: pairs found there are not scored again
+    and new scores are added to it (a pair's document and score depend on the query and the node only, so
+    rankings of one query that share candidates, e.g. text-only and fused, share the work).
+    """
     t0 = time.perf_counter()
     query_vecs = builder.embed_queries(queries)
     shared = (time.perf_counter() - t0) / max(1, len(queries))
     out = []
     for ranking, query, vec in zip(fused, queries, query_vecs):
         t0 = time.perf_counter()
-        ids = ranking.node_ids[:K]
-        docs = builder.build(vec, ids, scorer.tokenizer, scorer.prompt_tokens(query))
+        ids = [int(i) for i in ranking.node_ids[:K]]
+        todo = ids if cache is None else [i for i in ids if (query, i) not in cache]
+        docs = builder.build(vec, todo, scorer.tokenizer, scorer.prompt_tokens(query)) if todo else []
         scores = scorer.score(query, docs).astype(np.float32)
+        if cache is not None:
+            cache.update(((query, i), float(v)) for i, v in zip(todo, scores))
+            scores = np.asarray([cache[(query, i)] for i in ids], np.float32)
         out.append(Reranked(fuse_reranked(ranking, scores, w, k), scores, shared + time.perf_counter() - t0))
     return out
 
@@ -104,14 +114,19 @@ def select_rrf_params(val_items: Sequence[ValItem], grid_w: Sequence[float] = Re
     return rows[best]["w"], rows[best]["k"], table
 
 
-def validation_hit1(fused: Sequence[Ranking], queries: Sequence[str], answers: Sequence[Sequence[int]],
-                    builder: CandidateDocumentBuilder, K: int = 50) -> Callable[[object], float]:
-    """``val_fn`` for :func:`grasp_core.rerank.train.train_reranker`: Hit@1 (percent) of the reranker's own
-    order of the fused top K (no RRF: (w, k) are chosen after the checkpoint, on the chosen one)."""
+class RerankValidation:
+    """``val_fn`` for :func:`grasp_core.rerank.train.train_reranker`: called with a scorer, returns the Hit@1
+    (percent) of the reranker's own order of the fused top K (no RRF: (w, k) are chosen after the checkpoint, on
+    the chosen one). ``last`` keeps the items of the latest call, so the (w, k) grid of the checkpoint validated
+    last needs no second scoring pass."""
 
-    def val_fn(scorer) -> float:
-        results = rerank_batch(fused, queries, scorer, builder, K)
-        reordered = [Ranking.from_scores(f.node_ids[:len(r.scores)], r.scores) for f, r in zip(fused, results)]
-        return _hit1_mrr(reordered, answers)[0]
+    def __init__(self, fused: Sequence[Ranking], queries: Sequence[str], answers: Sequence[Sequence[int]],
+                 builder: CandidateDocumentBuilder, K: int = 50):
+        self.fused, self.queries, self.answers, self.builder, self.K = fused, queries, answers, builder, K
+        self.last: list[ValItem] | None = None
 
-    return val_fn
+    def __call__(self, scorer) -> float:
+        results = rerank_batch(self.fused, self.queries, scorer, self.builder, self.K)
+        self.last = [ValItem(f, r.scores, a) for f, r, a in zip(self.fused, results, self.answers)]
+        reordered = [Ranking.from_scores(f.node_ids[:len(r.scores)], r.scores) for f, r in zip(self.fused, results)]
+        return _hit1_mrr(reordered, self.answers)[0]

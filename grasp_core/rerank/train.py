@@ -7,10 +7,11 @@ label. AdamW (β = 0.9, 0.95, weight decay 0.1), lr 3e-5 with 5% linear warmup t
 clipping at 1.0, 3 epochs. The data order is a function of (seed, epoch) and the group sampling of
 (seed, step), so a resumed run draws exactly what the uninterrupted run would have.
 
-Checkpoints and selection. The base model is candidate 0 (validated before the first step); every
-``checkpoint_every_epochs`` (0.5) epochs and at the end the trainable weights are validated by
+Checkpoints and selection. The base model is candidate 0 (validated before the first step, unless
+``validate_base`` is off); every ``checkpoint_every_epochs`` (0.5) epochs and at the end the trainable
+weights are validated by
 ``val_fn(scorer) -> float`` (the pipeline passes val Hit@1 of the reranked fused rankings, see
-:func:`grasp_core.rerank.inference.validation_hit1`) and saved atomically under
+:class:`grasp_core.rerank.inference.RerankValidation`) and saved atomically under
 ``out_dir/checkpoints/step-NNNNNN/`` (``weights.safetensors``; the latest one also holds
 ``optimizer.pt`` — optimizer, scheduler and RNG states — for resuming; ``state.json`` the validation
 history). Only the latest and the best checkpoint are kept on disk. At the end the best candidate (highest
@@ -67,6 +68,10 @@ class RerankerTrainConfig:
     checkpoint_every_epochs: float = field(
         default=0.5, metadata={"help": "Checkpoint + validate every this many epochs."}
     )
+    validate_base: bool = field(
+        default=True, metadata={"help": "Validate the untrained model as candidate 0 (pointless when its scoring "
+                                        "head is new and random, as the cross-encoder's is)."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of data order, group sampling and dropout."})
 
 
@@ -110,10 +115,12 @@ def train_reranker(scorer, builder: CandidateDocumentBuilder, hard_negs: pd.Data
     if latest is not None:
         state = _load_checkpoint(latest, scorer, optimizer, scheduler, plan)
         start, history = state["step"], state["history"]
-    else:
+    elif cfg.validate_base:
         start, history = 0, [{"step": 0, "val": float(val_fn(scorer))}]
         log_fn(0, {"val_score": history[0]["val"]})
         _save_checkpoint(out_dir, 0, scorer, optimizer, scheduler, plan, history)
+    else:
+        start, history = 0, []
 
     # --- the loop ---------------------------------------------------------------------------------
     for step in tqdm(range(start + 1, total_steps + 1), desc="reranker", initial=start, total=total_steps):

@@ -57,3 +57,24 @@ def test_rerank_scores_the_top_k_with_the_real_cross_encoder(tiny_skb, minilm_bu
     assert ranking.node_ids[4:].tolist() == [1, 2] and seconds > 0
     batch = rerank_batch([fused, fused.top(2)], [query, query], scorer, minilm_builder, K=4)
     assert [len(r.scores) for r in batch] == [4, 2] and [len(r.ranking) for r in batch] == [6, 2]
+
+
+def test_the_score_cache_scores_each_pair_once(tiny_skb, minilm_builder):
+    from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
+
+    scorer = CrossEncoderScorer(CrossEncoderScorerConfig(max_length=64))
+    scored = []
+    score = scorer.score
+    scorer.score = lambda query, docs: (scored.append(len(docs)), score(query, docs))[1]
+    query = "tall stature phenotype"
+    fused = Ranking(np.array([3, 0, 5, 4, 1, 2]), np.linspace(1, 0, 6).astype(np.float32))
+    text = Ranking(np.array([5, 1, 2, 3]), np.linspace(1, 0, 4).astype(np.float32))
+    plain = rerank_batch([fused, text], [query, query], scorer, minilm_builder, K=4)
+    cache: dict = {}
+    first = rerank_batch([fused], [query], scorer, minilm_builder, K=4, cache=cache)
+    second = rerank_batch([text], [query], scorer, minilm_builder, K=4, cache=cache)
+    assert scored == [4, 4, 4, 2]  # without the cache 4 + 4; with it 4, then only nodes 1 and 2
+    assert set(cache) == {(query, n) for n in (3, 0, 5, 4, 1, 2)}
+    for a, b in zip(plain, first + second):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-5)
+        assert a.ranking.node_ids.tolist() == b.ranking.node_ids.tolist()

@@ -3,6 +3,8 @@ selection, exact resumption and corrupt checkpoints; plus a LoRA run on a tiny Q
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +16,7 @@ from grasp_core.io import is_complete, read_json
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
 from grasp_core.rerank.hard_negatives import mine_hard_negatives
-from grasp_core.rerank.inference import validation_hit1
+from grasp_core.rerank.inference import RerankValidation, rerank_batch
 from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
 from grasp_core.rerank.train import RerankerTrainConfig, load_trained_weights, train_reranker
 
@@ -50,7 +52,7 @@ CFG = RerankerTrainConfig(group_size=4, epochs=4, lr=5e-4, warmup_ratio=0.0, que
                           micro_batch_queries=2, checkpoint_every_epochs=2, seed=1)
 
 
-def run(out_dir, builder, hard_negs, model=None, stop_at=None):
+def run(out_dir, builder, hard_negs, model=None, stop_at=None, cfg=CFG, validation=None):
     model = model or scorer()
     logs = []
 
@@ -59,8 +61,8 @@ def run(out_dir, builder, hard_negs, model=None, stop_at=None):
             raise Interrupt
         logs.append((step, metrics))
 
-    val_fn = validation_hit1(FUSED, QUERIES["query"].tolist(), ANSWERS, builder, K=4)
-    result = train_reranker(model, builder, hard_negs, QUERIES, val_fn, CFG, out_dir, log_fn)
+    val_fn = validation or RerankValidation(FUSED, QUERIES["query"].tolist(), ANSWERS, builder, K=4)
+    result = train_reranker(model, builder, hard_negs, QUERIES, val_fn, cfg, out_dir, log_fn)
     return model, result, logs
 
 
@@ -107,6 +109,21 @@ def test_training_learns_selects_and_resumes_exactly(tmp_path, minilm_builder, h
     # a finished run resumes to the same selection without training
     _, done, logs = run(tmp_path / "run", minilm_builder, hard_negs)
     assert not [m for _, m in logs if "loss" in m] and done.best_step == result.best_step
+
+
+def test_without_base_validation_the_last_validation_is_reused(tmp_path, minilm_builder, hard_negs):
+    validation = RerankValidation(FUSED, QUERIES["query"].tolist(), ANSWERS, minilm_builder, K=4)
+    cfg = dataclasses.replace(CFG, validate_base=False)
+    model, result, logs = run(tmp_path / "run", minilm_builder, hard_negs, cfg=cfg, validation=validation)
+    assert [h["step"] for h in result.history] == [2, 4] and [s for s, m in logs if "val_score" in m] == [2, 4]
+    assert not (tmp_path / "run" / "checkpoints" / "step-000000").exists()
+    # the items kept from the last validation are what scoring the trained (step 4) weights again gives
+    load_trained_weights(model, tmp_path / "run" / "checkpoints" / "step-000004")
+    again = rerank_batch(FUSED, QUERIES["query"].tolist(), model, minilm_builder, K=4)
+    assert len(validation.last) == len(FUSED)
+    for item, fresh, fused, answers in zip(validation.last, again, FUSED, ANSWERS):
+        np.testing.assert_allclose(item.scores, fresh.scores, atol=1e-5)
+        assert item.fused is fused and list(item.answers) == list(answers)
 
 
 def test_corrupt_or_foreign_checkpoints_raise_clear_errors(tmp_path, minilm_builder, hard_negs):
