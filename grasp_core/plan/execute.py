@@ -43,6 +43,7 @@ from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
 
 log = logging.getLogger(__name__)
+MEMO_SIZE = 20_000  # text vectors kept by an executor (20k x 384 floats = 31 MB with MiniLM)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class PlanExecutor:
     def __init__(self, skb: SKB, index, encoder, store, cfg: ExecutionConfig = ExecutionConfig()):
         self.skb, self.index, self.encoder, self.store, self.cfg = skb, index, encoder, store, cfg
         self._names = skb.nodes["name"].astype(str).to_numpy()
+        self._memo: dict[str, np.ndarray] = {}
 
     def execute(self, plan_or_text: Plan | str, query: str,
                 entity_table: EntityTable | None = None) -> tuple[Ranking, Trace]:
@@ -89,7 +91,7 @@ class PlanExecutor:
             texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors):]))
             slots.append((anchors, len(texts) - 1))
         start = time.perf_counter()
-        vectors = self.encoder.encode(texts, self.cfg.max_tokens) if texts else np.zeros((0, 1), np.float32)
+        vectors = self._encode(texts)
         share = (time.perf_counter() - start) / max(1, sum(s is not None for s in slots))
         results = []
         for trace, slot in zip(traces, slots):
@@ -99,6 +101,20 @@ class PlanExecutor:
             trace.seconds["link"] += share
             results.append((self._run(trace, vectors[slot[0]], vectors[slot[1]]), trace))
         return results
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """Vectors of ``texts``; each distinct text is encoded once per process (plans of one query share their
+        anchor and relevance texts, and the teacher executes them in several calls); the newest ``MEMO_SIZE`` kept."""
+        if not texts:
+            return np.zeros((0, 1), np.float32)
+        new = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        fresh = dict(zip(new, self.encoder.encode(new, self.cfg.max_tokens))) if new else {}
+        out = np.stack([fresh[t] if t in fresh else self._memo[t] for t in texts])
+        for text, vec in fresh.items():
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))  # the oldest entry
+            self._memo[text] = vec
+        return out
 
     def _validate(self, plan_or_text: Plan | str, table: EntityTable | None) -> Trace:
         trace, start = Trace(), time.perf_counter()

@@ -171,11 +171,15 @@ def test_batch_embeds_once_and_equals_single_execution(env, monkeypatch):
     calls = []
     original = executor.encoder.encode
     monkeypatch.setattr(executor.encoder, "encode", lambda texts, n, **kw: calls.append(len(texts)) or original(texts, n))
-    batch = executor.execute_batch(plans, ["q"] * 3)
-    assert calls == [3]  # one anchor text + two relevance texts, one encoder call
-    for (r1, t1), (r2, t2) in zip(singles, batch):
-        assert r1.node_ids.tolist() == r2.node_ids.tolist() and t1.error == t2.error
+    executor._memo.clear()
+    batch = executor.execute_batch(plans + plans[:1], ["q"] * 4)
+    assert calls == [3]  # one anchor text + two relevance texts, one encoder call; the repeated plan adds none
+    again = executor.execute_batch(plans, ["q"] * 3)
+    assert calls == [3]  # texts seen before are not encoded again
+    for (r1, t1), (r2, t2), (r3, _) in zip(singles, batch, again):
+        assert r1.node_ids.tolist() == r2.node_ids.tolist() == r3.node_ids.tolist() and t1.error == t2.error
         np.testing.assert_allclose(r1.scores, r2.scores, atol=1e-5)
+        np.testing.assert_array_equal(r2.scores, r3.scores)
 
 
 def test_injection_through_texts_leaves_the_store_untouched(env):
