@@ -3,7 +3,7 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path
+from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path, resolve_dtype
 from grasp_core.errors import MissingModelError
 
 TEXTS = ["retina", "a drug approved for topical ocular use in adults " * 8, "", "type 2 diabetes", "x"]
@@ -34,6 +34,22 @@ def test_encode_truncates_at_max_tokens(encoder):
 def test_similar_texts_are_closer(encoder):
     v = encoder.encode(["diabetes medication", "metformin treats type 2 diabetes", "a red bicycle"], 64)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_bfloat16_encoder_is_close_to_float32_and_says_so_in_its_identity(encoder):
+    bf16 = load_encoder(EncoderConfig(dtype="bfloat16"))
+    assert bf16.identity == "all-MiniLM-L6-v2|pooling=mean|dim=384|dtype=bfloat16" != encoder.identity
+    assert next(bf16.model.parameters()).dtype == torch.bfloat16
+    assert next(encoder.model.parameters()).dtype == torch.float32  # its own model, the float32 one is untouched
+    ours, full = bf16.encode(TEXTS, 256), encoder.encode(TEXTS, 256)
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(ours * full, axis=1)) > 0.99
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    assert resolve_dtype("auto", "cpu") == (torch.bfloat16 if native else torch.float32)
+    assert resolve_dtype("float32", "cuda") == torch.float32
+    with pytest.raises(ValueError, match="EncoderConfig.dtype"):
+        resolve_dtype("int8", "cpu")
 
 
 def test_load_encoder_is_cached():
