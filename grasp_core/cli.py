@@ -88,9 +88,12 @@ def _retrieve(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from grasp_core.report import dataset_report
+    from grasp_core.report import cross_dataset_report, dataset_report
 
-    text = dataset_report(Artifacts.for_dataset(args.dataset, args.root))
+    arts = [Artifacts.for_dataset(d, args.root) for d in args.datasets]
+    text = "\n\n".join(dataset_report(a) for a in arts)
+    if len(arts) > 1:
+        text += "\n\n" + cross_dataset_report(arts)
     if args.out:
         from grasp_core.io import atomic_file
 
@@ -140,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--batch-size", type=int, default=32)
     retrieve.set_defaults(func=_retrieve)
 
-    report = sub.add_parser("report", help="print a dataset's results tables (from its evaluation assets)")
-    report.add_argument("dataset")
+    report = sub.add_parser("report", help="print datasets' results tables (from their evaluation assets); with "
+                                           "several datasets also the ablations across them (Stouffer)")
+    report.add_argument("datasets", nargs="+")
     report.add_argument("--out", default=None, help="also write the markdown to this file")
     report.set_defaults(func=_report)
     return parser

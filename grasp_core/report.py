@@ -1,8 +1,12 @@
-"""A dataset's results as markdown, read from its finished evaluation artifacts (never typed by hand)."""
+"""Results as markdown, read from finished evaluation artifacts (never typed by hand): one dataset's tables, and
+the ablations across datasets with Stouffer-combined McNemar p-values."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from grasp_core.artifacts import Artifacts
+from grasp_core.eval.significance import stouffer
 from grasp_core.io import is_complete, read_json
 from grasp_core.pipeline.evaluation import PROGRESSION_COLUMNS
 from grasp_core.pipeline.plots import markdown_table
@@ -43,3 +47,28 @@ def dataset_report(art: Artifacts) -> str:
                      + "| stage | mean (s) | p50 (s) | p95 (s) |\n|---|---|---|---|\n"
                      + "\n".join(f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows))
     return "\n".join(parts)
+
+
+def cross_dataset_report(arts: Sequence[Artifacts]) -> str:
+    """Each ablation's test Hit@1 per dataset (with its McNemar p against GRASP at the same reranker setting) and
+    the p-values combined across datasets by Stouffer's method, signed by the direction of each difference."""
+    tables = {a.dataset: read_json(a.path("ablations") / "ablations.json") for a in arts if is_complete(a.path("ablations"))}
+    if not tables:
+        return "(no dataset has its ablations built yet)"
+    rows: dict[tuple[str, str], dict] = {}
+    for dataset, table in tables.items():
+        full = {r["reranker"]: r["hit@1"] for r in table["rows"] if r["setting"].startswith("GRASP")}
+        for r in table["rows"]:
+            setting = "GRASP" if r["setting"].startswith("GRASP") else r["setting"]
+            row = rows.setdefault((setting, r["reranker"]), {"setting": setting, "reranker": r["reranker"], "tests": []})
+            p = r["p (McNemar)"]
+            row[dataset] = f"{r['hit@1']:.1f}" + ("" if p == "—" else f" (p {p})")
+            if p != "—":
+                row["tests"].append((float(p), r["hit@1"] - full[r["reranker"]]))
+    for row in rows.values():
+        tests = row.pop("tests")
+        row["Stouffer p"] = f"{stouffer([p for p, _ in tests], [d for _, d in tests]):.3g}" if tests else "—"
+    names = list(tables)
+    head = (f"## Ablations across datasets (test Hit@1; McNemar p vs GRASP at the same reranker setting; Stouffer "
+            f"across {', '.join(f'`{n}`' for n in names)})\n\n")
+    return head + markdown_table(list(rows.values()), ["setting", "reranker", *names, "Stouffer p"])
