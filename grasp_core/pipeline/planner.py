@@ -270,7 +270,8 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
     rl = ws.profile.rl
     rft_init = base if rl.rft_from_base else round_start(ws, round_key)
-    rft_cfg = ws.profile.sft if rl.rft_epochs is None else dataclasses.replace(ws.profile.sft, epochs=rl.rft_epochs)
+    rft_cfg = dataclasses.replace(ws.profile.sft, epochs=rl.rft_epochs or ws.profile.sft.epochs,
+                                  learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate)
     train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
     rft_seconds = time.perf_counter() - t0
 

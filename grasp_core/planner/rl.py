@@ -43,6 +43,7 @@ class RLSettings:
     rft_from_base: bool = field(default=True, metadata={
         "help": "RFT retrains from the base model (paper); False continues from the planner the round starts from"})
     rft_epochs: float | None = field(default=None, metadata={"help": "RFT epochs (None: the SFT epochs)"})
+    rft_learning_rate: float | None = field(default=None, metadata={"help": "RFT learning rate (None: the SFT's)"})
     seed: int = field(default=0, metadata={"help": "query subset and sampling seed"})
 
 
