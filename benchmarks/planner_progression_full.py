@@ -16,9 +16,7 @@ from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.eval.significance import mcnemar
-from grasp_core.io import is_complete
-from grasp_core.pipeline.evaluation import TestRun
-from grasp_core.pipeline.planner import ROUNDS
+from grasp_core.pipeline.evaluation import TestRun, kept_planners
 from grasp_core.pipeline.plots import markdown_table
 from grasp_core.pipeline.workspace import Workspace
 from grasp_core.profiles import get_profile
@@ -31,8 +29,7 @@ def main() -> None:
     art = Artifacts.for_dataset(dataset, sys.argv[2] if len(sys.argv) > 2 else None)
     profile = get_profile("cpu")
     ws = Workspace(art, profile.replace(eval=dataclasses.replace(profile.eval, max_test_queries=None)))
-    planners = [("SFT", "sft", art.require("sft_adapter"))]
-    planners += [(f"SFT + RL round {r}", f"round {r}", art.path("planner", r)) for r in ROUNDS if is_complete(art.path("planner", r))]
+    planners = kept_planners(ws)
     rows = []
     for split in ("val", "test"):
         run = TestRun(ws, split)

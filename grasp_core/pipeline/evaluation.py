@@ -235,16 +235,21 @@ def ablations_step(ws: Workspace) -> dict:
 PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
 
 
+def kept_planners(ws: Workspace) -> list[tuple[str, str, object]]:
+    """(label, plan-cache key, checkpoint) of the SFT planner and each written RL round; the keys are the ones
+    eval_metrics and the ablations use, so a planner already run on the test queries is not run again."""
+    from grasp_core.io import is_complete
+
+    planners = [("SFT", "sft", ws.art.require("sft_adapter"))]
+    return planners + [(f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS
+                       if is_complete(ws.art.path("planner", r))]
+
+
 def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -> list[dict]:
     """Fused Hit@1 (no reranker) on validation and test for text only, the teacher, SFT and each kept RL round,
     with McNemar p-values against the SFT planner (issue: the planner's progression)."""
-    from grasp_core.io import is_complete
-
     runs = dict(runs or {})
-    # (label, plan-cache key, checkpoint); the keys are the ones eval_metrics and the ablations use, so a planner
-    # already run on the test queries is not run again
-    planners = [("SFT", "sft", ws.art.require("sft_adapter"))]
-    planners += [(f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))]
+    planners = kept_planners(ws)
     teacher = load_teacher_plans(ws).set_index("qid")
     rows = []
     for split in ("val", "test"):

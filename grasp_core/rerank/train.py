@@ -9,8 +9,7 @@ clipping at 1.0, 3 epochs. The data order is a function of (seed, epoch) and the
 
 Checkpoints and selection. The base model is candidate 0 (validated before the first step, unless
 ``validate_base`` is off); every ``checkpoint_every_epochs`` (0.5) epochs and at the end the trainable
-weights are validated by
-``val_fn(scorer) -> float`` (the pipeline passes val Hit@1 of the reranked fused rankings, see
+weights are validated by ``val_fn(scorer) -> float`` (the pipeline passes val Hit@1 of the reranked fused rankings, see
 :class:`grasp_core.rerank.inference.RerankValidation`) and saved atomically under
 ``out_dir/checkpoints/step-NNNNNN/`` (``weights.safetensors``; the latest one also holds
 ``optimizer.pt`` — optimizer, scheduler and RNG states — for resuming; ``state.json`` the validation

@@ -438,6 +438,9 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
     ``epoch`` (0 = before training), ``train_loss`` (None at epoch 0) and ``val_mrr`` (percent).
     ``progress`` is called with each history entry as soon as it exists.
     """
+    if cfg.finetune_encoder and next(encoder.model.parameters()).dtype != torch.float32:
+        raise GraspError("MFARConfig.finetune_encoder trains the query encoder's weights, which needs them in float32; "
+                         "load the encoder with EncoderConfig.dtype='float32'")
     if cfg.finetune_encoder and not torch.cuda.is_available():
         raise GraspError("MFARConfig.finetune_encoder needs a CUDA GPU (none is visible); set it to False on CPU")
     train, val = skb.split("train"), skb.split("val").head(cfg.max_val_queries)

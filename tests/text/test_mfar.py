@@ -152,6 +152,14 @@ def test_load_with_another_encoder_is_refused(trained, encoder, tmp_path):
         MFARRetriever.load(path, Other())
 
 
+def test_encoder_finetuning_needs_float32_weights(skb, node_index):
+    from grasp_core.embed.encoder import EncoderConfig, load_encoder
+
+    bf16 = load_encoder(EncoderConfig(dtype="bfloat16"))
+    with pytest.raises(GraspError, match="dtype='float32'"):
+        train_mfar(skb, node_index, bf16, MFARConfig(finetune_encoder=True))
+
+
 def test_encoder_finetuning_needs_a_gpu(skb, node_index, encoder):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
