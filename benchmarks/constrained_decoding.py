@@ -53,7 +53,10 @@ def random_tables(skb, n, rng):
     tables = []
     for _ in range(n):
         ids = rng.sample(range(len(skb.nodes)), 3)
-        rows = [EntityRow(f"E{i + 1}", str(skb.nodes.name[j]), "anchor", (str(skb.nodes.type[j]),)) for i, j in enumerate(ids)]
+        rows = [
+            EntityRow(f"E{i + 1}", str(skb.nodes.name[j]), "anchor", (str(skb.nodes.type[j]),))
+            for i, j in enumerate(ids)
+        ]
         tables.append(EntityTable((*rows, EntityRow("E4", "recent", "attribute", ()))))
     return tables
 
@@ -71,14 +74,33 @@ def random_plan(grammar, rng):
 def plan_json_schema(schema, table):
     types, refs = list(schema.node_types), [r.ref for r in table.rows if r.role != "attribute"]
     obj = lambda props, req: {"type": "object", "properties": props, "required": req, "additionalProperties": False}  # noqa: E731
-    anchor = obj({"var": {"enum": ["a1", "a2", "a3"]}, "ref": {"enum": refs}, "type": {"enum": types},
-                  "match_mode": {"enum": ["name", "doc"]}}, ["var", "ref", "type", "match_mode"])
-    hop = obj({"from": {"enum": ["a1", "a2", "a3", *[f"x{i}" for i in range(1, 7)]]}, "rel": {"enum": schema.relation_names},
-               "to": {"enum": [*[f"x{i}" for i in range(1, 7)], "target"]}, "to_type": {"enum": types}}, ["from", "rel", "to"])
-    return obj({"target": obj({"type": {"enum": types}}, ["type"]),
-                "anchors": {"type": "array", "items": anchor, "maxItems": 3},
-                "hops": {"type": "array", "items": hop, "maxItems": 9},
-                "relevance_text": {"type": "string", "maxLength": 200}}, ["target", "anchors", "hops", "relevance_text"])
+    anchor = obj(
+        {
+            "var": {"enum": ["a1", "a2", "a3"]},
+            "ref": {"enum": refs},
+            "type": {"enum": types},
+            "match_mode": {"enum": ["name", "doc"]},
+        },
+        ["var", "ref", "type", "match_mode"],
+    )
+    hop = obj(
+        {
+            "from": {"enum": ["a1", "a2", "a3", *[f"x{i}" for i in range(1, 7)]]},
+            "rel": {"enum": schema.relation_names},
+            "to": {"enum": [*[f"x{i}" for i in range(1, 7)], "target"]},
+            "to_type": {"enum": types},
+        },
+        ["from", "rel", "to"],
+    )
+    return obj(
+        {
+            "target": obj({"type": {"enum": types}}, ["type"]),
+            "anchors": {"type": "array", "items": anchor, "maxItems": 3},
+            "hops": {"type": "array", "items": hop, "maxItems": 9},
+            "relevance_text": {"type": "string", "maxLength": 200},
+        },
+        ["target", "anchors", "hops", "relevance_text"],
+    )
 
 
 class Timed:
@@ -101,7 +123,7 @@ class LMFEProcessor:
     def __call__(self, input_ids, scores):
         mask = torch.full_like(scores, float("-inf"))
         for r, enforcer in enumerate(self.enforcers):
-            allowed = enforcer.get_allowed_tokens(input_ids[r, self.prompt_len:].tolist())
+            allowed = enforcer.get_allowed_tokens(input_ids[r, self.prompt_len :].tolist())
             ids = allowed.allowed_tokens if hasattr(allowed, "allowed_tokens") else allowed
             mask[r, ids] = 0
         return scores + mask
@@ -117,7 +139,9 @@ def make_processors(option, llm, grammars, tables, schema, prompt_len):
 
         info = xgr.TokenizerInfo.from_huggingface(llm.tokenizer, vocab_size=llm.model.config.vocab_size)
         compiler = xgr.GrammarCompiler(info)
-        compiled = [compiler.compile_json_schema(json.dumps(plan_json_schema(schema, t)), any_whitespace=False) for t in tables]
+        compiled = [
+            compiler.compile_json_schema(json.dumps(plan_json_schema(schema, t)), any_whitespace=False) for t in tables
+        ]
         return LogitsProcessor([c for c in compiled for _ in range(N_SAMPLES)])
     if option == "lmfe":
         from lmformatenforcer import JsonSchemaParser, TokenEnforcer
@@ -125,8 +149,12 @@ def make_processors(option, llm, grammars, tables, schema, prompt_len):
 
         strings = token_strings(llm.tokenizer)
         regular = [(i, s, s.startswith(" ")) for i, s in enumerate(strings) if s is not None]
-        data = TokenEnforcerTokenizerData(regular, lambda ids: llm.tokenizer.decode(ids), llm.tokenizer.eos_token_id, False, len(strings))
-        return LMFEProcessor([TokenEnforcer(data, JsonSchemaParser(plan_json_schema(schema, t))) for t in row_tables], prompt_len)
+        data = TokenEnforcerTokenizerData(
+            regular, lambda ids: llm.tokenizer.decode(ids), llm.tokenizer.eos_token_id, False, len(strings)
+        )
+        return LMFEProcessor(
+            [TokenEnforcer(data, JsonSchemaParser(plan_json_schema(schema, t))) for t in row_tables], prompt_len
+        )
     return None
 
 
@@ -150,18 +178,44 @@ def main() -> None:
     grammars = [PlanGrammar(schema, t) for t in tables]
     plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(60)]
     corpus = [skb.document(i) for i in range(len(skb.nodes))] + [m["content"] for c in chats for m in c] * 5 + plans
-    results: dict = {"setup": {"skb": "synth-prime tiny", "prompts": N_PROMPTS, "samples_per_prompt": N_SAMPLES,
-                               "max_new_tokens": MAX_NEW, "temperature": 1.0, "torch_threads": 1,
-                               "load_avg_1min": os.getloadavg()[0]}}
+    results: dict = {
+        "setup": {
+            "skb": "synth-prime tiny",
+            "prompts": N_PROMPTS,
+            "samples_per_prompt": N_SAMPLES,
+            "max_new_tokens": MAX_NEW,
+            "temperature": 1.0,
+            "torch_threads": 1,
+            "load_avg_1min": os.getloadavg()[0],
+        }
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tok = train_planner_tokenizer(corpus, 4000, Path(tmp) / "tok", schema=schema)
         model = build_tiny_qwen3(tok)
-        results["model"] = {"vocab": len(tok), "parameters": sum(p.numel() for p in model.parameters()),
-                            "prompt_tokens_mean": float(np.mean([len(tok(llm_text)["input_ids"]) for llm_text in
-                                                                 [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]]))}
+        results["model"] = {
+            "vocab": len(tok),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "prompt_tokens_mean": float(
+                np.mean(
+                    [
+                        len(tok(llm_text)["input_ids"])
+                        for llm_text in [
+                            tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats
+                        ]
+                    ]
+                )
+            ),
+        }
         # --- one SFT step: tokens/s
-        batch = tok([tok.apply_chat_template(c + [{"role": "assistant", "content": p}], tokenize=False)
-                     for c, p in zip(chats, plans)], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tok(
+            [
+                tok.apply_chat_template(c + [{"role": "assistant", "content": p}], tokenize=False)
+                for c, p in zip(chats, plans)
+            ],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=False,
+        )
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         times = []
         for _ in range(4):
@@ -171,8 +225,12 @@ def main() -> None:
             opt.zero_grad()
             times.append(time.perf_counter() - t)
         n_tok = int(batch["attention_mask"].sum())
-        results["train_step"] = {"batch": N_PROMPTS, "tokens": n_tok, "seconds": float(np.median(times[1:])),
-                                 "tokens_per_s": n_tok / float(np.median(times[1:]))}
+        results["train_step"] = {
+            "batch": N_PROMPTS,
+            "tokens": n_tok,
+            "seconds": float(np.median(times[1:])),
+            "tokens_per_s": n_tok / float(np.median(times[1:])),
+        }
         save_model(build_tiny_qwen3(tok), tok, Path(tmp) / "model")
         llm = TransformersLLM(Path(tmp) / "model", batch_size=N_PROMPTS)
         enc = llm.tokenizer([llm.render(c) for c in chats], return_tensors="pt", padding=True, add_special_tokens=False)
@@ -187,16 +245,26 @@ def main() -> None:
             torch.manual_seed(0)
             t = time.perf_counter()
             with torch.inference_mode():
-                gen = llm.model.generate(**enc, max_new_tokens=MAX_NEW, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                                         num_return_sequences=N_SAMPLES, logits_processor=[timed] if timed else None,
-                                         pad_token_id=llm.tokenizer.pad_token_id)
+                gen = llm.model.generate(
+                    **enc,
+                    max_new_tokens=MAX_NEW,
+                    do_sample=True,
+                    temperature=1.0,
+                    top_k=0,
+                    top_p=1.0,
+                    num_return_sequences=N_SAMPLES,
+                    logits_processor=[timed] if timed else None,
+                    pad_token_id=llm.tokenizer.pad_token_id,
+                )
             wall = time.perf_counter() - t
             new = gen[:, prompt_len:]
             n_new = int((new != llm.tokenizer.pad_token_id).sum())
             texts = llm.tokenizer.batch_decode(new, skip_special_tokens=True)
             reasons = [failed(x, schema, tables[i // N_SAMPLES]) for i, x in enumerate(texts)]
             results[option] = {
-                "generated_tokens": n_new, "steps": new.shape[1], "wall_s": wall,
+                "generated_tokens": n_new,
+                "steps": new.shape[1],
+                "wall_s": wall,
                 "processor_s": timed.seconds if timed else 0.0,
                 "overhead_ms_per_token": 1000 * (timed.seconds if timed else 0.0) / max(n_new, 1),
                 "overhead_ms_per_step": 1000 * (timed.seconds if timed else 0.0) / max(new.shape[1], 1),
@@ -212,9 +280,13 @@ def main() -> None:
         if "error" in r:
             print(f"| {option} | error: {r['error'][:60]} | | | |")
         else:
-            print(f"| {option} | {100 * r['failed_plan_rate']:.0f}% | {r['overhead_ms_per_token']:.3f} | {r['wall_s']:.1f} | {r['generated_tokens']} |")
-    print(f"\ntrain step: {results['train_step']['tokens_per_s']:.0f} tokens/s "
-          f"({results['train_step']['tokens']} tokens in {results['train_step']['seconds']:.2f} s); model {results['model']}")
+            print(
+                f"| {option} | {100 * r['failed_plan_rate']:.0f}% | {r['overhead_ms_per_token']:.3f} | {r['wall_s']:.1f} | {r['generated_tokens']} |"
+            )
+    print(
+        f"\ntrain step: {results['train_step']['tokens_per_s']:.0f} tokens/s "
+        f"({results['train_step']['tokens']} tokens in {results['train_step']['seconds']:.2f} s); model {results['model']}"
+    )
 
 
 if __name__ == "__main__":

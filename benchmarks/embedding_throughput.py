@@ -21,8 +21,10 @@ from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path
 
 N_TEXTS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 MAX_TOKENS, BATCH, ROUNDS = 256, 64, 2
-WORDS = ("gene protein disease drug pathway retina kidney binds expressed inhibits receptor enzyme syndrome "
-         "chronic acute membrane transport signalling phenotype tissue cell nucleus mitochondria therapy").split()
+WORDS = (
+    "gene protein disease drug pathway retina kidney binds expressed inhibits receptor enzyme syndrome "
+    "chronic acute membrane transport signalling phenotype tissue cell nucleus mitochondria therapy"
+).split()
 
 
 def documents(rng: np.random.Generator) -> list[str]:
@@ -55,12 +57,19 @@ def main() -> None:
         seconds["grasp Encoder.encode bfloat16"].append(t)
     best = {k: min(v) for k, v in seconds.items()}
     result = {
-        "texts": N_TEXTS, "max_tokens": MAX_TOKENS, "batch_size": BATCH, "threads": torch.get_num_threads(),
-        "seconds_per_round": seconds, "texts_per_second": {k: N_TEXTS / v for k, v in best.items()},
+        "texts": N_TEXTS,
+        "max_tokens": MAX_TOKENS,
+        "batch_size": BATCH,
+        "threads": torch.get_num_threads(),
+        "seconds_per_round": seconds,
+        "texts_per_second": {k: N_TEXTS / v for k, v in best.items()},
         "ours_relative_time": best["grasp Encoder.encode"] / best["SentenceTransformer.encode"],
         "max_abs_diff": float(np.abs(a - b).max()),
         "bfloat16_speedup": best["grasp Encoder.encode"] / best["grasp Encoder.encode bfloat16"],
-        "bfloat16_cosine_to_float32": {"min": float(np.min(np.sum(a * c, 1))), "mean": float(np.mean(np.sum(a * c, 1)))},
+        "bfloat16_cosine_to_float32": {
+            "min": float(np.min(np.sum(a * c, 1))),
+            "mean": float(np.mean(np.sum(a * c, 1))),
+        },
     }
     out = Path(__file__).parent / "results" / "embedding_throughput.json"
     out.parent.mkdir(exist_ok=True)
@@ -69,8 +78,10 @@ def main() -> None:
     for k, v in best.items():
         print(f"| {k} | {v:.2f} | {N_TEXTS / v:.0f} |")
     print(f"ours / plain time: {result['ours_relative_time']:.3f}; max |diff| = {result['max_abs_diff']:.2e}")
-    print(f"bfloat16: {result['bfloat16_speedup']:.2f}x faster, cosine to float32 min "
-          f"{result['bfloat16_cosine_to_float32']['min']:.4f}")
+    print(
+        f"bfloat16: {result['bfloat16_speedup']:.2f}x faster, cosine to float32 min "
+        f"{result['bfloat16_cosine_to_float32']['min']:.4f}"
+    )
 
 
 if __name__ == "__main__":

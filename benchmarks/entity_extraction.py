@@ -54,8 +54,11 @@ def main() -> None:
     t = time.perf_counter()
     graph = build_hpo_skb()
     skb = with_queries(graph, synthesize_queries(graph, n_queries=args.queries, seed=0))
-    print(f"hpo: {skb.num_nodes} nodes, {len(skb.edges)} edges, {len(skb.queries)} queries "
-          f"({time.perf_counter() - t:.1f}s)", flush=True)
+    print(
+        f"hpo: {skb.num_nodes} nodes, {len(skb.edges)} edges, {len(skb.queries)} queries "
+        f"({time.perf_counter() - t:.1f}s)",
+        flush=True,
+    )
     encoder = load_encoder(EncoderConfig())
     index = NodeIndex.build(skb, name_embeddings(skb, encoder, args.cache))
 
@@ -76,13 +79,21 @@ def main() -> None:
     rows = [len(tb.rows) for tb in tables]
     roles = {r: sum(m.role == r for ms in mentions for m in ms) for r in ("anchor", "target", "attribute")}
     result = {
-        "dataset": "hpo", "num_nodes": skb.num_nodes, "queries": len(texts), "splits": args.splits,
-        "fuzzy": not args.no_fuzzy, "gazetteer_build_s": round(build_s, 2),
+        "dataset": "hpo",
+        "num_nodes": skb.num_nodes,
+        "queries": len(texts),
+        "splits": args.splits,
+        "fuzzy": not args.no_fuzzy,
+        "gazetteer_build_s": round(build_s, 2),
         "gazetteer_entries": gazetteer.num_entries,
-        "find_mentions_s": round(find_s, 2), "extract_s": round(extract_s, 2),
+        "find_mentions_s": round(find_s, 2),
+        "extract_s": round(extract_s, 2),
         "queries_per_minute": round(60 * len(texts) / extract_s),
-        "rows_per_query": round(float(np.mean(rows)), 2), "empty_tables": int(sum(r == 0 for r in rows)),
-        "roles": roles, "coverage": coverage, "torch_threads": __import__("torch").get_num_threads(),
+        "rows_per_query": round(float(np.mean(rows)), 2),
+        "empty_tables": int(sum(r == 0 for r in rows)),
+        "roles": roles,
+        "coverage": coverage,
+        "torch_threads": __import__("torch").get_num_threads(),
         "examples": [{"query": q, "table": tb.render()} for q, tb in list(zip(texts, tables))[:5]],
     }
     write_json(RESULTS, result)
@@ -90,8 +101,10 @@ def main() -> None:
     for key in ("queries", "gazetteer_build_s", "extract_s", "queries_per_minute", "rows_per_query", "empty_tables"):
         print(f"| {key} | {result[key]} |")
     for split, c in coverage.items():
-        print(f"| coverage {split} (n={c['queries']}) | answer {c['answer']:.1f}% · gold path {c['gold_path']:.1f}% "
-              f"· gold path top-1 {c['gold_path_top1']:.1f}% |")
+        print(
+            f"| coverage {split} (n={c['queries']}) | answer {c['answer']:.1f}% · gold path {c['gold_path']:.1f}% "
+            f"· gold path top-1 {c['gold_path_top1']:.1f}% |"
+        )
     for ex in result["examples"][:3]:
         print(f"\n{ex['query']}\n{ex['table']}")
 

@@ -51,17 +51,27 @@ def main() -> None:
         for q in QUERIES:
             queries = np.ascontiguousarray(vectors[rng.choice(n, q)])
             row = {"vectors": n, "queries": q}
-            for label, threshold in ((f"faiss (threshold {default_threshold}, default)", default_threshold),
-                                     ("faiss (threshold 1)", 1)):
+            for label, threshold in (
+                (f"faiss (threshold {default_threshold}, default)", default_threshold),
+                ("faiss (threshold 1)", 1),
+            ):
                 faiss.cvar.distance_compute_blas_threshold = threshold
                 row[label] = best_ms(lambda: index.search(queries, K))
             faiss.cvar.distance_compute_blas_threshold = default_threshold
             row["torch matmul+topk"] = best_ms(lambda: torch.topk(torch.from_numpy(queries) @ tensor.T, K))
             row["numpy matmul+argpartition"] = best_ms(lambda: numpy_topk(queries, vectors))
             rows.append(row)
-    result = {"unit": "ms per batch (min over repeats)", "dim": DIM, "k": K, "faiss": faiss.__version__,
-              "torch": torch.__version__, "threads": torch.get_num_threads(), "machine": platform.processor(),
-              "default_blas_threshold": default_threshold, "rows": rows}
+    result = {
+        "unit": "ms per batch (min over repeats)",
+        "dim": DIM,
+        "k": K,
+        "faiss": faiss.__version__,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor(),
+        "default_blas_threshold": default_threshold,
+        "rows": rows,
+    }
     out = Path(__file__).parent / "results" / "faiss_vs_torch.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

@@ -119,8 +119,12 @@ class Walker:
                 cur, var = nxt, name
             hops += reversed(walk)
             anchors.append(Anchor(var=f"a{a}", type=str(self.types[cur]), text=str(self.names[cur])))
-        return Plan(target=Target(type=str(self.types[target])), anchors=tuple(anchors), hops=tuple(hops),
-                    relevance_text=str(self.names[target]))
+        return Plan(
+            target=Target(type=str(self.types[target])),
+            anchors=tuple(anchors),
+            hops=tuple(hops),
+            relevance_text=str(self.names[target]),
+        )
 
 
 def rss_gib() -> float:
@@ -129,8 +133,11 @@ def rss_gib() -> float:
 
 def percentiles(values: list[float]) -> dict[str, float]:
     v = 1e3 * np.asarray(values)
-    return {"p50_ms": round(float(np.percentile(v, 50)), 2), "p95_ms": round(float(np.percentile(v, 95)), 2),
-            "mean_ms": round(float(v.mean()), 2)}
+    return {
+        "p50_ms": round(float(np.percentile(v, 50)), 2),
+        "p95_ms": round(float(np.percentile(v, 95)), 2),
+        "mean_ms": round(float(v.mean()), 2),
+    }
 
 
 def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan], cfg: ExecutionConfig) -> dict:
@@ -144,8 +151,11 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
     store.load(skb)
     load_s = time.perf_counter() - start
     load_avg["after_load"] = os.getloadavg()[0]
-    print(f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB, "
-          f"load avg {load_avg['after_load']:.1f}", flush=True)
+    print(
+        f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB, "
+        f"load avg {load_avg['after_load']:.1f}",
+        flush=True,
+    )
     executor = PlanExecutor(skb, index, encoder, store, cfg)
     for plan in plans[:10]:  # warm-up: caches, lazy init
         executor.execute(plan, plan.relevance_text)
@@ -172,12 +182,19 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
     load_avg["after_plans"] = os.getloadavg()[0]
     store.close()
     shutil.rmtree(path, ignore_errors=True)
-    return {"backend": backend, "version": getattr(engine, "__version__", "?"), "max_frontier": cfg.max_frontier,
-            "load_s": round(load_s, 2),
-            "load_edges_per_s": int(len(skb.edges) / load_s), "load_avg_1min": load_avg,
-            "latency": {s: percentiles(v) for s, v in stages.items()},
-            "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))}, "outcomes": errors,
-            "first_error_messages": messages, "peak_rss_gib": round(rss_gib(), 2)}
+    return {
+        "backend": backend,
+        "version": getattr(engine, "__version__", "?"),
+        "max_frontier": cfg.max_frontier,
+        "load_s": round(load_s, 2),
+        "load_edges_per_s": int(len(skb.edges) / load_s),
+        "load_avg_1min": load_avg,
+        "latency": {s: percentiles(v) for s, v in stages.items()},
+        "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))},
+        "outcomes": errors,
+        "first_error_messages": messages,
+        "peak_rss_gib": round(rss_gib(), 2),
+    }
 
 
 def main() -> None:
@@ -204,16 +221,24 @@ def main() -> None:
     runs = []
     for backend in args.backends:
         try:
-            runs.append(bench_backend(backend, skb, index, encoder, plans, ExecutionConfig(max_frontier=args.max_frontier)))
+            runs.append(
+                bench_backend(backend, skb, index, encoder, plans, ExecutionConfig(max_frontier=args.max_frontier))
+            )
         except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
             print(f"skipping {backend}: {exc}")
-    result = {"scale": args.scale, "nodes": skb.num_nodes, "edges": len(skb.edges), "plans": args.plans,
-              "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
-              "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]), "skb_read_s": round(read_s, 1),
-              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-              "peak_rss_gib": round(rss_gib(), 2),
-              "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
-              "runs": runs}
+    result = {
+        "scale": args.scale,
+        "nodes": skb.num_nodes,
+        "edges": len(skb.edges),
+        "plans": args.plans,
+        "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
+        "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]),
+        "skb_read_s": round(read_s, 1),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "peak_rss_gib": round(rss_gib(), 2),
+        "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        "runs": runs,
+    }
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
     if RESULTS.exists():  # keep other backends' runs of the same setup (one backend per process)
         old = json.loads(RESULTS.read_text())
@@ -225,10 +250,14 @@ def main() -> None:
     print("| backend | max_frontier | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
     for run in runs:
         for stage, p in run["latency"].items():
-            print(f"| {run['backend']} {run['version']} | {run['max_frontier']} | {run['load_edges_per_s']:,} | {stage} "
-                  f"| {p['p50_ms']} | {p['p95_ms']} |")
+            print(
+                f"| {run['backend']} {run['version']} | {run['max_frontier']} | {run['load_edges_per_s']:,} | {stage} "
+                f"| {p['p50_ms']} | {p['p95_ms']} |"
+            )
         print(f"load avg (1 min): {run['load_avg_1min']}")
-    print(f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[(r['outcomes'], r['first_error_messages']) for r in runs]}")
+    print(
+        f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[(r['outcomes'], r['first_error_messages']) for r in runs]}"
+    )
 
 
 if __name__ == "__main__":

@@ -39,11 +39,19 @@ def main() -> None:
         hits = {name: run.hits(r) for name, r in fused.items()}
         for name, rankings in fused.items():
             m = run.metrics(rankings)
-            rows.append({"split": split, "planner": name, "queries": len(run.qids), "hit@1": m["hit@1"], "hit@5": m["hit@5"],
-                         "mrr": m["mrr"],
-                         "p vs SFT": "—" if name == "SFT" else f"{mcnemar(hits[name], hits['SFT'])[1]:.3g}",
-                         "p vs text": "—" if name == "text only" else f"{mcnemar(hits[name], hits['text only'])[1]:.3g}"})
-        print(markdown_table(rows[-len(fused):], COLUMNS), flush=True)
+            rows.append(
+                {
+                    "split": split,
+                    "planner": name,
+                    "queries": len(run.qids),
+                    "hit@1": m["hit@1"],
+                    "hit@5": m["hit@5"],
+                    "mrr": m["mrr"],
+                    "p vs SFT": "—" if name == "SFT" else f"{mcnemar(hits[name], hits['SFT'])[1]:.3g}",
+                    "p vs text": "—" if name == "text only" else f"{mcnemar(hits[name], hits['text only'])[1]:.3g}",
+                }
+            )
+        print(markdown_table(rows[-len(fused) :], COLUMNS), flush=True)
     out = Path(__file__).parent / "results" / f"planner_progression_full_{dataset}"
     out.with_suffix(".json").write_text(json.dumps({"dataset": dataset, "root": str(art.root), "rows": rows}, indent=2))
     out.with_suffix(".md").write_text(markdown_table(rows, COLUMNS) + "\n")

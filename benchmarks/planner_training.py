@@ -72,16 +72,29 @@ def main() -> None:
     compact = profile.inference.compact_prompt
     messages = {i: build_planner_messages(skb.schema, tables[i], texts[i], compact) for i in good}
     plans = {i: canonical_plan_json(taught[i].plan, tables[i]) for i in good}
-    build_planner_base(skb, ["\n".join(m["content"] for m in messages[i]) for i in good], list(plans.values()),
-                       profile.planner_model, tmp / "base")
+    build_planner_base(
+        skb,
+        ["\n".join(m["content"] for m in messages[i]) for i in good],
+        list(plans.values()),
+        profile.planner_model,
+        tmp / "base",
+    )
     base = base_model_path(tmp / "base")
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(base)
     prompt_of = {i: render_prompt(tok, messages[i]) for i in good}
     examples = [{"prompt": prompt_of[i], "completion": plans[i]} for i in good]
-    env = PlannerEnv(skb.schema, executor, dict(zip(qids, texts)), tables, dict(zip(qids, BM25Retriever.build(skb).rank(texts))),
-                     gold, skb.num_nodes, RewardTable.prior())
+    env = PlannerEnv(
+        skb.schema,
+        executor,
+        dict(zip(qids, texts)),
+        tables,
+        dict(zip(qids, BM25Retriever.build(skb).rank(texts))),
+        gold,
+        skb.num_nodes,
+        RewardTable.prior(),
+    )
     sft_cfg = profile.sft
     n_sft = sft_cfg.effective_batch * args.sft_steps
     sft_examples = (examples * (n_sft // len(examples) + 1))[:n_sft]
@@ -95,17 +108,29 @@ def main() -> None:
         sft_s = time.perf_counter() - t0
         grpo_cfg = dataclasses.replace(profile.grpo, max_steps=args.grpo_steps, save_every=10**6)
         t0 = time.perf_counter()
-        train_grpo(tmp / f"sft{threads}", env, good, prompt_of.__getitem__, lambda m, t: 0.0, grpo_cfg, tmp / f"grpo{threads}")
+        train_grpo(
+            tmp / f"sft{threads}", env, good, prompt_of.__getitem__, lambda m, t: 0.0, grpo_cfg, tmp / f"grpo{threads}"
+        )
         grpo_s = (time.perf_counter() - t0) / args.grpo_steps
-        rows.append({"threads": threads, "loadavg_1m": round(load, 2), "sft_steps": args.sft_steps,
-                     "sft_tokens_per_s": round(tokens / sft_s), "sft_s_per_step": round(sft_s / args.sft_steps, 2),
-                     "grpo_s_per_step": round(grpo_s, 1), "prompt_tokens_mean": round(tokens / n_sft)})
+        rows.append(
+            {
+                "threads": threads,
+                "loadavg_1m": round(load, 2),
+                "sft_steps": args.sft_steps,
+                "sft_tokens_per_s": round(tokens / sft_s),
+                "sft_s_per_step": round(sft_s / args.sft_steps, 2),
+                "grpo_s_per_step": round(grpo_s, 1),
+                "prompt_tokens_mean": round(tokens / n_sft),
+            }
+        )
     store.close()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"profile": "cpu", "rows": rows}, indent=1))
     print("| threads | load (1m) | SFT tokens/s | SFT s/step | GRPO s/step |\n|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['threads']} | {r['loadavg_1m']} | {r['sft_tokens_per_s']} | {r['sft_s_per_step']} | {r['grpo_s_per_step']} |")
+        print(
+            f"| {r['threads']} | {r['loadavg_1m']} | {r['sft_tokens_per_s']} | {r['sft_s_per_step']} | {r['grpo_s_per_step']} |"
+        )
 
 
 if __name__ == "__main__":

@@ -44,12 +44,15 @@ def _write_prime_like(folder: Path, seed: int = 0) -> None:
     folder.mkdir(parents=True)
     with open(folder / "node_info.pkl", "wb") as handle:
         pickle.dump(node_info, handle)
-    for name, obj in (("node_type_dict", {i: f"type{i}" for i in range(10)}),
-                      ("edge_type_dict", {i: f"rel{i}" for i in range(18)})):
+    for name, obj in (
+        ("node_type_dict", {i: f"type{i}" for i in range(10)}),
+        ("edge_type_dict", {i: f"rel{i}" for i in range(18)}),
+    ):
         with open(folder / f"{name}.pkl", "wb") as handle:
             pickle.dump(obj, handle)
-    torch.save(torch.from_numpy(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])])),
-               folder / "edge_index.pt")
+    torch.save(
+        torch.from_numpy(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])])), folder / "edge_index.pt"
+    )
     torch.save(torch.from_numpy(np.concatenate([rel, rel])), folder / "edge_types.pt")
     torch.save(torch.from_numpy(types), folder / "node_types.pt")
 
@@ -60,8 +63,13 @@ def run_case(case: str) -> dict:
 
         start = time.perf_counter()
         skb = build_hpo_skb()
-        return {"case": case, "seconds": time.perf_counter() - start, "peak_rss_gib": _peak_rss_gib(),
-                "nodes": skb.num_nodes, "edges": len(skb.edges)}
+        return {
+            "case": case,
+            "seconds": time.perf_counter() - start,
+            "peak_rss_gib": _peak_rss_gib(),
+            "nodes": skb.num_nodes,
+            "edges": len(skb.edges),
+        }
     from grasp_core.skb.stark import load_stark_graph
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,9 +78,16 @@ def run_case(case: str) -> dict:
         start = time.perf_counter()
         _, nodes, edges = load_stark_graph("prime", tmp)
         seconds = time.perf_counter() - start
-    return {"case": case, "seconds": seconds, "peak_rss_gib": _peak_rss_gib(), "rss_before_load_gib": base,
-            "nodes": len(nodes), "edges": len(edges), "directed_edges_read": PRIME_DIRECTED_EDGES,
-            "edges_per_second": PRIME_DIRECTED_EDGES / seconds}
+    return {
+        "case": case,
+        "seconds": seconds,
+        "peak_rss_gib": _peak_rss_gib(),
+        "rss_before_load_gib": base,
+        "nodes": len(nodes),
+        "edges": len(edges),
+        "directed_edges_read": PRIME_DIRECTED_EDGES,
+        "edges_per_second": PRIME_DIRECTED_EDGES / seconds,
+    }
 
 
 def main() -> None:

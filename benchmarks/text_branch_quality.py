@@ -101,21 +101,28 @@ def markdown(results: dict) -> str:
         for label, m in r["metrics"].items():
             lexical_only = r["mfar_config"]["dense_fields"] is not None and not r["mfar_config"]["dense_fields"]
             note = " (lexical scorers only)" if label == "mfar" and lexical_only else ""
-            lines.append(f"| {name} | {label}{note} | {m['hit@1']:.1f} | {m['hit@5']:.1f} | {m['recall@20']:.1f} "
-                         f"| {m['mrr']:.1f} |")
+            lines.append(
+                f"| {name} | {label}{note} | {m['hit@1']:.1f} | {m['hit@5']:.1f} | {m['recall@20']:.1f} "
+                f"| {m['mrr']:.1f} |"
+            )
     lines += ["", "| dataset | nodes | mFAR field index (s) | mFAR training (s) | epochs |", "|---|---|---|---|---|"]
     for name, r in results.items():
-        lines.append(f"| {name} | {r['num_nodes']} | {r['mfar_field_index_s']:.0f} | {r['mfar_train_s']:.0f} "
-                     f"| {len(r['mfar_history']) - 1} |")
+        lines.append(
+            f"| {name} | {r['num_nodes']} | {r['mfar_field_index_s']:.0f} | {r['mfar_train_s']:.0f} "
+            f"| {len(r['mfar_history']) - 1} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
-    parser.add_argument("--lexical-only", action="store_true",
-                        help="skip node embeddings (no dense retriever; mFAR with lexical scorers only): for machines "
-                             "where encoding every node document is too slow")
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="skip node embeddings (no dense retriever; mFAR with lexical scorers only): for machines "
+        "where encoding every node document is too slow",
+    )
     args = parser.parse_args()
     encoder = load_encoder(ENCODER)
     path = RESULTS.with_suffix(".json")

@@ -14,13 +14,17 @@ METRICS = ("hit@1", "hit@5", "recall@20", "mrr")
 
 
 def table() -> str:
-    rows = ["| dataset | BM25 H@1 / H@5 / R@20 / MRR | dense H@1 / H@5 / R@20 / MRR | mFAR H@1 / H@5 / R@20 / MRR |",
-            "|---|---|---|---|"]
+    rows = [
+        "| dataset | BM25 H@1 / H@5 / R@20 / MRR | dense H@1 / H@5 / R@20 / MRR | mFAR H@1 / H@5 / R@20 / MRR |",
+        "|---|---|---|---|",
+    ]
     for ds in DATASETS:
         art = Artifacts.for_dataset(ds)
         if not is_complete(art.path("text_rankings")):
             continue
-        test = {r["retriever"]: r for r in read_json(art.path("text_rankings") / "metrics.json") if r["split"] == "test"}
+        test = {
+            r["retriever"]: r for r in read_json(art.path("text_rankings") / "metrics.json") if r["split"] == "test"
+        }
         cells = [" / ".join(f"{test[name][m]:.1f}" for m in METRICS) for name in ("bm25", "dense", "mfar")]
         rows.append(f"| {ds} | {cells[0]} | {cells[1]} | **{cells[2]}** |")
     return "\n".join(rows)

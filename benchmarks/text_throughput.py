@@ -73,7 +73,9 @@ def timed(fn):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--embed-sample", type=int, default=256, help="texts per field timed for the embedding estimate")
+    parser.add_argument(
+        "--embed-sample", type=int, default=256, help="texts per field timed for the embedding estimate"
+    )
     args = parser.parse_args()
 
     skb = build_hpo_skb()
@@ -105,34 +107,51 @@ def main() -> None:
         elif args.embed_sample and len(rows):
             sample = [values[i] for i in rng.choice(rows, min(args.embed_sample, len(rows)), replace=False)]
             _, seconds = timed(lambda: encoder.encode(sample, cfg.field_max_tokens))
-            embed[f] = {"texts": int(len(rows)), "texts_per_s": len(sample) / seconds,
-                        "estimated_s": len(rows) * seconds / len(sample)}
+            embed[f] = {
+                "texts": int(len(rows)),
+                "texts_per_s": len(sample) / seconds,
+                "estimated_s": len(rows) * seconds / len(sample),
+            }
     fields = FieldIndex(list(texts), lexical, dense, cfg.bm25, encoder.identity)
     mfar = MFARRetriever(fields, FieldWeights(encoder.dim, fields.num_scorers), encoder, cfg)
     _, mfar_time = timed(lambda: mfar.rank(queries, k=100))
     _, encode_time = timed(lambda: encoder.encode(queries, QUERY_MAX_TOKENS))
 
-    qps = {"stark_qa_bm25": len(queries) / stark_time, "bm25": len(queries) / bm25_time, "mfar": len(queries) / mfar_time,
-           "mfar_without_query_encoding": len(queries) / max(mfar_time - encode_time, 1e-9),
-           "query_encoding_only": len(queries) / encode_time}
-    results.update({
-        "queries_per_s": qps,
-        "ratio_vs_stark_qa_bm25": {k: v / qps["stark_qa_bm25"] for k, v in qps.items()},
-        "index_build_s": {"stark_qa_bm25": stark_build, "bm25": bm25_build},
-        "mfar_fields": fields.fields,
-        "mfar_scorers": fields.scorer_names,
-        "field_embedding": ({"field_max_tokens": cfg.field_max_tokens, "per_field": embed,
-                             "estimated_total_s": sum(e["estimated_s"] for e in embed.values())}
-                            if embed else previous.get("field_embedding")),
-        "cpu_count": os.cpu_count(),
-    })
+    qps = {
+        "stark_qa_bm25": len(queries) / stark_time,
+        "bm25": len(queries) / bm25_time,
+        "mfar": len(queries) / mfar_time,
+        "mfar_without_query_encoding": len(queries) / max(mfar_time - encode_time, 1e-9),
+        "query_encoding_only": len(queries) / encode_time,
+    }
+    results.update(
+        {
+            "queries_per_s": qps,
+            "ratio_vs_stark_qa_bm25": {k: v / qps["stark_qa_bm25"] for k, v in qps.items()},
+            "index_build_s": {"stark_qa_bm25": stark_build, "bm25": bm25_build},
+            "mfar_fields": fields.fields,
+            "mfar_scorers": fields.scorer_names,
+            "field_embedding": (
+                {
+                    "field_max_tokens": cfg.field_max_tokens,
+                    "per_field": embed,
+                    "estimated_total_s": sum(e["estimated_s"] for e in embed.values()),
+                }
+                if embed
+                else previous.get("field_embedding")
+            ),
+            "cpu_count": os.cpu_count(),
+        }
+    )
     write_json(RESULTS, results)
     print("| retriever | queries/s | × stark-qa BM25 |\n|---|---|---|")
     for name, v in qps.items():
         print(f"| {name} | {v:.1f} | {v / qps['stark_qa_bm25']:.2f} |")
     if results["field_embedding"]:
-        print(f"\nfield embedding of the other fields (MiniLM, {cfg.field_max_tokens} tokens): estimated "
-              f"{results['field_embedding']['estimated_total_s']:.0f} s")
+        print(
+            f"\nfield embedding of the other fields (MiniLM, {cfg.field_max_tokens} tokens): estimated "
+            f"{results['field_embedding']['estimated_total_s']:.0f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -15,20 +15,42 @@ from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
 
 PREPARE = dg.AssetSelection.assets(
-    "skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index", "mfar_model",
-    "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table",
+    "skb",
+    "queries",
+    "node_embeddings",
+    "vector_indexes",
+    "graph_store",
+    "entity_tables",
+    "text_index",
+    "mfar_model",
+    "text_rankings",
+    "teacher_plans",
+    "planner_base",
+    "sft_adapter",
+    "reward_table",
 )
 RL_ROUND = dg.AssetSelection.assets("rft_samples", "planner")
 FINISH = dg.AssetSelection.assets("reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency")
 
 # Every stage trains something, so each run carries the run-level HEAVY tag the run queue limits to one at
 # a time (asset op_tags do not reach run tags; without these job tags the queue limit never applied).
-prepare_job = dg.define_asset_job("prepare", selection=PREPARE, partitions_def=dataset_partitions, tags=HEAVY,
-                                  description="data, indexes, text branch, entity tables, teacher, SFT, reward table")
-rl_round_job = dg.define_asset_job("rl_round", selection=RL_ROUND, tags=HEAVY,
-                                   description="one RL round: sampling, RFT, GRPO (dataset × round)")
-finish_job = dg.define_asset_job("finish", selection=FINISH, partitions_def=dataset_partitions, tags=HEAVY,
-                                 description="reranker training and evaluation")
+prepare_job = dg.define_asset_job(
+    "prepare",
+    selection=PREPARE,
+    partitions_def=dataset_partitions,
+    tags=HEAVY,
+    description="data, indexes, text branch, entity tables, teacher, SFT, reward table",
+)
+rl_round_job = dg.define_asset_job(
+    "rl_round", selection=RL_ROUND, tags=HEAVY, description="one RL round: sampling, RFT, GRPO (dataset × round)"
+)
+finish_job = dg.define_asset_job(
+    "finish",
+    selection=FINISH,
+    partitions_def=dataset_partitions,
+    tags=HEAVY,
+    description="reranker training and evaluation",
+)
 
 
 @dg.schedule(job=prepare_job, cron_schedule="0 3 * * 0", default_status=dg.DefaultScheduleStatus.STOPPED)
@@ -38,24 +60,34 @@ def weekly_retraining(context: dg.ScheduleEvaluationContext):
         yield dg.RunRequest(run_key=f"{dataset}-{context.scheduled_execution_time:%Y%m%d}", partition_key=dataset)
 
 
-@dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[prepare_job, rl_round_job],
-                      request_jobs=[rl_round_job, finish_job], default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[prepare_job, rl_round_job],
+    request_jobs=[rl_round_job, finish_job],
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
 def chain_training_stages(context: dg.RunStatusSensorContext):
     """prepare → round 1 → round 2 → finish, for the dataset the finished run was about."""
     run = context.dagster_run
     tags = run.tags
     if run.job_name == prepare_job.name:
         dataset = tags.get("dagster/partition")
-        return dg.RunRequest(run_key=f"{run.run_id}-r1", job_name=rl_round_job.name,
-                             partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": ROUNDS[0]}))
+        return dg.RunRequest(
+            run_key=f"{run.run_id}-r1",
+            job_name=rl_round_job.name,
+            partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": ROUNDS[0]}),
+        )
     dataset = tags.get(f"dagster/partition/{DATASET}")
     round_key = tags.get("dagster/partition/round")
     if dataset is None or round_key is None:
         return dg.SkipReason("not a dataset × round run")
     if round_key != ROUNDS[-1]:
         nxt = ROUNDS[ROUNDS.index(round_key) + 1]
-        return dg.RunRequest(run_key=f"{run.run_id}-r{nxt}", job_name=rl_round_job.name,
-                             partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": nxt}))
+        return dg.RunRequest(
+            run_key=f"{run.run_id}-r{nxt}",
+            job_name=rl_round_job.name,
+            partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": nxt}),
+        )
     return dg.RunRequest(run_key=f"{run.run_id}-finish", job_name=finish_job.name, partition_key=dataset)
 
 

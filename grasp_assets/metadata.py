@@ -43,7 +43,13 @@ def log_result(run: TrackedRun, result: Mapping[str, object]) -> None:
         if isinstance(value, (int, float)):
             metrics[key] = float(value)
         elif isinstance(value, dict):
-            metrics.update({f"{key}.{k}": float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            metrics.update(
+                {
+                    f"{key}.{k}": float(v)
+                    for k, v in value.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)
+                }
+            )
         elif key.endswith("_md"):
             run.log_text(str(value), f"{key.removesuffix('_md')}.md")
         elif key.endswith("_png"):

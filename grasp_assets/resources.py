@@ -37,4 +37,6 @@ class MLflowTracking(dg.ConfigurableResource):
 
     def tracker(self) -> Tracker:
         defaults = TrackingConfig()
-        return Tracker(TrackingConfig(tracking_uri=self.tracking_uri or defaults.tracking_uri, experiment=self.experiment))
+        return Tracker(
+            TrackingConfig(tracking_uri=self.tracking_uri or defaults.tracking_uri, experiment=self.experiment)
+        )

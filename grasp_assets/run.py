@@ -27,12 +27,18 @@ ROUND_ASSETS = {"rft_samples", "planner"}
 PID_TAG = "grasp/pid"  # the process that runs a materialization (dead ones get their runs released)
 
 
-def _missing(selection: dg.AssetSelection, art: Artifacts, round_key: str | None, force: bool) -> dg.AssetSelection | None:
+def _missing(
+    selection: dg.AssetSelection, art: Artifacts, round_key: str | None, force: bool
+) -> dg.AssetSelection | None:
     graph = defs.resolve_asset_graph()
     keys = selection.resolve(graph)
     if force:
         return selection
-    missing = [k for k in keys if not is_complete(art.path(k.to_user_string(), round_key if k.to_user_string() in ROUND_ASSETS else None))]
+    missing = [
+        k
+        for k in keys
+        if not is_complete(art.path(k.to_user_string(), round_key if k.to_user_string() in ROUND_ASSETS else None))
+    ]
     if not missing:
         return None
     return dg.AssetSelection.assets(*missing).downstream() & selection
@@ -72,8 +78,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, force: bool = False,
-                 stages=("prepare", "rl", "finish"), scale: str = "", n_queries: int = 0) -> dict:
+def run_pipeline(
+    dataset: str,
+    profile: str = "cpu",
+    root: str | None = None,
+    force: bool = False,
+    stages=("prepare", "rl", "finish"),
+    scale: str = "",
+    n_queries: int = 0,
+) -> dict:
     check_dataset(dataset)
     os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
     instance = dg.DagsterInstance.get()
@@ -100,26 +113,41 @@ def run_pipeline(dataset: str, profile: str = "cpu", root: str | None = None, fo
         if round_key is not None and round_key != ROUNDS[0]:
             previous = ROUNDS[ROUNDS.index(round_key) - 1]
             if _gate_failed(art, previous):  # a kept planner whose gate failed: later rounds never start from it
-                print(f"[grasp] {name}: skipped, round {previous}'s validation gate failed (the last passing planner is served)")
+                print(
+                    f"[grasp] {name}: skipped, round {previous}'s validation gate failed (the last passing planner is served)"
+                )
                 break_rounds = True
                 continue
         todo = _missing(selection, art, round_key, force)
         if todo is None:
             print(f"[grasp] {name}: up to date")
             continue
-        print(f"[grasp] {name}: materializing {', '.join(sorted(k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())))}")
+        print(
+            f"[grasp] {name}: materializing {', '.join(sorted(k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())))}"
+        )
         t0 = time.perf_counter()
-        result = dg.materialize(assets, selection=todo, partition_key=partition, instance=instance, resources=resources,
-                                raise_on_error=False, tags={"grasp/stage": name, PID_TAG: str(os.getpid())})
+        result = dg.materialize(
+            assets,
+            selection=todo,
+            partition_key=partition,
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+            tags={"grasp/stage": name, PID_TAG: str(os.getpid())},
+        )
         timings[name] = time.perf_counter() - t0
         if not result.success and round_key is not None and _gate_failed(art, round_key):
-            print(f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
-                  f"and the last passing planner is served")
+            print(
+                f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
+                f"and the last passing planner is served"
+            )
             break_rounds = True
             continue
         if not result.success:
-            raise GraspError(f"stage {name!r} failed for {dataset!r}; see the run {result.run_id} in the Dagster UI "
-                             f"(`dagster dev -w workspace.yaml`) for the failing step's logs. Finished assets are kept; "
-                             f"rerunning resumes from the first missing one.")
+            raise GraspError(
+                f"stage {name!r} failed for {dataset!r}; see the run {result.run_id} in the Dagster UI "
+                f"(`dagster dev -w workspace.yaml`) for the failing step's logs. Finished assets are kept; "
+                f"rerunning resumes from the first missing one."
+            )
         print(f"[grasp] {name}: done in {timings[name]:.0f}s")
     return timings

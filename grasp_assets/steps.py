@@ -76,12 +76,23 @@ def _params(profile, step: str) -> dict:
     import dataclasses
 
     sections = {
-        "node_embeddings": ["encoder"], "vector_indexes": ["index"], "graph_store": ["graph_store"],
-        "entity_tables": ["gazetteer"], "text_index": ["bm25", "mfar"], "mfar_model": ["mfar"],
-        "teacher_plans": ["teacher"], "planner_base": ["planner_model"], "sft_adapter": ["sft"],
-        "reward_table": ["reward"], "rft_samples": ["rl", "inference"], "planner": ["sft", "grpo", "reward"],
-        "reranker_hard_negatives": ["rl"], "reranker": ["reranker_train", "rerank", "reranker_docs"],
-        "eval_metrics": ["eval", "rerank"], "ablations": ["eval"], "latency": ["eval"],
+        "node_embeddings": ["encoder"],
+        "vector_indexes": ["index"],
+        "graph_store": ["graph_store"],
+        "entity_tables": ["gazetteer"],
+        "text_index": ["bm25", "mfar"],
+        "mfar_model": ["mfar"],
+        "teacher_plans": ["teacher"],
+        "planner_base": ["planner_model"],
+        "sft_adapter": ["sft"],
+        "reward_table": ["reward"],
+        "rft_samples": ["rl", "inference"],
+        "planner": ["sft", "grpo", "reward"],
+        "reranker_hard_negatives": ["rl"],
+        "reranker": ["reranker_train", "rerank", "reranker_docs"],
+        "eval_metrics": ["eval", "rerank"],
+        "ablations": ["eval"],
+        "latency": ["eval"],
     }.get(step, [])
     out = {"profile": profile.name}
     for section in sections:

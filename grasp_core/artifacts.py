@@ -27,7 +27,7 @@ class Artifacts:
     root: Path = DEFAULT_ROOT
 
     @classmethod
-    def for_dataset(cls, dataset: str, root: str | Path | None = None) -> "Artifacts":
+    def for_dataset(cls, dataset: str, root: str | Path | None = None) -> Artifacts:
         return cls(dataset, Path(root) if root is not None else default_root())
 
     def path(self, name: str, round_key: str | None = None) -> Path:

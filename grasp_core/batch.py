@@ -29,10 +29,10 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
             try:
                 obj = json.loads(line)
             except ValueError as exc:
-                bad.append(f"{path}:{n}: not JSON ({exc.msg}); expected {{\"qid\": ..., \"query\": \"...\"}}")
+                bad.append(f'{path}:{n}: not JSON ({exc.msg}); expected {{"qid": ..., "query": "..."}}')
                 continue
             if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
-                bad.append(f"{path}:{n}: needs a string field \"query\" (and a \"qid\")")
+                bad.append(f'{path}:{n}: needs a string field "query" (and a "qid")')
             elif not obj["query"].strip():
                 bad.append(f"{path}:{n}: the query is empty")
             else:
@@ -40,7 +40,9 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
     return good, bad
 
 
-def retrieve_file(retriever, queries_path: str | Path, out_path: str | Path, batch_size: int = 32, k: int = 100) -> dict:
+def retrieve_file(
+    retriever, queries_path: str | Path, out_path: str | Path, batch_size: int = 32, k: int = 100
+) -> dict:
     good, bad = read_queries(queries_path)
     for message in bad:
         print(f"warning: {message}", file=sys.stderr)

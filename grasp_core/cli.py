@@ -21,7 +21,9 @@ def _data_build(args: argparse.Namespace) -> None:
     art = Artifacts.for_dataset(args.dataset, args.root)
     start = time.perf_counter()
     graph = build_skb_artifact(art, args.dataset, cfg)
-    print(f"skb: {graph['num_nodes']:,} nodes, {graph['num_edges']:,} edges in {graph['build_seconds']:.1f}s -> {graph['path']}")
+    print(
+        f"skb: {graph['num_nodes']:,} nodes, {graph['num_edges']:,} edges in {graph['build_seconds']:.1f}s -> {graph['path']}"
+    )
     if not args.no_queries:
         q = build_queries_artifact(art, args.dataset, cfg)
         print(f"queries: {q['num_queries']:,} {q['queries_per_split']} -> {q['path']}")
@@ -53,22 +55,34 @@ def _pipeline(args: argparse.Namespace) -> None:
 
     run = importlib.import_module("grasp_assets.run")  # the orchestration layer (Dagster); grasp_core stays free of it
     start = time.perf_counter()
-    timings = run.run_pipeline(args.dataset, profile=args.profile, root=args.root, force=args.force,
-                               scale=args.scale or "", n_queries=args.queries or 0)
+    timings = run.run_pipeline(
+        args.dataset,
+        profile=args.profile,
+        root=args.root,
+        force=args.force,
+        scale=args.scale or "",
+        n_queries=args.queries or 0,
+    )
     total = time.perf_counter() - start
     from grasp_core.report import dataset_report
 
     print()
     print(dataset_report(Artifacts.for_dataset(args.dataset, args.root)))
     print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
-    print("\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)")
-    print("  MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///dagster_home/mlflow.db   (http://127.0.0.1:5000)")
+    print(
+        "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
+    )
+    print(
+        "  MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///dagster_home/mlflow.db   (http://127.0.0.1:5000)"
+    )
 
 
 def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
-    return GraspRetriever.from_artifacts(args.dataset, args.root, args.profile, branches=args.branches, rerank=not args.no_rerank)
+    return GraspRetriever.from_artifacts(
+        args.dataset, args.root, args.profile, branches=args.branches, rerank=not args.no_rerank
+    )
 
 
 def _query(args: argparse.Namespace) -> None:
@@ -84,7 +98,10 @@ def _retrieve(args: argparse.Namespace) -> None:
     from grasp_core.batch import retrieve_file
 
     stats = retrieve_file(_retriever(args), args.queries, args.out, batch_size=args.batch_size)
-    print(f"answered {stats['answered']} queries -> {args.out}" + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else ""))
+    print(
+        f"answered {stats['answered']} queries -> {args.out}"
+        + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else "")
+    )
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -108,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    data = sub.add_parser("data", help="build or inspect a dataset's SKB").add_subparsers(dest="data_command", required=True)
+    data = sub.add_parser("data", help="build or inspect a dataset's SKB").add_subparsers(
+        dest="data_command", required=True
+    )
     build = data.add_parser("build", help="build the SKB and its queries")
     build.add_argument("dataset")
     build.add_argument("--scale", default=None, help="synthetic size: tiny | small | full | fraction")
@@ -118,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("dataset")
     stats.set_defaults(func=_data_stats)
 
-    pipe = sub.add_parser("pipeline", help="materialize the whole DAG for a dataset through Dagster, then print its results")
+    pipe = sub.add_parser(
+        "pipeline", help="materialize the whole DAG for a dataset through Dagster, then print its results"
+    )
     pipe.add_argument("dataset", nargs="?", default="hpo")
     pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
     pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
@@ -138,13 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     retrieve = sub.add_parser("retrieve", help="batch retrieval: JSONL in ({qid, query}), JSONL out (top 100)")
     retrieval_flags(retrieve)
-    retrieve.add_argument("--queries", required=True, help="input JSONL, one {\"qid\", \"query\"} per line")
-    retrieve.add_argument("--out", required=True, help="output JSONL, one {\"qid\", \"ranking\"} per line")
+    retrieve.add_argument("--queries", required=True, help='input JSONL, one {"qid", "query"} per line')
+    retrieve.add_argument("--out", required=True, help='output JSONL, one {"qid", "ranking"} per line')
     retrieve.add_argument("--batch-size", type=int, default=32)
     retrieve.set_defaults(func=_retrieve)
 
-    report = sub.add_parser("report", help="print datasets' results tables (from their evaluation assets); with "
-                                           "several datasets also the ablations across them (Stouffer)")
+    report = sub.add_parser(
+        "report",
+        help="print datasets' results tables (from their evaluation assets); with "
+        "several datasets also the ablations across them (Stouffer)",
+    )
     report.add_argument("datasets", nargs="+")
     report.add_argument("--out", default=None, help="also write the markdown to this file")
     report.set_defaults(func=_report)

@@ -33,9 +33,13 @@ def _env_path(var: str, default: Path) -> str:
 
 @dataclass(frozen=True)
 class DatasetConfig:
-    scale: str = field(default="small", metadata={"help": "synthetic SKB size: tiny | small | full | a float fraction of full"})
+    scale: str = field(
+        default="small", metadata={"help": "synthetic SKB size: tiny | small | full | a float fraction of full"}
+    )
     seed: int = field(default=0, metadata={"help": "seed of the synthetic generator and of query synthesis"})
-    n_queries: int = field(default=3000, metadata={"help": "queries synthesized for hpo and synth-* (train/val/test 60/20/20)"})
+    n_queries: int = field(
+        default=3000, metadata={"help": "queries synthesized for hpo and synth-* (train/val/test 60/20/20)"}
+    )
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
         metadata={"help": "directory holding the STaRK processed SKBs: <root>/<amazon|mag|prime>/processed/…"},
@@ -69,7 +73,8 @@ def user_skb_dirs(cfg: DatasetConfig = DatasetConfig()) -> list[str]:
         return []
     needed = ("schema.json", "nodes.parquet", "edges.parquet", "queries.parquet")
     return sorted(
-        p.name for p in root.iterdir()
+        p.name
+        for p in root.iterdir()
         if p.is_dir() and USER_KEY.match(p.name) and p.name not in BUILTIN and all((p / f).exists() for f in needed)
     )
 
@@ -93,9 +98,7 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
     if name in STARK:
         from grasp_core.skb.stark import load_stark_skb
 
-        return load_stark_skb(
-            name, Path(cfg.stark_root) / name, Path(cfg.stark_qa_root) / _STARK_QA_DIRS[name]
-        )
+        return load_stark_skb(name, Path(cfg.stark_root) / name, Path(cfg.stark_qa_root) / _STARK_QA_DIRS[name])
     return read_skb(Path(cfg.user_skb_root) / name)
 
 

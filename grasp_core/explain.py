@@ -26,7 +26,9 @@ def format_result(result: Result, show: int = 10) -> str:
     for i, a in enumerate(result.answers[:show], 1):
         rr = "" if a.reranker_score is None else f", reranker score {a.reranker_score:.3f}"
         lines.append(f"{i:>3}. {a.name} [{a.type}, {a.key}]  score {a.score:.4f}")
-        lines.append(f"     found by {a.found_by}: text {_rank(a.text_rank)}, graph {_rank(a.graph_rank)}, fused {_rank(a.fused_rank)}{rr}")
+        lines.append(
+            f"     found by {a.found_by}: text {_rank(a.text_rank)}, graph {_rank(a.graph_rank)}, fused {_rank(a.fused_rank)}{rr}"
+        )
         for path in a.paths[:3]:
             lines.append("     path: " + " → ".join(path))
     seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)

@@ -69,12 +69,14 @@ def per_query(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num
 
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(n_gold > 0, found_in_top(20) / np.maximum(n_gold, 1), 0.0)
-    return pd.DataFrame({
-        "hit@1": (first <= 1).astype(float),
-        "hit@5": (first <= 5).astype(float),
-        "recall@20": recall,
-        "mrr": np.where(np.isinf(first), 0.0, 1.0 / first),
-    })
+    return pd.DataFrame(
+        {
+            "hit@1": (first <= 1).astype(float),
+            "hit@5": (first <= 5).astype(float),
+            "recall@20": recall,
+            "mrr": np.where(np.isinf(first), 0.0, 1.0 / first),
+        }
+    )
 
 
 def evaluate(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num_nodes: int) -> dict[str, float]:
@@ -83,7 +85,8 @@ def evaluate(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num_
     return {m: float(100.0 * table[m].mean()) if len(table) else 0.0 for m in METRICS}
 
 
-def per_query_hits(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num_nodes: int,
-                   metric: str = "hit@1") -> np.ndarray:
+def per_query_hits(
+    rankings: Sequence[Ranking], answers: Sequence[Sequence[int]], num_nodes: int, metric: str = "hit@1"
+) -> np.ndarray:
     """Per-query success (bool) on ``metric`` (hit@1 by default), the input of McNemar's test."""
     return per_query(rankings, answers, num_nodes)[metric].to_numpy() > 0

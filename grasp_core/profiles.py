@@ -42,7 +42,9 @@ from grasp_core.text.mfar import MFARConfig
 
 @dataclass(frozen=True)
 class TeacherEndpoint:
-    base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the LLM teacher (None: programmatic teacher)"})
+    base_url: str | None = field(
+        default=None, metadata={"help": "OpenAI-compatible endpoint of the LLM teacher (None: programmatic teacher)"}
+    )
     model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
 
 
@@ -82,7 +84,7 @@ class Profile:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     eval: EvalSettings = field(default_factory=EvalSettings)
 
-    def replace(self, **changes) -> "Profile":
+    def replace(self, **changes) -> Profile:
         return dataclasses.replace(self, **changes)
 
 
@@ -94,8 +96,9 @@ def _cpu() -> Profile:
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
         teacher=TeacherConfig(max_candidates=16, pair_anchors=3),  # cpu: fewer executed candidates per query
         # cpu: a ~1.4M-parameter model (besides embeddings) so that SFT on 500 plans fits minutes on 2 cores
-        planner_model=PlannerModelConfig(tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2,
-                                                               intermediate_size=384)),
+        planner_model=PlannerModelConfig(
+            tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2, intermediate_size=384)
+        ),
         sft=SFTSettings(
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
             # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). Measured on hpo, 200 val
@@ -112,8 +115,9 @@ def _cpu() -> Profile:
         # text (the executor derives it from the query, as the teacher writes it). max_new_tokens stays at the
         # paper's 700: the grammar refuses a branch whose shortest completion (counted one token per character)
         # would not fit, and plans end at EOS anyway
-        inference=InferenceSettings(compact_prompt=True,
-                                    grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)),
+        inference=InferenceSettings(
+            compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)
+        ),
         # cpu: a subset of training queries per round (paper: all); RFT continues from the round's start planner for
         # 2 epochs instead of retraining from the base for the SFT's epochs (paper), which would cost a full SFT per
         # round, at a tenth of the SFT's learning rate. Measured on hpo (100 val queries, fused Hit@1, SFT 59.0):
@@ -146,10 +150,17 @@ def _gpu() -> Profile:
         name="gpu",
         device="cuda",
         dataset=DatasetConfig(scale="full", n_queries=10000),
-        encoder=EncoderConfig(model_path=str(models / "Qwen3-Embedding-4B"), pooling="last_token", batch_size=32, device="cuda",
-                              dtype="auto"),
+        encoder=EncoderConfig(
+            model_path=str(models / "Qwen3-Embedding-4B"),
+            pooling="last_token",
+            batch_size=32,
+            device="cuda",
+            dtype="auto",
+        ),
         mfar=MFARConfig(dense_fields=None),
-        teacher_endpoint=TeacherEndpoint(base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")),
+        teacher_endpoint=TeacherEndpoint(
+            base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")
+        ),
         planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
         reranker_backend="causal-lm",
         causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),
@@ -162,14 +173,26 @@ def _smoke() -> Profile:
     return cpu.replace(
         name="smoke",
         dataset=DatasetConfig(scale="tiny", n_queries=120),
-        planner_model=PlannerModelConfig(tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128), vocab_size=1024,
-                                         tokenizer_node_texts=2000),
+        planner_model=PlannerModelConfig(
+            tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128),
+            vocab_size=1024,
+            tokenizer_node_texts=2000,
+        ),
         teacher=TeacherConfig(max_candidates=12, pair_anchors=2),
-        sft=dataclasses.replace(cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8, max_length=768),
+        sft=dataclasses.replace(
+            cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8, max_length=768
+        ),
         inference=dataclasses.replace(cpu.inference, max_new_tokens=320),
         rl=dataclasses.replace(cpu.rl, samples_per_query=4, max_queries=8, rft_epochs=1.0),
-        grpo=dataclasses.replace(cpu.grpo, num_generations=4, prompts_per_step=2, max_steps=1, save_every=1, max_completion_length=320,
-                                 val_queries=8),
+        grpo=dataclasses.replace(
+            cpu.grpo,
+            num_generations=4,
+            prompts_per_step=2,
+            max_steps=1,
+            save_every=1,
+            max_completion_length=320,
+            val_queries=8,
+        ),
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
         rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),
         eval=EvalSettings(max_test_queries=12, latency_queries=3, rerank_k_values=(5, 10)),

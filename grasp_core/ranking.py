@@ -19,11 +19,11 @@ class Ranking(NamedTuple):
     scores: np.ndarray  # float32, descending
 
     @classmethod
-    def empty(cls) -> "Ranking":
+    def empty(cls) -> Ranking:
         return cls(np.zeros(0, np.int64), np.zeros(0, np.float32))
 
     @classmethod
-    def from_scores(cls, node_ids: np.ndarray, scores: np.ndarray, k: int | None = None) -> "Ranking":
+    def from_scores(cls, node_ids: np.ndarray, scores: np.ndarray, k: int | None = None) -> Ranking:
         """Sort candidates by descending score (ties: smaller node id first) and keep the top ``k``."""
         node_ids = np.asarray(node_ids, np.int64)
         scores = np.asarray(scores, np.float32)
@@ -35,7 +35,7 @@ class Ranking(NamedTuple):
     def __len__(self) -> int:  # type: ignore[override]
         return len(self.node_ids)
 
-    def top(self, k: int) -> "Ranking":
+    def top(self, k: int) -> Ranking:
         return Ranking(self.node_ids[:k], self.scores[:k])
 
     def rank_of(self, node_ids: Sequence[int]) -> int | None:
@@ -50,8 +50,9 @@ class Retriever(Protocol):
     def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]: ...
 
 
-def rrf(rankings: Sequence[Ranking], weights: Sequence[float] | None = None, k: float = 60.0,
-        top: int | None = None) -> Ranking:
+def rrf(
+    rankings: Sequence[Ranking], weights: Sequence[float] | None = None, k: float = 60.0, top: int | None = None
+) -> Ranking:
     """Reciprocal rank fusion of several rankings of one query."""
     weights = [1.0] * len(rankings) if weights is None else list(weights)
     if len(weights) != len(rankings):

@@ -65,7 +65,9 @@ class Result:
 
     @property
     def ranking(self) -> Ranking:
-        return Ranking(np.array([a.node_id for a in self.answers], np.int64), np.array([a.score for a in self.answers], np.float32))
+        return Ranking(
+            np.array([a.node_id for a in self.answers], np.int64), np.array([a.score for a in self.answers], np.float32)
+        )
 
 
 class GraspRetriever:
@@ -79,7 +81,9 @@ class GraspRetriever:
         ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
         self.text = load_text_retriever(ws, ws.profile.text_retriever) if branches != "graph" else None
         if branches != "text":
-            self.planner_name, checkpoint = (planner, ws.art.require(*planner.split(":"))) if planner else final_planner(ws)
+            self.planner_name, checkpoint = (
+                (planner, ws.art.require(*planner.split(":"))) if planner else final_planner(ws)
+            )
             self.llm = planner_llm(ws, checkpoint)
             ws.executor  # noqa: B018
         if rerank:
@@ -88,7 +92,7 @@ class GraspRetriever:
             self.scorer, self.builder, (self.w, self.k) = load_reranker(ws)
 
     @classmethod
-    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> "GraspRetriever":
+    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
@@ -118,28 +122,51 @@ class GraspRetriever:
             graph = [r for r, _ in executed]
             traces = [t for _, t in executed]
             for res, table, att, tr in zip(results, tables, attempts, traces):
-                res.entity_table, res.plan, res.plan_valid, res.plan_error = table, att.text, att.valid, att.error or tr.error
-                res.cypher, res.bindings = tr.cypher, {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()}
+                res.entity_table, res.plan, res.plan_valid, res.plan_error = (
+                    table,
+                    att.text,
+                    att.valid,
+                    att.error or tr.error,
+                )
+                res.cypher, res.bindings = (
+                    tr.cypher,
+                    {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()},
+                )
         with clock("fusion"):
-            fused = [fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
-                     for t, g in zip(text, graph)]
+            fused = [
+                fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
+                for t, g in zip(text, graph)
+            ]
         scores: list[dict[int, float]] = [{} for _ in range(n)]
         final = fused
         if self.use_rerank:
             from grasp_core.rerank.inference import rerank_batch
 
             with clock("reranking"):
-                reranked = rerank_batch(fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k)
+                reranked = rerank_batch(
+                    fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k
+                )
             final = [r.ranking for r in reranked]
-            scores = [dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)]
+            scores = [
+                dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)
+            ]
         nodes = self.ws.skb.nodes
         for i, res in enumerate(results):
             top = final[i].top(k)
             t_rank, g_rank, f_rank = _ranks(text[i]), _ranks(graph[i]), _ranks(fused[i])
             for node_id, score in zip(top.node_ids.tolist(), top.scores.tolist()):
                 row = nodes.iloc[node_id]
-                ans = Answer(node_id, str(row["key"]), str(row["name"]), str(row["type"]), float(score),
-                             t_rank.get(node_id), g_rank.get(node_id), f_rank.get(node_id), scores[i].get(node_id))
+                ans = Answer(
+                    node_id,
+                    str(row["key"]),
+                    str(row["name"]),
+                    str(row["type"]),
+                    float(score),
+                    t_rank.get(node_id),
+                    g_rank.get(node_id),
+                    f_rank.get(node_id),
+                    scores[i].get(node_id),
+                )
                 res.answers.append(ans)
             if explain and traces[i] is not None and traces[i].plan is not None:
                 for ans in res.answers[:10]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +26,9 @@ def _default_uri() -> str:
 
 @dataclass(frozen=True)
 class TrackingConfig:
-    tracking_uri: str = field(default_factory=_default_uri, metadata={"help": "MLflow tracking URI (sqlite by default)"})
+    tracking_uri: str = field(
+        default_factory=_default_uri, metadata={"help": "MLflow tracking URI (sqlite by default)"}
+    )
     experiment: str = field(default="grasp", metadata={"help": "MLflow experiment every run is logged to"})
     artifact_root: str = field(
         default_factory=lambda: os.environ.get("GRASP_MLFLOW_ARTIFACTS", str(_HOME / "mlartifacts")),
@@ -80,12 +82,19 @@ class Tracker:
         self.experiment_id = (
             exp.experiment_id
             if exp is not None
-            else self.client.create_experiment(self.cfg.experiment, artifact_location=Path(self.cfg.artifact_root).as_uri())
+            else self.client.create_experiment(
+                self.cfg.experiment, artifact_location=Path(self.cfg.artifact_root).as_uri()
+            )
         )
 
     @contextlib.contextmanager
-    def run(self, name: str, params: Mapping[str, object] | None = None, tags: Mapping[str, object] | None = None,
-            parent_run_id: str | None = None) -> Iterator[TrackedRun]:
+    def run(
+        self,
+        name: str,
+        params: Mapping[str, object] | None = None,
+        tags: Mapping[str, object] | None = None,
+        parent_run_id: str | None = None,
+    ) -> Iterator[TrackedRun]:
         all_tags = {k: str(v) for k, v in (tags or {}).items()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id

@@ -32,9 +32,26 @@ def trained(tmp_path_factory):
 def test_every_asset_is_built(trained):
     tmp, timings = trained
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
-    for name in ("skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index",
-                 "mfar_model", "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table",
-                 "reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency"):
+    for name in (
+        "skb",
+        "queries",
+        "node_embeddings",
+        "vector_indexes",
+        "graph_store",
+        "entity_tables",
+        "text_index",
+        "mfar_model",
+        "text_rankings",
+        "teacher_plans",
+        "planner_base",
+        "sft_adapter",
+        "reward_table",
+        "reranker_hard_negatives",
+        "reranker",
+        "eval_metrics",
+        "ablations",
+        "latency",
+    ):
         assert is_complete(art.path(name)), name
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
     metrics = read_json(art.path("eval_metrics") / "metrics.json")
@@ -46,14 +63,25 @@ def test_every_asset_is_built(trained):
 
     run = pd.read_parquet(art.path("eval_metrics") / "test_run.parquet")
     for nodes, scores, served in zip(run["pair_nodes"], run["pair_scores"], run["reranked_ids"]):
-        assert len(nodes) == len(scores) == len(set(nodes)) and set(served[:len(nodes)]) == set(nodes)
+        assert len(nodes) == len(scores) == len(set(nodes)) and set(served[: len(nodes)]) == set(nodes)
     settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
-    assert {"text only", "graph only", "no entity table", "no relevance text (whole query)", "SFT only", "teacher (oracle-guided)",
-            "fixed-ratio fusion (AF-Retriever)", "router (HybGRAG)"} <= settings
+    assert {
+        "text only",
+        "graph only",
+        "no entity table",
+        "no relevance text (whole query)",
+        "SFT only",
+        "teacher (oracle-guided)",
+        "fixed-ratio fusion (AF-Retriever)",
+        "router (HybGRAG)",
+    } <= settings
     progression = read_json(art.path("ablations") / "ablations.json")["progression"]
     assert [(r["split"], r["planner"]) for r in progression] == [
-        (split, p) for split in ("val", "test") for p in ("text only", "teacher (oracle-guided)", "SFT", "SFT + RL round 1", "SFT + RL round 2")
-        if p != "SFT + RL round 2" or is_complete(art.path("planner", "2"))]
+        (split, p)
+        for split in ("val", "test")
+        for p in ("text only", "teacher (oracle-guided)", "SFT", "SFT + RL round 1", "SFT + RL round 2")
+        if p != "SFT + RL round 2" or is_complete(art.path("planner", "2"))
+    ]
     assert all(0 <= r["fused hit@1"] <= 100 for r in progression)
 
 
@@ -94,7 +122,23 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     src = tmp / "in.jsonl"
     lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
     src.write_text("\n".join(lines[:2] + ["{broken", lines[2]]) + "\n")
-    assert main(["--profile", "smoke", "--root", root, "retrieve", DATASET, "--queries", str(src), "--out", str(tmp / "out.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "--profile",
+                "smoke",
+                "--root",
+                root,
+                "retrieve",
+                DATASET,
+                "--queries",
+                str(src),
+                "--out",
+                str(tmp / "out.jsonl"),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (tmp / "out.jsonl").read_text().splitlines()]
     assert [r["qid"] for r in rows] == [int(q) for q in queries["qid"]]
     keys = set(nodes["key"])

@@ -20,7 +20,9 @@ def test_hand_computed_values():
     np.testing.assert_allclose(table["recall@20"], [1.0, 0.5, 1.0, 0.0])
     np.testing.assert_allclose(table["mrr"], [1 / 3, 1 / 2, 1.0, 1 / 100])  # absent gold ranks last: 100 of 100
     result = evaluate(rankings, answers, 100)
-    assert result == pytest.approx({"hit@1": 25.0, "hit@5": 75.0, "recall@20": 62.5, "mrr": 100 * (1 / 3 + 1 / 2 + 1 + 0.01) / 4})
+    assert result == pytest.approx(
+        {"hit@1": 25.0, "hit@5": 75.0, "recall@20": 62.5, "mrr": 100 * (1 / 3 + 1 / 2 + 1 + 0.01) / 4}
+    )
     np.testing.assert_array_equal(per_query_hits(rankings, answers, 100), [False, False, True, False])
     # a candidate set smaller than 20: every candidate is in the top 20
     assert per_query(rankings, answers, 10)["recall@20"].tolist() == [1.0] * 4

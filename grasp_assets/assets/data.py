@@ -28,12 +28,20 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
         ends = graph.edges[["src", "dst"]].to_numpy()
         dangling = int(((ends < 0) | (ends >= graph.num_nodes)).sum())
         return [
-            dg.AssetCheckResult(check_name="schema_valid", passed=True, metadata={"node_types": len(graph.schema.node_types)}),
+            dg.AssetCheckResult(
+                check_name="schema_valid", passed=True, metadata={"node_types": len(graph.schema.node_types)}
+            ),
             dg.AssetCheckResult(check_name="no_dangling_edges", passed=dangling == 0, metadata={"dangling": dangling}),
         ]
 
-    return run_step(context, settings, mlflow, "skb", lambda ws: build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset),
-                    check_results=checks)
+    return run_step(
+        context,
+        settings,
+        mlflow,
+        "skb",
+        lambda ws: build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset),
+        check_results=checks,
+    )
 
 
 @dg.asset(
@@ -58,9 +66,18 @@ def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: 
         sizes_ok = all(per_split.get(s, 0) > 0 for s in ("train", "val", "test")) and overlap == 0
         return [
             dg.AssetCheckResult(check_name="answers_exist", passed=missing == 0, metadata={"missing": missing}),
-            dg.AssetCheckResult(check_name="split_sizes", passed=sizes_ok,
-                                metadata={**{k: int(v) for k, v in per_split.items()}, "shared_texts": overlap}),
+            dg.AssetCheckResult(
+                check_name="split_sizes",
+                passed=sizes_ok,
+                metadata={**{k: int(v) for k, v in per_split.items()}, "shared_texts": overlap},
+            ),
         ]
 
-    return run_step(context, settings, mlflow, "queries",
-                    lambda ws: build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset), check_results=checks)
+    return run_step(
+        context,
+        settings,
+        mlflow,
+        "queries",
+        lambda ws: build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset),
+        check_results=checks,
+    )

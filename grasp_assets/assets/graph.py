@@ -23,8 +23,11 @@ def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, m
 
 
 @dg.asset(
-    deps=["skb"], code_version="1",
-    check_specs=[dg.AssetCheckSpec("counts_match_skb", asset="graph_store", description="node/edge counts equal the SKB's")],
+    deps=["skb"],
+    code_version="1",
+    check_specs=[
+        dg.AssetCheckSpec("counts_match_skb", asset="graph_store", description="node/edge counts equal the SKB's")
+    ],
     **COMMON,
 )
 def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
@@ -34,9 +37,19 @@ def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
         from grasp_core.skb.format import read_skb
 
         graph = read_skb(settings.artifacts(context.partition_key).require("skb"), with_queries=False)
-        ok = result["nodes_per_type"] == graph.node_type_counts() and result["edges_per_relation"] == graph.edge_counts()
-        return [dg.AssetCheckResult(check_name="counts_match_skb", passed=ok,
-                                    metadata={"nodes": sum(result["nodes_per_type"].values()), "edges": sum(result["edges_per_relation"].values())})]
+        ok = (
+            result["nodes_per_type"] == graph.node_type_counts() and result["edges_per_relation"] == graph.edge_counts()
+        )
+        return [
+            dg.AssetCheckResult(
+                check_name="counts_match_skb",
+                passed=ok,
+                metadata={
+                    "nodes": sum(result["nodes_per_type"].values()),
+                    "edges": sum(result["edges_per_relation"].values()),
+                },
+            )
+        ]
 
     return run_step(context, settings, mlflow, "graph_store", steps.graph_store_step, check_results=checks)
 

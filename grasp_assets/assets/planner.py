@@ -48,11 +48,26 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
     return run_step(context, settings, mlflow, "planner_base", steps.planner_base_step)
 
 
-@dg.asset(deps=[planner_base, teacher_plans, "text_rankings", "graph_store"], code_version="1", pool="heavy", op_tags=HEAVY, **DATASET)
-def sft_adapter(context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+@dg.asset(
+    deps=[planner_base, teacher_plans, "text_rankings", "graph_store"],
+    code_version="1",
+    pool="heavy",
+    op_tags=HEAVY,
+    **DATASET,
+)
+def sft_adapter(
+    context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking
+):
     """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base)."""
-    return run_step(context, settings, mlflow, "sft_adapter", steps.sft_step, wants_log=True,
-                    profile_changes=profile_override(settings, "sft", config))
+    return run_step(
+        context,
+        settings,
+        mlflow,
+        "sft_adapter",
+        steps.sft_step,
+        wants_log=True,
+        profile_changes=profile_override(settings, "sft", config),
+    )
 
 
 @dg.asset(deps=[sft_adapter, "text_rankings", "graph_store"], code_version="1", **DATASET)
@@ -69,9 +84,18 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
 
 
 @dg.asset(
-    deps=[rft_samples], code_version="1", pool="heavy", op_tags=HEAVY,
-    check_specs=[dg.AssetCheckSpec("val_hit1_not_worse", asset="planner", blocking=True,
-                                   description="validation fused Hit@1 did not fall below the round's starting planner")],
+    deps=[rft_samples],
+    code_version="1",
+    pool="heavy",
+    op_tags=HEAVY,
+    check_specs=[
+        dg.AssetCheckSpec(
+            "val_hit1_not_worse",
+            asset="planner",
+            blocking=True,
+            description="validation fused Hit@1 did not fall below the round's starting planner",
+        )
+    ],
     **ROUND,
 )
 def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: GraspSettings, mlflow: MLflowTracking):
@@ -80,8 +104,22 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
 
     def gate(result: dict) -> list[dg.AssetCheckResult]:
         passed = result["val_fused_hit1"] >= result["previous_val_fused_hit1"]
-        return [dg.AssetCheckResult(check_name="val_hit1_not_worse", passed=passed,
-                                    metadata={"val_fused_hit1": result["val_fused_hit1"], "previous": result["previous_val_fused_hit1"]})]
+        return [
+            dg.AssetCheckResult(
+                check_name="val_hit1_not_worse",
+                passed=passed,
+                metadata={"val_fused_hit1": result["val_fused_hit1"], "previous": result["previous_val_fused_hit1"]},
+            )
+        ]
 
-    return run_step(context, settings, mlflow, "planner", lambda ws, log: steps.planner_round_step(ws, r, log), round_key=r,
-                    wants_log=True, profile_changes=profile_override(settings, "grpo", config), check_results=gate)
+    return run_step(
+        context,
+        settings,
+        mlflow,
+        "planner",
+        lambda ws, log: steps.planner_round_step(ws, r, log),
+        round_key=r,
+        wants_log=True,
+        profile_changes=profile_override(settings, "grpo", config),
+        check_results=gate,
+    )

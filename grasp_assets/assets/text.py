@@ -22,10 +22,19 @@ def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflo
 
 
 @dg.asset(deps=[text_index, "queries"], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
-def mfar_model(context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+def mfar_model(
+    context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking
+):
     """mFAR's query-conditioned field weights, trained contrastively on train, selected on val."""
-    return run_step(context, settings, mlflow, "mfar_model", steps.mfar_model_step, wants_log=True,
-                    profile_changes=profile_override(settings, "mfar", config))
+    return run_step(
+        context,
+        settings,
+        mlflow,
+        "mfar_model",
+        steps.mfar_model_step,
+        wants_log=True,
+        profile_changes=profile_override(settings, "mfar", config),
+    )
 
 
 @dg.asset(deps=[mfar_model, text_index, "queries"], code_version="1", **COMMON)

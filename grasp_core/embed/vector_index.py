@@ -34,23 +34,31 @@ from grasp_core.skb.format import SKB
 @dataclass(frozen=True)
 class IndexConfig:
     hnsw_min_size: int = field(
-        default=1_000_000, metadata={"help": "A node type with at least this many nodes gets an HNSW index; exact otherwise."}
+        default=1_000_000,
+        metadata={"help": "A node type with at least this many nodes gets an HNSW index; exact otherwise."},
     )
     hnsw_m: int = field(default=32, metadata={"help": "HNSW graph degree (faiss M)."})
     hnsw_ef_construction: int = field(default=200, metadata={"help": "HNSW candidate list size while building."})
     hnsw_ef_search: int = field(default=256, metadata={"help": "HNSW candidate list size while searching (>= k)."})
     blas_threshold: int = field(
         default=1,
-        metadata={"help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
-                          "(measured fastest at 1 for 1 and 64 queries; see benchmarks/faiss_vs_torch.py)."},
+        metadata={
+            "help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
+            "(measured fastest at 1 for 1 and 64 queries; see benchmarks/faiss_vs_torch.py)."
+        },
     )
 
 
 class NodeIndex:
     """Name and document indexes per node type over one set of :class:`NodeEmbeddings`."""
 
-    def __init__(self, ids: dict[str, np.ndarray], indexes: dict[tuple[str, str], faiss.Index],
-                 embeddings: NodeEmbeddings, cfg: IndexConfig):
+    def __init__(
+        self,
+        ids: dict[str, np.ndarray],
+        indexes: dict[tuple[str, str], faiss.Index],
+        embeddings: NodeEmbeddings,
+        cfg: IndexConfig,
+    ):
         self.ids = ids  # node type -> global node ids (int64), in index order
         self.indexes = indexes  # (node type, kind) -> faiss index
         self.embeddings = embeddings
@@ -62,7 +70,7 @@ class NodeIndex:
         return list(self.ids)
 
     @classmethod
-    def build(cls, skb: SKB, embeddings: NodeEmbeddings, cfg: IndexConfig = IndexConfig()) -> "NodeIndex":
+    def build(cls, skb: SKB, embeddings: NodeEmbeddings, cfg: IndexConfig = IndexConfig()) -> NodeIndex:
         if len(embeddings.name) != skb.num_nodes:
             raise ValueError(f"embeddings cover {len(embeddings.name)} nodes, the SKB has {skb.num_nodes}")
         ids = {t: skb.ids_of_type(t) for t in skb.schema.node_types}
@@ -111,15 +119,24 @@ class NodeIndex:
                 for kind in KINDS:
                     faiss.write_index(self.indexes[t, kind], str(tmp / f"{i:03d}.{kind}.faiss"))
                 types.append(t)
-            write_json(tmp / "meta.json", {"types": types, "identity": self.embeddings.identity,
-                                           "num_nodes": len(self.embeddings.name), "config": asdict(self.cfg)})
+            write_json(
+                tmp / "meta.json",
+                {
+                    "types": types,
+                    "identity": self.embeddings.identity,
+                    "num_nodes": len(self.embeddings.name),
+                    "config": asdict(self.cfg),
+                },
+            )
         return out_dir
 
     @classmethod
-    def load(cls, out_dir: str | Path, embeddings: NodeEmbeddings) -> "NodeIndex":
+    def load(cls, out_dir: str | Path, embeddings: NodeEmbeddings) -> NodeIndex:
         out_dir = Path(out_dir)
         if not is_complete(out_dir):
-            raise MissingArtifactError(f"node index at {out_dir} is missing or incomplete; build it with NodeIndex.build")
+            raise MissingArtifactError(
+                f"node index at {out_dir} is missing or incomplete; build it with NodeIndex.build"
+            )
         meta = read_json(out_dir / "meta.json")
         if meta["identity"] != embeddings.identity or meta["num_nodes"] != len(embeddings.name):
             raise MissingArtifactError(
@@ -134,7 +151,9 @@ class NodeIndex:
                 for kind in KINDS:
                     indexes[t, kind] = faiss.read_index(str(out_dir / f"{i:03d}.{kind}.faiss"))
             except (ValueError, OSError, EOFError, RuntimeError) as exc:
-                raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: unreadable ({exc}); rebuild it") from exc
+                raise CorruptArtifactError(
+                    f"node index at {out_dir}, type {t!r}: unreadable ({exc}); rebuild it"
+                ) from exc
             if any(indexes[t, kind].ntotal != len(ids[t]) for kind in KINDS):
                 raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: index size does not match its ids")
             if isinstance(indexes[t, "name"], faiss.IndexHNSW):

@@ -29,7 +29,9 @@ def _linked(table: EntityTable, top1: bool) -> set[int]:
     return {l.node_id for r in table.rows for links in r.links.values() for l in (links[:1] if top1 else links)}
 
 
-def anchor_coverage(tables: Sequence[EntityTable], queries_df: pd.DataFrame, skb: SKB) -> dict[str, dict[str, float | int]]:
+def anchor_coverage(
+    tables: Sequence[EntityTable], queries_df: pd.DataFrame, skb: SKB
+) -> dict[str, dict[str, float | int]]:
     """``{split: {"queries", "answer", "gold_path", "gold_path_top1"}}`` plus an ``"all"`` entry.
 
     ``tables[i]`` is the table of ``queries_df.iloc[i]``.
@@ -47,7 +49,11 @@ def anchor_coverage(tables: Sequence[EntityTable], queries_df: pd.DataFrame, skb
     hits["split"] = queries_df["split"].to_numpy() if "split" in queries_df else "all"
     out = {}
     for split, group in [*hits.groupby("split", sort=True), ("all", hits)]:
-        out[str(split)] = {"queries": len(group),
-                           **{k: 100.0 * float(group[k].mean()) if len(group) else 0.0
-                              for k in ("answer", "gold_path", "gold_path_top1")}}
+        out[str(split)] = {
+            "queries": len(group),
+            **{
+                k: 100.0 * float(group[k].mean()) if len(group) else 0.0
+                for k in ("answer", "gold_path", "gold_path_top1")
+            },
+        }
     return out

@@ -61,11 +61,15 @@ REQUEST_CUES = frozenset(
 )
 ALIAS_SPLIT = re.compile(r"\s*(?:[;|\n]|\t)\s*")
 _TOKEN = re.compile(r"[^\W_]+")
-_COMPARATOR = (r"(?:under|over|below|above|less than|more than|fewer than|greater than|at least|at most|up to|"
-               r"no more than|no less than|between|after|before|since|within|around|about|approximately)")
-_UNIT = (r"(?:%|percent|stars?|hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?|yrs?|pounds?|lbs?|kg|g|"
-         r"grams?|ounces?|oz|inch(?:es)?|cm|mm|feet|ft|meters?|liters?|ml|mg|watts?|volts?|gb|tb|mb|mah|"
-         r"dollars?|usd|euros?|reviews?|citations?|papers?|pages?|pieces?|pcs|pack|count)")
+_COMPARATOR = (
+    r"(?:under|over|below|above|less than|more than|fewer than|greater than|at least|at most|up to|"
+    r"no more than|no less than|between|after|before|since|within|around|about|approximately)"
+)
+_UNIT = (
+    r"(?:%|percent|stars?|hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?|yrs?|pounds?|lbs?|kg|g|"
+    r"grams?|ounces?|oz|inch(?:es)?|cm|mm|feet|ft|meters?|liters?|ml|mg|watts?|volts?|gb|tb|mb|mah|"
+    r"dollars?|usd|euros?|reviews?|citations?|papers?|pages?|pieces?|pcs|pack|count)"
+)
 _NUMBER = r"\$?\d[\d,]*(?:\.\d+)?"
 ATTRIBUTE_PATTERN = re.compile(
     rf"\b{_COMPARATOR}\s+{_NUMBER}(?:\s*{_UNIT}\b)?|\${_NUMBER}(?:\s*{_UNIT}\b)?|\b{_NUMBER}\s*{_UNIT}\b",
@@ -187,7 +191,7 @@ class GazetteerExtractor:
         out: list[EntityTable] = []
         size = self.cfg.batch_size
         for start in tqdm(range(0, len(queries), size), desc="gazetteer", disable=not show_progress, unit="batch"):
-            mentions = self.find_mentions(list(queries[start:start + size]))
+            mentions = self.find_mentions(list(queries[start : start + size]))
             out.extend(link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking))
         return out
 
@@ -205,11 +209,11 @@ class GazetteerExtractor:
         found = []
         for i in range(len(norm)):
             for n in range(min(self.cfg.max_ngram, len(norm) - i), 0, -1):
-                key = " ".join(norm[i:i + n])
+                key = " ".join(norm[i : i + n])
                 ids = self._entries.get(key)
                 if ids is None:
                     continue
-                if key in self._symbol_keys and not any(c.isupper() for c in text[tokens[i][1]:tokens[i][2]]):
+                if key in self._symbol_keys and not any(c.isupper() for c in text[tokens[i][1] : tokens[i][2]]):
                     continue
                 found.append(_Match(i, i + n, ids))
         return tokens, self._resolve(found)
@@ -235,11 +239,16 @@ class GazetteerExtractor:
         """Maximal runs of content tokens no exact match touches, cut into pieces of at most ``max_ngram``."""
         covered = np.zeros(len(tokens), bool)
         for m in matches:
-            covered[m.start:m.end] = True
+            covered[m.start : m.end] = True
         runs, start = [], None
         for i in range(len(tokens) + 1):
-            free = i < len(tokens) and not covered[i] and tokens[i][0] not in STOPWORDS \
-                and tokens[i][0] not in REQUEST_CUES and not tokens[i][0].isdigit()
+            free = (
+                i < len(tokens)
+                and not covered[i]
+                and tokens[i][0] not in STOPWORDS
+                and tokens[i][0] not in REQUEST_CUES
+                and not tokens[i][0].isdigit()
+            )
             if free and start is None:
                 start = i
             if not free and start is not None:
@@ -276,7 +285,7 @@ class GazetteerExtractor:
 
     def _surface(self, query: str, tokens, start: int, end: int) -> str:
         text = unicodedata.normalize("NFKC", query)
-        return text[tokens[start][1]:tokens[end - 1][2]]
+        return text[tokens[start][1] : tokens[end - 1][2]]
 
     def _mention_text(self, key: str, node_ids: tuple[int, ...]) -> str:
         for i in node_ids:
@@ -290,7 +299,7 @@ class GazetteerExtractor:
         for c in (i for i, t in enumerate(norm) if t in REQUEST_CUES):
             for i in range(c + 1, min(c + 1 + self.cfg.target_window, len(norm))):
                 for n in (3, 2, 1):
-                    node_type = self._type_words.get(" ".join(norm[i:i + n]))
+                    node_type = self._type_words.get(" ".join(norm[i : i + n]))
                     if node_type is not None:
                         return i, i + n, node_type
         return None
@@ -303,7 +312,7 @@ class GazetteerExtractor:
             if target is not None and (m.start, m.end) == target[:2]:
                 types, role = tuple(dict.fromkeys((target[2], *types)))[: self.cfg.max_types], "target"
                 target = None
-            key = " ".join(tok for tok, _, _ in tokens[m.start:m.end])
+            key = " ".join(tok for tok, _, _ in tokens[m.start : m.end])
             text = self._surface(query, tokens, m.start, m.end) if m.fuzzy else self._mention_text(key, m.node_ids)
             rows.append((m.start, m.end, text, types, role))
         if target is not None:

@@ -47,7 +47,9 @@ class LinkingConfig:
     name_max_tokens: int = field(default=64, metadata={"help": "Token limit when embedding a mention (names)."})
 
 
-def link_mentions(mentions: Sequence[Mention], skb: SKB, index, encoder, cfg: LinkingConfig = LinkingConfig()) -> EntityTable:
+def link_mentions(
+    mentions: Sequence[Mention], skb: SKB, index, encoder, cfg: LinkingConfig = LinkingConfig()
+) -> EntityTable:
     """Link the mentions of one query into its entity table."""
     return link_many([mentions], skb, index, encoder, cfg)[0]
 
@@ -57,8 +59,12 @@ def link_many(
 ) -> list[EntityTable]:
     """Link the mentions of many queries at once (one encoder call, one name-index search per node type)."""
     known = list(skb.schema.node_types)
-    linkable = [(q, m) for q, ms in enumerate(mention_lists) for m, mention in enumerate(ms)
-                if mention.role != "attribute" and mention.text.strip()]
+    linkable = [
+        (q, m)
+        for q, ms in enumerate(mention_lists)
+        for m, mention in enumerate(ms)
+        if mention.role != "attribute" and mention.text.strip()
+    ]
     hits = _search_all_types(
         [mention_lists[q][m].text for q, m in linkable], known, index, encoder, cfg
     )  # type -> (scores [n, k], ids [n, k])
@@ -71,7 +77,8 @@ def link_many(
         links = {
             t: tuple(
                 Link(int(i), str(names[i]), float(s), int(degrees[i]))
-                for s, i in zip(hits[t][0][row], hits[t][1][row]) if i >= 0
+                for s, i in zip(hits[t][0][row], hits[t][1][row])
+                if i >= 0
             )
             for t in types
         }

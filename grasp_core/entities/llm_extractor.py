@@ -62,8 +62,15 @@ class Extraction(NamedTuple):
 def mentions_to_json(mentions: Sequence[Mention]) -> str:
     """The answer format of the prompt (also used for demonstrations)."""
     return json.dumps(
-        [{"text": m.text, "types": list(m.types), "role": m.role,
-          "nested_in": None if m.parent is None else m.parent + 1} for m in mentions],
+        [
+            {
+                "text": m.text,
+                "types": list(m.types),
+                "role": m.role,
+                "nested_in": None if m.parent is None else m.parent + 1,
+            }
+            for m in mentions
+        ],
         ensure_ascii=False,
     )
 
@@ -124,13 +131,12 @@ def parse_mentions(text: str, schema: Schema, max_types: int = 2) -> list[Mentio
             continue
         raw_types = item.get("types", item.get("type", []))
         raw_types = [raw_types] if isinstance(raw_types, str) else raw_types if isinstance(raw_types, list) else []
-        types = tuple(dict.fromkeys(
-            lookup[k] for k in map(_type_key, raw_types) if k in lookup
-        ))[:max_types]
+        types = tuple(dict.fromkeys(lookup[k] for k in map(_type_key, raw_types) if k in lookup))[:max_types]
         role = str(item.get("role", "")).strip().lower()
         role = role if role in ROLES else ("attribute" if not types else "anchor")
-        kept.append((pos, Mention(item["text"].strip(), types if role != "attribute" else (), role),
-                     item.get("nested_in")))
+        kept.append(
+            (pos, Mention(item["text"].strip(), types if role != "attribute" else (), role), item.get("nested_in"))
+        )
     if items and not kept:
         raise ExtractionError("no item of the list has a non-empty 'text'")
     index_of = {pos: i for i, (pos, _, _) in enumerate(kept)}
@@ -141,8 +147,9 @@ def parse_mentions(text: str, schema: Schema, max_types: int = 2) -> list[Mentio
     return out
 
 
-def gazetteer_demonstrations(skb: SKB, gazetteer: GazetteerExtractor, n: int = 4, pool: int = 300,
-                             seed: int = 0) -> list[Demonstration]:
+def gazetteer_demonstrations(
+    skb: SKB, gazetteer: GazetteerExtractor, n: int = 4, pool: int = 300, seed: int = 0
+) -> list[Demonstration]:
     """``n`` training queries with their gazetteer mentions, chosen to cover many node types.
 
     From ``pool`` training queries (seeded shuffle), those with 2–6 mentions including an anchor qualify; then a
@@ -157,8 +164,10 @@ def gazetteer_demonstrations(skb: SKB, gazetteer: GazetteerExtractor, n: int = 4
     chosen: list[Demonstration] = []
     seen: set[str] = set()
     while candidates and len(chosen) < n:
-        best = max(range(len(candidates)), key=lambda i: (
-            len({t for m in candidates[i][1] for t in m.types} - seen), len(candidates[i][1]), -i))
+        best = max(
+            range(len(candidates)),
+            key=lambda i: (len({t for m in candidates[i][1] for t in m.types} - seen), len(candidates[i][1]), -i),
+        )
         query, mentions = candidates.pop(best)
         chosen.append((query, mentions))
         seen |= {t for m in mentions for t in m.types}
@@ -168,8 +177,16 @@ def gazetteer_demonstrations(skb: SKB, gazetteer: GazetteerExtractor, n: int = 4
 class LLMExtractor:
     """Prompted LLM extraction, linked like the gazetteer's; unreadable answers fall back to the gazetteer."""
 
-    def __init__(self, skb: SKB, index, encoder, generate: Generate, demonstrations: Sequence[Demonstration],
-                 fallback: GazetteerExtractor, cfg: LLMExtractorConfig = LLMExtractorConfig()):
+    def __init__(
+        self,
+        skb: SKB,
+        index,
+        encoder,
+        generate: Generate,
+        demonstrations: Sequence[Demonstration],
+        fallback: GazetteerExtractor,
+        cfg: LLMExtractorConfig = LLMExtractorConfig(),
+    ):
         self.skb, self.index, self.encoder, self.generate = skb, index, encoder, generate
         self.fallback, self.cfg = fallback, cfg
         self.demonstrations = list(demonstrations)[: cfg.num_demos]
@@ -205,7 +222,7 @@ class LLMExtractor:
         """Each query's table, where it came from, and why the LLM answer was rejected (if it was)."""
         out: list[Extraction] = []
         for start in range(0, len(queries), self.cfg.batch_size):
-            batch = list(queries[start:start + self.cfg.batch_size])
+            batch = list(queries[start : start + self.cfg.batch_size])
             answers = self.generate([self.prompt(q) for q in batch])
             if len(answers) != len(batch):
                 raise ValueError(f"generate() returned {len(answers)} answers for {len(batch)} prompts")

@@ -36,18 +36,22 @@ class EntityRow:
             "mention": self.mention,
             "role": self.role,
             "types": list(self.types),
-            "links": {t: [[l.node_id, l.name, round(l.score, 4), l.degree] for l in ls] for t, ls in self.links.items()},
+            "links": {
+                t: [[l.node_id, l.name, round(l.score, 4), l.degree] for l in ls] for t, ls in self.links.items()
+            },
             "parent": self.parent,
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "EntityRow":
+    def from_json(cls, obj: dict) -> EntityRow:
         return cls(
             ref=obj["ref"],
             mention=obj["mention"],
             role=obj["role"],
             types=tuple(obj["types"]),
-            links={t: tuple(Link(int(a), str(b), float(c), int(d)) for a, b, c, d in ls) for t, ls in obj["links"].items()},
+            links={
+                t: tuple(Link(int(a), str(b), float(c), int(d)) for a, b, c, d in ls) for t, ls in obj["links"].items()
+            },
             parent=obj.get("parent"),
         )
 
@@ -74,9 +78,11 @@ class EntityTable:
             nested = f" nested_in=E{r.parent + 1}" if r.parent is not None else ""
             if compact:
                 best = " ".join(f"{t}={links[0].score:.2f}" for t, links in r.links.items() if links)
-                lines.append(" ".join(filter(None, (r.ref, f'"{r.mention}"', r.role, best or "|".join(r.types)))) + nested)
+                lines.append(
+                    " ".join(filter(None, (r.ref, f'"{r.mention}"', r.role, best or "|".join(r.types)))) + nested
+                )
                 continue
-            lines.append(f"{r.ref} \"{r.mention}\" role={r.role} types={'|'.join(r.types)}{nested}")
+            lines.append(f'{r.ref} "{r.mention}" role={r.role} types={"|".join(r.types)}{nested}')
             for t, links in r.links.items():
                 shown = "; ".join(f"{l.name} (sim={l.score:.2f}, deg={l.degree})" for l in links)
                 lines.append(f"  {t}: {shown}")
@@ -86,5 +92,5 @@ class EntityTable:
         return [r.to_json() for r in self.rows]
 
     @classmethod
-    def from_json(cls, obj: list[dict]) -> "EntityTable":
+    def from_json(cls, obj: list[dict]) -> EntityTable:
         return cls(tuple(EntityRow.from_json(r) for r in obj))

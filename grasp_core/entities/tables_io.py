@@ -25,5 +25,7 @@ def read_tables(path: str | Path) -> dict[int, EntityTable]:
                 obj = json.loads(line)
                 out[int(obj["qid"])] = EntityTable.from_json(obj["table"])
             except (ValueError, KeyError, TypeError) as exc:
-                raise GraspError(f"{path}, line {line_no}: not an entity-table record ({exc}); rebuild entity_tables") from exc
+                raise GraspError(
+                    f"{path}, line {line_no}: not an entity-table record ({exc}); rebuild entity_tables"
+                ) from exc
     return out

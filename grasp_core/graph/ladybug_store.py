@@ -66,7 +66,9 @@ class LadybugStore:
             self._db = self._database(self.path / DB_FILE, read_only=self.cfg.read_only)
             self._conn = ladybug.Connection(self._db, num_threads=self.cfg.num_threads)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            raise GraphStoreError(f"graph store at {self.path} is unreadable ({exc}); rebuild it with load(skb)") from exc
+            raise GraphStoreError(
+                f"graph store at {self.path} is unreadable ({exc}); rebuild it with load(skb)"
+            ) from exc
 
     def _database(self, file: Path, read_only: bool, auto_checkpoint: bool = True) -> ladybug.Database:
         return ladybug.Database(
@@ -92,8 +94,15 @@ class LadybugStore:
             for f in (tmp / "_load").iterdir():
                 f.unlink()
             (tmp / "_load").rmdir()
-            write_json(tmp / "meta.json", {"schema": skb.schema.to_json(), "tables": table_names(skb.schema)._asdict(),
-                                           "nodes": skb.num_nodes, "edges": len(skb.edges)})
+            write_json(
+                tmp / "meta.json",
+                {
+                    "schema": skb.schema.to_json(),
+                    "tables": table_names(skb.schema)._asdict(),
+                    "nodes": skb.num_nodes,
+                    "edges": len(skb.edges),
+                },
+            )
         self._open()
 
     def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[tuple]:

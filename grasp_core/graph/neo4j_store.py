@@ -33,8 +33,9 @@ class Neo4jStore:
         self.cfg = cfg
         uri, user, password = cfg.neo4j_auth()
         if driver is None and not uri:
-            raise GraphStoreError("no Neo4j server configured: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) "
-                                  "or GraphStoreConfig.uri")
+            raise GraphStoreError(
+                "no Neo4j server configured: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) or GraphStoreConfig.uri"
+            )
         try:
             self._driver = driver or neo4j.GraphDatabase.driver(uri, auth=(user, password))
             self._driver.verify_connectivity()
@@ -48,7 +49,9 @@ class Neo4jStore:
         names = table_names(skb.schema)
         batch = self.cfg.batch_size
         for label in names.node.values():
-            while self.run(f"MATCH (n:{quote(label)}) WITH n LIMIT $n DETACH DELETE n RETURN count(*)", {"n": batch})[0][0]:
+            while self.run(f"MATCH (n:{quote(label)}) WITH n LIMIT $n DETACH DELETE n RETURN count(*)", {"n": batch})[
+                0
+            ][0]:
                 pass
         for label in names.node.values():
             self.run(f"CREATE CONSTRAINT IF NOT EXISTS FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE")
@@ -60,15 +63,18 @@ class Neo4jStore:
             self._write(f"UNWIND $rows AS r CREATE (n:{quote(label)} {{id: r.id, name: r.name}})", rows, node_type)
         for rel, a, b, src, dst in edge_groups(skb):
             rows = [{"src": int(s), "dst": int(d)} for s, d in zip(src, dst)]
-            self._write(f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}) "
-                        f"MATCH (b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
-                        rows, rel)
+            self._write(
+                f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}) "
+                f"MATCH (b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
+                rows,
+                rel,
+            )
         self.run(f"MERGE (m:{META}) SET m.schema = $schema", {"schema": json.dumps(skb.schema.to_json())})
 
     def _write(self, cypher: str, rows: list[dict], what: str) -> None:
         size = self.cfg.batch_size
         for start in tqdm(range(0, len(rows), size), desc=f"neo4j {what}", unit="batch", leave=False):
-            self.run(cypher, {"rows": rows[start:start + size]})
+            self.run(cypher, {"rows": rows[start : start + size]})
 
     def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[tuple]:
         import neo4j

@@ -33,7 +33,8 @@ Dialect = Literal["ladybug", "neo4j"]
 @dataclass(frozen=True)
 class GraphStoreConfig:
     backend: Literal["ladybug", "neo4j"] = field(
-        default="ladybug", metadata={"help": "ladybug = embedded LadybugDB (no server); neo4j = a Neo4j server over Bolt."}
+        default="ladybug",
+        metadata={"help": "ladybug = embedded LadybugDB (no server); neo4j = a Neo4j server over Bolt."},
     )
     uri: str | None = field(default=None, metadata={"help": "Neo4j Bolt URI; None = env NEO4J_URI."})
     user: str | None = field(default=None, metadata={"help": "Neo4j user; None = env NEO4J_USER (else 'neo4j')."})
@@ -43,8 +44,10 @@ class GraphStoreConfig:
     num_threads: int = field(default=0, metadata={"help": "LadybugDB worker threads; 0 = all cores."})
     buffer_pool_gib: float = field(
         default=2.0,
-        metadata={"help": "LadybugDB buffer pool in GiB (caps its memory; a Prime-scale store needs well under 1); "
-                          "0 = engine default, 80% of RAM."},
+        metadata={
+            "help": "LadybugDB buffer pool in GiB (caps its memory; a Prime-scale store needs well under 1); "
+            "0 = engine default, 80% of RAM."
+        },
     )
     read_only: bool = field(default=False, metadata={"help": "Open an existing LadybugDB store read-only (serving)."})
 

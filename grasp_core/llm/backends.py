@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
-from tqdm.auto import tqdm
 import torch
+from tqdm.auto import tqdm
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
 from grasp_core.llm.constrained import PlanGrammar, PlanLogitsProcessor, TokenVocab
@@ -82,7 +82,9 @@ class TransformersLLM:
         self._setup(model.to(device), tokenizer, device, enable_thinking, batch_size)
 
     @classmethod
-    def from_model(cls, model, tokenizer, device: str = "cpu", enable_thinking: bool = False, batch_size: int = 16) -> "TransformersLLM":
+    def from_model(
+        cls, model, tokenizer, device: str = "cpu", enable_thinking: bool = False, batch_size: int = 16
+    ) -> TransformersLLM:
         """Wrap a model already in memory (e.g. a GRPO checkpoint under validation); its train/eval mode is kept."""
         llm = cls.__new__(cls)
         llm._setup(model, tokenizer, device, enable_thinking, batch_size)
@@ -140,14 +142,20 @@ class TransformersLLM:
         batches = range(0, len(prompts), self.batch_size)
         for start in tqdm(batches, desc="generate", unit="batch", disable=len(batches) < 2 or None):
             chunk = [self.render(p) for p in prompts[start : start + self.batch_size]]
-            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to(self.device)
+            enc = self.tokenizer(
+                chunk, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+            ).to(self.device)
             prompt_len = enc["input_ids"].shape[1]
             budget = self._budget(prompt_len, max_new_tokens)
             processors = []
             if constraint is not None:
                 grammars = list(constraint[start : start + self.batch_size])
                 processors.append(PlanLogitsProcessor(grammars, self.vocab, prompt_len, budget, copies))
-            kwargs = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
+            kwargs = (
+                {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+                if sample
+                else {"do_sample": False}
+            )
             gen = self.model.generate(
                 **enc,
                 max_new_tokens=budget,
@@ -232,7 +240,9 @@ class OpenAICompatibleLLM:
         constraint: Sequence[PlanGrammar] | None = None,
     ) -> list[list[str]]:
         if constraint is not None:
-            raise GraspError("OpenAICompatibleLLM cannot enforce the plan grammar; use TransformersLLM for constrained decoding")
+            raise GraspError(
+                "OpenAICompatibleLLM cannot enforce the plan grammar; use TransformersLLM for constrained decoding"
+            )
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(lambda p: self._one(p, n, temperature, max_new_tokens), prompts))
 

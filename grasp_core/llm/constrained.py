@@ -80,7 +80,7 @@ class _Caches:
 _SHARED: dict[tuple, tuple[Schema, _Caches]] = {}
 
 
-def _shared_caches(schema: Schema, cfg: "PlanGrammarConfig") -> _Caches:
+def _shared_caches(schema: Schema, cfg: PlanGrammarConfig) -> _Caches:
     key = (id(schema), cfg)
     if key not in _SHARED or _SHARED[key][0] is not schema:
         _SHARED[key] = (schema, _Caches())
@@ -106,7 +106,7 @@ class PlanGrammar:
         self._shared = _shared_caches(schema, cfg)
         self.start = (_START, "")
 
-    def _caches(self, ctx: tuple) -> "_Caches":
+    def _caches(self, ctx: tuple) -> _Caches:
         """Contexts after the anchors do not depend on the entity table: their caches are shared by every
         grammar of the same schema and config (so per-query grammars stay cheap)."""
         return self._shared if ctx[0] in _TABLE_FREE else self._own
@@ -282,7 +282,10 @@ class PlanGrammar:
             for t2 in nbs:
                 if left > 1 and self.can_finish(t2, target, left - 1):
                     head = len(f'x1","to_type":"{t2}"}},{{"from":"x1","rel":"')
-                    best += [head + len(s) + self._path_min(target, t2, c[5], h + 1) for s, c in self._hop_alts(target, (), 1, t2, h + 1, 0)]
+                    best += [
+                        head + len(s) + self._path_min(target, t2, c[5], h + 1)
+                        for s, c in self._hop_alts(target, (), 1, t2, h + 1, 0)
+                    ]
             cache[key] = min(best)
         return cache[key]
 
@@ -294,7 +297,10 @@ class PlanGrammar:
                 cache[key] = len('],"relevance_text":"') + self._min_ctx(("relevance",))
             else:
                 head = len(',{"from":"a1","rel":"')
-                first = min(len(s) + self._path_min(target, rest[0], c[5], 0) for s, c in self._hop_alts(target, (), 1, rest[0], 0, 0))
+                first = min(
+                    len(s) + self._path_min(target, rest[0], c[5], 0)
+                    for s, c in self._hop_alts(target, (), 1, rest[0], 0, 0)
+                )
                 cache[key] = head + first + self._rest_min(target, rest[1:])
         return cache[key]
 
@@ -318,7 +324,7 @@ class PlanGrammar:
         return minp[ctx][prog]
 
     # ---------------------------------------------------------------- token masks
-    def allowed(self, state: tuple, vocab: "TokenVocab") -> tuple[np.ndarray, np.ndarray]:
+    def allowed(self, state: tuple, vocab: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
         """Token ids that may follow ``state`` and, for each, the fewest characters that complete the plan after it."""
         masks = self._caches(state[0]).masks.setdefault(vocab, {})
         if state in masks:
@@ -346,7 +352,7 @@ class PlanGrammar:
         masks[state] = out
         return out
 
-    def _allowed_free(self, state: tuple, vocab: "TokenVocab") -> tuple[np.ndarray, np.ndarray]:
+    def _allowed_free(self, state: tuple, vocab: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
         ctx, n = state
         spec = self._spec(ctx)
         fits = (vocab.free_len >= 1) & (vocab.free_len <= spec.hi - n)
@@ -356,14 +362,18 @@ class PlanGrammar:
         keep = (n + q_p >= spec.lo) & (n + q_p <= spec.hi)
         return np.concatenate([ids, q_ids[keep]]), np.concatenate([minc, q_minc[keep]])
 
-    def _closing_tokens(self, ctx: tuple, vocab: "TokenVocab") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _closing_tokens(self, ctx: tuple, vocab: TokenVocab) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tokens that close the free text of ``ctx`` and continue validly: (ids, free prefix length, min chars after).
         They depend on the context only, not on how much text was written, so they are computed once."""
         cache = self._caches(ctx).masks.setdefault(vocab, {})
         key = ("closing", ctx)
         if key not in cache:
             after = self.enter(self._spec(ctx).next)
-            rows = [(tok, p, self.min_chars(st)) for tok, p, rest in vocab.quoted if (st := self.advance(after, rest)) is not None]
+            rows = [
+                (tok, p, self.min_chars(st))
+                for tok, p, rest in vocab.quoted
+                if (st := self.advance(after, rest)) is not None
+            ]
             cache[key] = tuple(np.asarray(col, dtype=np.int64) for col in (zip(*rows) if rows else ([], [], [])))
         return cache[key]
 
@@ -437,7 +447,9 @@ class PlanLogitsProcessor(LogitsProcessor):
     prompt length of the batch and ``max_new_tokens`` the generation budget the plan must fit in.
     """
 
-    def __init__(self, grammars: list[PlanGrammar], vocab: TokenVocab, prompt_len: int, max_new_tokens: int, n: int = 1):
+    def __init__(
+        self, grammars: list[PlanGrammar], vocab: TokenVocab, prompt_len: int, max_new_tokens: int, n: int = 1
+    ):
         self.grammars, self.vocab, self.n = grammars, vocab, n
         self.prompt_len, self.max_new_tokens = prompt_len, max_new_tokens
         self.states: list[tuple | None] | None = None

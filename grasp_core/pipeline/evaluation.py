@@ -47,7 +47,9 @@ class TestRun:
         key = name if tables is None else f"{name}/no-table"
         if key not in self.plans:
             llm = planner_llm(self.ws, checkpoint)
-            attempts = plan_queries(llm, self.ws.skb.schema, self.queries, tables or self.tables, self.ws.profile.inference)
+            attempts = plan_queries(
+                llm, self.ws.skb.schema, self.queries, tables or self.tables, self.ws.profile.inference
+            )
             self.plans[key] = [a.text for a in attempts]
         return self.plans[key]
 
@@ -76,8 +78,9 @@ class TestRun:
 
         scorer, builder, (w, k) = self.reranker
         t0 = time.perf_counter()
-        out = rerank_batch(rankings, self.queries[:len(rankings)], scorer, builder, K, w, k,
-                           cache=self.scores if cached else None)
+        out = rerank_batch(
+            rankings, self.queries[: len(rankings)], scorer, builder, K, w, k, cache=self.scores if cached else None
+        )
         return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, len(rankings))
 
     def metrics(self, rankings: list[Ranking]) -> dict:
@@ -140,18 +143,28 @@ def eval_metrics_step(ws: Workspace) -> dict:
     for K in depths:
         reranked, seconds = run.rerank(fused, K)
         if K != depths[0]:
-            seconds = run.rerank(fused[:ws.profile.eval.latency_queries], K, cached=False)[1]
+            seconds = run.rerank(fused[: ws.profile.eval.latency_queries], K, cached=False)[1]
         if K == ws.profile.rerank.top_k:
             served = reranked
-        rows.append({"setting": f"GRASP ({name}) K={K}", "reranker": "yes", **run.metrics(reranked), "s/query": round(seconds, 3)})
+        rows.append(
+            {
+                "setting": f"GRASP ({name}) K={K}",
+                "reranker": "yes",
+                **run.metrics(reranked),
+                "s/query": round(seconds, 3),
+            }
+        )
     out = {"split": "test", "queries": len(run.qids), "planner": name, "rows": rows}
     human = ws.split("test-human")
     if len(human):
         hrun = TestRun(ws, "test-human")
         hplans = hrun.planner_plans(name, ckpt)
         hfused = hrun.fused(hrun.graph(hplans)[0])
-        out["human"] = {"queries": len(hrun.qids), "no-rerank": hrun.metrics(hfused),
-                        "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0])}
+        out["human"] = {
+            "queries": len(hrun.qids),
+            "no-rerank": hrun.metrics(hfused),
+            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0]),
+        }
     with atomic_dir(ws.art.path("eval_metrics")) as tmp:
         write_json(tmp / "metrics.json", out)
         cached = {"qid": run.qids, "plan": plans}
@@ -170,7 +183,10 @@ def eval_metrics_step(ws: Workspace) -> dict:
     return {
         "planner": name,
         "test_queries": len(run.qids),
-        "hit@1": main["hit@1"], "hit@5": main["hit@5"], "recall@20": main["recall@20"], "mrr": main["mrr"],
+        "hit@1": main["hit@1"],
+        "hit@5": main["hit@5"],
+        "recall@20": main["recall@20"],
+        "mrr": main["mrr"],
         "metrics_md": markdown_table(rows, ["setting", "reranker", "hit@1", "hit@5", "recall@20", "mrr", "s/query"]),
         "metrics_png": bar_plot({r["setting"]: r["hit@1"] for r in rows}, "test Hit@1", "%"),
         "path": str(ws.art.path("eval_metrics")),
@@ -187,31 +203,52 @@ def ablations_step(ws: Workspace) -> dict:
     full = run.fused(graph)
     K = ws.profile.rerank.top_k
     if "pair_nodes" in cached:
-        run.scores.update(((q, int(n)), float(v)) for q, nodes, vals in zip(run.queries, cached["pair_nodes"], cached["pair_scores"])
-                          for n, v in zip(nodes, vals))
+        run.scores.update(
+            ((q, int(n)), float(v))
+            for q, nodes, vals in zip(run.queries, cached["pair_nodes"], cached["pair_scores"])
+            for n, v in zip(nodes, vals)
+        )
     if "reranked_ids" in cached:
-        full_rr = [Ranking(np.asarray(i, np.int64), np.asarray(v, np.float32)) for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])]
+        full_rr = [
+            Ranking(np.asarray(i, np.int64), np.asarray(v, np.float32))
+            for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])
+        ]
     else:
         full_rr, _ = run.rerank(full, K)
     ref = {"no": run.hits(full), "yes": run.hits(full_rr)}
-    settings: list[tuple[str, str, list[Ranking]]] = [(f"GRASP ({name})", "no", full), (f"GRASP ({name})", "yes", full_rr)]
+    settings: list[tuple[str, str, list[Ranking]]] = [
+        (f"GRASP ({name})", "no", full),
+        (f"GRASP ({name})", "yes", full_rr),
+    ]
     settings.append(("text only", "no", run.text))
     settings.append(("text only", "yes", run.rerank(run.text, K)[0]))
     settings.append(("graph only", "no", graph))
     empty = [type(t)() for t in run.tables]
     no_table_graph = run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0]
     settings.append(("no entity table", "no", run.fused(no_table_graph)))
-    settings.append(("no relevance text (whole query)", "no", run.fused(run.graph(run.plans[name], drop_relevance=True)[0])))
+    settings.append(
+        ("no relevance text (whole query)", "no", run.fused(run.graph(run.plans[name], drop_relevance=True)[0]))
+    )
     sft_plans = run.planner_plans("sft", ws.art.require("sft_adapter"))
     settings.append(("SFT only", "no", run.fused(run.graph(sft_plans)[0])))
     from grasp_core.io import is_complete
 
     if name != "round 1" and is_complete(ws.art.path("planner", "1")):
-        settings.append(("SFT + RL round 1", "no", run.fused(run.graph(run.planner_plans("round 1", ws.art.path("planner", "1")))[0])))
+        settings.append(
+            (
+                "SFT + RL round 1",
+                "no",
+                run.fused(run.graph(run.planner_plans("round 1", ws.art.path("planner", "1")))[0]),
+            )
+        )
     teacher = load_teacher_plans(ws).set_index("qid")
-    teacher_plans = [teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids]
+    teacher_plans = [
+        teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids
+    ]
     settings.append(("teacher (oracle-guided)", "no", run.fused(run.graph(teacher_plans)[0])))
-    settings.append(("fixed-ratio fusion (AF-Retriever)", "no", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)]))
+    settings.append(
+        ("fixed-ratio fusion (AF-Retriever)", "no", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
+    )
     settings.append(("router (HybGRAG)", "no", [route(t, g, tr) for t, g, tr in zip(run.text, graph, traces)]))
     progression = planner_progression(ws, {"test": run})
     rows = []
@@ -226,7 +263,9 @@ def ablations_step(ws: Workspace) -> dict:
         "test_queries": len(run.qids),
         "ablations_md": markdown_table(rows, METRIC_COLUMNS),
         "progression_md": markdown_table(progression, PROGRESSION_COLUMNS),
-        "ablations_png": bar_plot({f"{r['setting']} [{r['reranker']}]": r["hit@1"] for r in rows}, "test Hit@1 by setting", "%"),
+        "ablations_png": bar_plot(
+            {f"{r['setting']} [{r['reranker']}]": r["hit@1"] for r in rows}, "test Hit@1 by setting", "%"
+        ),
         **{f"{r['setting']} [{r['reranker']}].hit@1": r["hit@1"] for r in rows},
         "path": str(ws.art.path("ablations")),
     }
@@ -241,8 +280,11 @@ def kept_planners(ws: Workspace) -> list[tuple[str, str, object]]:
     from grasp_core.io import is_complete
 
     planners = [("SFT", "sft", ws.art.require("sft_adapter"))]
-    return planners + [(f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS
-                       if is_complete(ws.art.path("planner", r))]
+    return planners + [
+        (f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r))
+        for r in ROUNDS
+        if is_complete(ws.art.path("planner", r))
+    ]
 
 
 def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -> list[dict]:
@@ -263,10 +305,16 @@ def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -
         fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
         ref = run.hits(fused["SFT"])
         for name, graph, plans in settings:
-            row = {"split": split, "planner": name, "queries": len(run.qids), "fused hit@1": run.metrics(fused[name])["hit@1"],
-                   "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
-                   "valid plans": None if plans is None else round(100 * float(np.mean([_is_valid(p, ws, t)
-                                                                                          for p, t in zip(plans, run.tables)])), 1)}
+            row = {
+                "split": split,
+                "planner": name,
+                "queries": len(run.qids),
+                "fused hit@1": run.metrics(fused[name])["hit@1"],
+                "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
+                "valid plans": None
+                if plans is None
+                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(plans, run.tables)])), 1),
+            }
             row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
             rows.append(row)
     return rows
@@ -291,15 +339,32 @@ def latency_step(ws: Workspace) -> dict:
         totals.append(time.perf_counter() - t0)
         for s in STAGES:
             per_stage[s].append(res.seconds[s])
-    rows = [{"stage": s, "mean (s)": float(np.mean(v)), "p50 (s)": float(np.median(v)), "p95 (s)": float(np.percentile(v, 95))}
-            for s, v in per_stage.items()]
-    rows.append({"stage": "total", "mean (s)": float(np.mean(totals)), "p50 (s)": float(np.median(totals)),
-                 "p95 (s)": float(np.percentile(totals, 95))})
+    rows = [
+        {
+            "stage": s,
+            "mean (s)": float(np.mean(v)),
+            "p50 (s)": float(np.median(v)),
+            "p95 (s)": float(np.percentile(v, 95)),
+        }
+        for s, v in per_stage.items()
+    ]
+    rows.append(
+        {
+            "stage": "total",
+            "mean (s)": float(np.mean(totals)),
+            "p50 (s)": float(np.median(totals)),
+            "p95 (s)": float(np.percentile(totals, 95)),
+        }
+    )
     with atomic_dir(ws.art.path("latency")) as tmp:
         write_json(tmp / "latency.json", {"queries": len(queries), "rows": rows})
     md = "| stage | mean (s) | p50 (s) | p95 (s) |\n|---|---|---|---|\n" + "\n".join(
-        f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows)
-    return {"queries": len(queries), "total_mean_s": rows[-1]["mean (s)"], "latency_md": md,
-            "latency_png": bar_plot({r["stage"]: r["mean (s)"] for r in rows[:-1]}, "mean latency per stage", "s"),
-            "path": str(ws.art.path("latency"))}
-
+        f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows
+    )
+    return {
+        "queries": len(queries),
+        "total_mean_s": rows[-1]["mean (s)"],
+        "latency_md": md,
+        "latency_png": bar_plot({r["stage"]: r["mean (s)"] for r in rows[:-1]}, "mean latency per stage", "s"),
+        "path": str(ws.art.path("latency")),
+    }

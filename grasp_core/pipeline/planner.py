@@ -19,7 +19,14 @@ from grasp_core.planner.base import base_model_path, build_planner_base
 from grasp_core.planner.checkpoint import planner_kind
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, render_prompt
 from grasp_core.planner.reward import RewardTable
-from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries, rft_examples, sample_and_score, train_grpo
+from grasp_core.planner.rl import (
+    best_positive_samples,
+    informative_queries,
+    rft_examples,
+    rl_queries,
+    sample_and_score,
+    train_grpo,
+)
 from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
 from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
 from grasp_core.planner.teacher import ProgrammaticTeacher, json_text
@@ -54,8 +61,13 @@ def planner_llm(ws: Workspace, checkpoint: Path, batch_size: int = 32):
 
     kind, base = planner_kind(checkpoint)
     if kind == "lora":
-        return TransformersLLM(base, adapter_path=checkpoint, device=ws.profile.device, batch_size=batch_size,
-                               setting="planner checkpoint base")
+        return TransformersLLM(
+            base,
+            adapter_path=checkpoint,
+            device=ws.profile.device,
+            batch_size=batch_size,
+            setting="planner checkpoint base",
+        )
     return TransformersLLM(checkpoint, device=ws.profile.device, batch_size=batch_size, setting="planner checkpoint")
 
 
@@ -119,8 +131,15 @@ def teacher_plans_step(ws: Workspace) -> dict:
         gold = list(map(int, row["answer_ids"]))
         out = teacher.teach_one(row["query"], tables[qid], gold)
         bar.update(1)
-        return {"qid": qid, "split": row["split"], "plan": json_text(out.plan) if out.plan else None,
-                "gold_rank": out.gold_rank, "n_candidates": out.n_candidates, "n_answers": len(gold), "n_tried": out.n_tried}
+        return {
+            "qid": qid,
+            "split": row["split"],
+            "plan": json_text(out.plan) if out.plan else None,
+            "gold_rank": out.gold_rank,
+            "n_candidates": out.n_candidates,
+            "n_answers": len(gold),
+            "n_tried": out.n_tried,
+        }
 
     start = time.perf_counter()
     for qid in train_order:
@@ -141,8 +160,13 @@ def teacher_plans_step(ws: Workspace) -> dict:
             "valid_share": round(float(part["plan"].notna().mean()), 4),
             "gold_first_share": round(float((part["gold_rank"] == 1).mean()), 4),
         }
-    return {"teacher": "programmatic", "usable_for_sft": usable, "per_split": stats,
-            "seconds": round(time.perf_counter() - start, 1), "path": str(ws.art.path("teacher_plans"))}
+    return {
+        "teacher": "programmatic",
+        "usable_for_sft": usable,
+        "per_split": stats,
+        "seconds": round(time.perf_counter() - start, 1),
+        "path": str(ws.art.path("teacher_plans")),
+    }
 
 
 def load_teacher_plans(ws: Workspace) -> pd.DataFrame:
@@ -170,9 +194,13 @@ def sft_examples(ws: Workspace, tokenizer) -> list[dict]:
     prompt_of = prompt_builder(ws, tokenizer)
     tables = ws.entity_tables
     with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
-    return [{"prompt": prompt_of(int(r.qid)),
-             "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance)}
-            for r in chosen.itertuples()]
+    return [
+        {
+            "prompt": prompt_of(int(r.qid)),
+            "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance),
+        }
+        for r in chosen.itertuples()
+    ]
 
 
 def _val_qids(ws: Workspace, cap: int | None = None) -> list[int]:
@@ -188,11 +216,19 @@ def sft_step(ws: Workspace, log_fn=None) -> dict:
     if not examples:
         raise GraspError("no usable teacher plan for SFT (valid, gold answer first, ≤ 20 answers); check teacher_plans")
     start = time.perf_counter()
-    result = train_sft(base, examples, ws.profile.sft, ws.art.path("sft_adapter"), log_fn=log_fn, device=ws.profile.device)
+    result = train_sft(
+        base, examples, ws.profile.sft, ws.art.path("sft_adapter"), log_fn=log_fn, device=ws.profile.device
+    )
     seconds = time.perf_counter() - start
-    val = evaluate_planner(planner_llm(ws, ws.art.path("sft_adapter")), planner_env(ws), _val_qids(ws, ws.profile.grpo.val_queries),
-                           ws.profile.inference)
-    write_json(ws.art.path("sft_adapter") / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["plans"])})
+    val = evaluate_planner(
+        planner_llm(ws, ws.art.path("sft_adapter")),
+        planner_env(ws),
+        _val_qids(ws, ws.profile.grpo.val_queries),
+        ws.profile.inference,
+    )
+    write_json(
+        ws.art.path("sft_adapter") / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["plans"])}
+    )
     losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
     plot = line_plot({"train loss": ([s for s, _ in losses], [v for _, v in losses])}, "planner SFT", "step", "loss")
     return {
@@ -223,8 +259,12 @@ def reward_table_step(ws: Workspace) -> dict:
     table = RewardTable.build(observations, ws.profile.reward.shrink_n)
     with atomic_dir(ws.art.path("reward_table")) as tmp:
         write_json(tmp / "reward_table.json", table.to_json())
-    return {"observations": len(observations), "downstream": "fused hit@1", "table_md": table.to_markdown(),
-            "path": str(ws.art.path("reward_table"))}
+    return {
+        "observations": len(observations),
+        "downstream": "fused hit@1",
+        "table_md": table.to_markdown(),
+        "path": str(ws.art.path("reward_table")),
+    }
 
 
 def rft_samples_step(ws: Workspace, round_key: str) -> dict:
@@ -270,8 +310,11 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
     rl = ws.profile.rl
     rft_init = base if rl.rft_from_base else round_start(ws, round_key)
-    rft_cfg = dataclasses.replace(ws.profile.sft, epochs=rl.rft_epochs or ws.profile.sft.epochs,
-                                  learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate)
+    rft_cfg = dataclasses.replace(
+        ws.profile.sft,
+        epochs=rl.rft_epochs or ws.profile.sft.epochs,
+        learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate,
+    )
     train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
     rft_seconds = time.perf_counter() - t0
 
@@ -285,19 +328,39 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
     train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
     t1 = time.perf_counter()
-    grpo = train_grpo(work / "rft", env, train_q, prompt_of, evaluate_val, ws.profile.grpo, ws.art.path("planner_work", f"{round_key}-grpo"),
-                      log_fn=grpo_log, device=ws.profile.device, grammar=ws.profile.inference.grammar)
+    grpo = train_grpo(
+        work / "rft",
+        env,
+        train_q,
+        prompt_of,
+        evaluate_val,
+        ws.profile.grpo,
+        ws.art.path("planner_work", f"{round_key}-grpo"),
+        log_fn=grpo_log,
+        device=ws.profile.device,
+        grammar=ws.profile.inference.grammar,
+    )
     grpo_seconds = time.perf_counter() - t1
 
     previous = _previous_val_hit1(ws, round_key)
     kept = ws.art.path("planner_work", f"{round_key}-grpo")
     with atomic_dir(ws.art.path("planner", round_key)) as tmp:
         shutil.copytree(kept, tmp, dirs_exist_ok=True)
-        write_json(tmp / "gate.json", {"val_fused_hit1": grpo["best_val_fused_hit1"], "previous": previous,
-                                       "passed": grpo["best_val_fused_hit1"] >= previous})
+        write_json(
+            tmp / "gate.json",
+            {
+                "val_fused_hit1": grpo["best_val_fused_hit1"],
+                "previous": previous,
+                "passed": grpo["best_val_fused_hit1"] >= previous,
+            },
+        )
     sel = grpo["selection"]
-    plot = line_plot({"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
-                     f"GRPO round {round_key}", "step", "Hit@1 (%)")
+    plot = line_plot(
+        {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+        f"GRPO round {round_key}",
+        "step",
+        "Hit@1 (%)",
+    )
     return {
         "round": round_key,
         "rft_examples": len(examples),

@@ -7,7 +7,9 @@ from collections.abc import Mapping, Sequence
 from grasp_core.tracking import figure_png
 
 
-def line_plot(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str) -> bytes:
+def line_plot(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str
+) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -60,9 +60,13 @@ def hard_negatives_step(ws: Workspace) -> dict:
     negs = mine_hard_negatives(qids, fused, [env.gold[q] for q in qids])
     with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
         negs.to_parquet(tmp / "hard_negatives.parquet")
-    return {"planner": planner, "train_queries": len(qids), "queries_with_positive": len(negs),
-            "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
-            "path": str(ws.art.path("reranker_hard_negatives"))}
+    return {
+        "planner": planner,
+        "train_queries": len(qids),
+        "queries_with_positive": len(negs),
+        "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
+        "path": str(ws.art.path("reranker_hard_negatives")),
+    }
 
 
 def reranker_step(ws: Workspace, log_fn=None) -> dict:
@@ -79,8 +83,16 @@ def reranker_step(ws: Workspace, log_fn=None) -> dict:
     validation = RerankValidation(val_fused, val_queries, val_answers, builder, K)
     work = ws.art.path("reranker_work")
     t0 = time.perf_counter()
-    result = train_reranker(scorer, builder, negs, ws.skb.queries[["qid", "query"]], validation, ws.profile.reranker_train,
-                            work, log_fn=log_fn)
+    result = train_reranker(
+        scorer,
+        builder,
+        negs,
+        ws.skb.queries[["qid", "query"]],
+        validation,
+        ws.profile.reranker_train,
+        work,
+        log_fn=log_fn,
+    )
     train_seconds = time.perf_counter() - t0
     if validation.last is not None and result.best_step == result.history[-1]["step"]:
         items = validation.last  # the kept checkpoint was the one validated last in this process: its scores
@@ -103,8 +115,8 @@ def reranker_step(ws: Workspace, log_fn=None) -> dict:
         "rrf_k": k,
         "train_seconds": round(train_seconds, 1),
         "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),
-        "validation_png": line_plot({"val Hit@1": ([s for s, _ in losses], [v for _, v in losses])},
-                                    "reranker checkpoints", "step", "Hit@1 (%)"),
+        "validation_png": line_plot(
+            {"val Hit@1": ([s for s, _ in losses], [v for _, v in losses])}, "reranker checkpoints", "step", "Hit@1 (%)"
+        ),
         "path": str(ws.art.path("reranker")),
     }
-

@@ -20,7 +20,9 @@ def text_index_step(ws: Workspace) -> dict:
     with atomic_dir(ws.art.path("text_index")) as tmp:
         BM25Retriever.build(ws.graph, ws.profile.bm25).save(tmp / "bm25")
         bm25_seconds = time.perf_counter() - start
-        fields = FieldIndex.build(ws.graph, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work"))
+        fields = FieldIndex.build(
+            ws.graph, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work")
+        )
         (tmp / "fields").mkdir()
         fields.save(tmp / "fields")
     return {

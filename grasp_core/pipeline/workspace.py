@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from functools import cached_property
 
-
 from grasp_core.artifacts import Artifacts
 from grasp_core.profiles import Profile
 from grasp_core.skb.format import SKB
@@ -101,5 +100,3 @@ class Workspace:
         if "store" in self.__dict__:
             self.store.close()
             del self.__dict__["store"]
-
-

@@ -63,8 +63,13 @@ class CompiledPlan:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def compile_plan(plan: Plan, schema: Schema, bindings: Bindings | None = None, dialect: Dialect = "neo4j",
-                 max_frontier: int | None = None) -> CompiledPlan:
+def compile_plan(
+    plan: Plan,
+    schema: Schema,
+    bindings: Bindings | None = None,
+    dialect: Dialect = "neo4j",
+    max_frontier: int | None = None,
+) -> CompiledPlan:
     """One Cypher query returning rows ``(node_id, score)``, one per reached target node.
 
     ``plan`` must be resolved (the output of :func:`validate_plan`, or a plan whose ref anchors carry a
@@ -80,13 +85,16 @@ def compile_plan(plan: Plan, schema: Schema, bindings: Bindings | None = None, d
     return _Compiler(plan, schema, bindings or {}, dialect, max_frontier).compile()
 
 
-def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Bindings, node_id: int,
-                  limit: int = 1000) -> CompiledPlan:
+def compile_paths(
+    plan: Plan, schema: Schema, anchor_var: str, bindings: Bindings, node_id: int, limit: int = 1000
+) -> CompiledPlan:
     """A query returning up to ``limit`` node-id paths ``(binding, …, node_id)`` along ``anchor_var``'s chain."""
     plan = validate_plan(plan, schema)
     c = _Compiler(plan, schema, bindings, "neo4j")
     chain = c.chain(anchor_var)
-    lines = [f"MATCH ({c.name[anchor_var]}:{c.label(anchor_var)}) WHERE {c.name[anchor_var]}.id IN ${c.ids_param(anchor_var)}"]
+    lines = [
+        f"MATCH ({c.name[anchor_var]}:{c.label(anchor_var)}) WHERE {c.name[anchor_var]}.id IN ${c.ids_param(anchor_var)}"
+    ]
     for hop in chain[:-1]:
         lines.append(c.hop_match(hop.from_, hop))
     lines.append(c.hop_match(chain[-1].from_, chain[-1], f"{c.name[TARGET]}.id = $node_id"))
@@ -97,7 +105,9 @@ def compile_paths(plan: Plan, schema: Schema, anchor_var: str, bindings: Binding
 
 
 class _Compiler:
-    def __init__(self, plan: Plan, schema: Schema, bindings: Bindings, dialect: Dialect, max_frontier: int | None = None):
+    def __init__(
+        self, plan: Plan, schema: Schema, bindings: Bindings, dialect: Dialect, max_frontier: int | None = None
+    ):
         self.plan, self.bindings, self.dialect, self.max_frontier = plan, bindings, dialect, max_frontier
         self.tables = table_names(schema)
         self.types = {a.var: a.type for a in plan.anchors} | {h.to: h.to_type for h in plan.hops}
@@ -147,8 +157,11 @@ class _Compiler:
         first = self.plan.anchors[0].var
         main = self.chain(first)
         on_main = {first} | {h.to for h in main}
-        lines = [_anchor_start(self.dialect, self.name[first], self.label(first), self.ids_param(first),
-                               self.scores_param(first))]
+        lines = [
+            _anchor_start(
+                self.dialect, self.name[first], self.label(first), self.ids_param(first), self.scores_param(first)
+            )
+        ]
         for hop in main:
             v = self.name[hop.to]
             lines += [self.hop_match(hop.from_, hop, extend=True), f"WITH {v}, max(s) AS s"]
@@ -195,6 +208,8 @@ def _anchor_start(dialect: Dialect, var: str, label: str, ids: str, scores: str)
     if dialect == "neo4j":
         return f"UNWIND ${scores} AS w\nMATCH ({var}:{label} {{id: w.id}})\nWITH {var}, w.score AS s"
     if dialect == "ladybug":
-        return (f"MATCH ({var}:{label}) WHERE {var}.id IN ${ids}\nUNWIND ${scores} AS w\n"
-                f"WITH {var}, w WHERE w.id = {var}.id\nWITH {var}, w.score AS s")
+        return (
+            f"MATCH ({var}:{label}) WHERE {var}.id IN ${ids}\nUNWIND ${scores} AS w\n"
+            f"WITH {var}, w WHERE w.id = {var}.id\nWITH {var}, w.score AS s"
+        )
     raise ValueError(f"unknown Cypher dialect {dialect!r}")

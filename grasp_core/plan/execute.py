@@ -49,17 +49,23 @@ MEMO_SIZE = 20_000  # text vectors kept by an executor (20k x 384 floats = 31 MB
 @dataclass(frozen=True)
 class ExecutionConfig:
     name_k: int = field(default=5, metadata={"help": "Bindings kept per anchor with match_mode name (paper: 5)."})
-    name_tau: float = field(default=0.95, metadata={"help": "Name mode: keep matches with cosine >= tau x best (0.95)."})
+    name_tau: float = field(
+        default=0.95, metadata={"help": "Name mode: keep matches with cosine >= tau x best (0.95)."}
+    )
     doc_k: int = field(default=10, metadata={"help": "Bindings kept per anchor with match_mode doc (paper: 10)."})
     doc_tau: float = field(default=0.90, metadata={"help": "Doc mode: keep matches with cosine >= tau x best (0.90)."})
     exact_rescore_max: int = field(
         default=20_000,
-        metadata={"help": "Rescore exactly up to this many candidates; beyond, nearest-neighbour search of this depth."},
+        metadata={
+            "help": "Rescore exactly up to this many candidates; beyond, nearest-neighbour search of this depth."
+        },
     )
     max_frontier: int = field(
         default=20_000,
-        metadata={"help": "Nodes kept per main-chain traversal hop, best anchor score first (ties: lower id); results "
-                          "are exact while no hop reaches more. Bounds the work and memory of a hop through hubs."},
+        metadata={
+            "help": "Nodes kept per main-chain traversal hop, best anchor score first (ties: lower id); results "
+            "are exact while no hop reaches more. Bounds the work and memory of a hop through hubs."
+        },
     )
     top_k: int = field(default=100, metadata={"help": "Length of the graph ranking."})
     max_tokens: int = field(default=512, metadata={"help": "Truncation of anchor, relevance and query texts."})
@@ -71,12 +77,14 @@ class PlanExecutor:
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._memo: dict[str, np.ndarray] = {}
 
-    def execute(self, plan_or_text: Plan | str, query: str,
-                entity_table: EntityTable | None = None) -> tuple[Ranking, Trace]:
+    def execute(
+        self, plan_or_text: Plan | str, query: str, entity_table: EntityTable | None = None
+    ) -> tuple[Ranking, Trace]:
         return self.execute_batch([plan_or_text], [query], [entity_table])[0]
 
-    def execute_batch(self, plans: Sequence[Plan | str], queries: Sequence[str],
-                      tables: Sequence[EntityTable | None] | None = None) -> list[tuple[Ranking, Trace]]:
+    def execute_batch(
+        self, plans: Sequence[Plan | str], queries: Sequence[str], tables: Sequence[EntityTable | None] | None = None
+    ) -> list[tuple[Ranking, Trace]]:
         tables = list(tables) if tables is not None else [None] * len(plans)
         if not len(plans) == len(queries) == len(tables):
             raise ValueError(f"{len(plans)} plans, {len(queries)} queries and {len(tables)} entity tables")
@@ -88,7 +96,7 @@ class PlanExecutor:
                 continue
             anchors = [len(texts) + i for i in range(len(trace.plan.anchors))]
             texts += [_anchor_text(a, table) for a in trace.plan.anchors]
-            texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors):]))
+            texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors) :]))
             slots.append((anchors, len(texts) - 1))
         start = time.perf_counter()
         vectors = self._encode(texts)
@@ -121,7 +129,9 @@ class PlanExecutor:
         try:
             plan = parse_plan(plan_or_text) if isinstance(plan_or_text, str) else plan_or_text
             trace.plan = validate_plan(plan, self.skb.schema, table)
-            unlinked = [a.ref for a in plan.anchors if a.ref is not None and (table is None or table.row(a.ref) is None)]
+            unlinked = [
+                a.ref for a in plan.anchors if a.ref is not None and (table is None or table.row(a.ref) is None)
+            ]
             if unlinked:
                 trace.plan = None
                 raise PlanError("unknown_ref", f"{unlinked[0]!r} is not a row of the query's entity table")
@@ -165,7 +175,9 @@ class PlanExecutor:
 
         start = time.perf_counter()
         pairs = {v: [(b.node_id, b.score) for b in bs] for v, bs in trace.bindings.items()}
-        compiled = compile_plan(plan, self.skb.schema, pairs, dialect=self.store.dialect, max_frontier=self.cfg.max_frontier)
+        compiled = compile_plan(
+            plan, self.skb.schema, pairs, dialect=self.store.dialect, max_frontier=self.cfg.max_frontier
+        )
         trace.cypher, trace.params = compiled.text, compiled.params
         rows = self.store.run(compiled.text, compiled.params)
         trace.seconds["traverse"] = time.perf_counter() - start
@@ -187,7 +199,9 @@ class PlanExecutor:
         return ranking
 
     def _link(self, anchor: Anchor, vector: np.ndarray) -> list[Binding]:
-        k, tau = (self.cfg.name_k, self.cfg.name_tau) if anchor.match_mode == "name" else (self.cfg.doc_k, self.cfg.doc_tau)
+        k, tau = (
+            (self.cfg.name_k, self.cfg.name_tau) if anchor.match_mode == "name" else (self.cfg.doc_k, self.cfg.doc_tau)
+        )
         scores, ids = self.index.search(anchor.type, anchor.match_mode, vector[None], k)
         scores, ids = scores[0][ids[0] >= 0], ids[0][ids[0] >= 0]
         if not len(ids):
@@ -196,8 +210,9 @@ class PlanExecutor:
         keep = scores >= best - (1.0 - tau) * abs(best)
         return [Binding(int(i), str(self._names[i]), float(s)) for i, s in zip(ids[keep], scores[keep])]
 
-    def _cosine(self, target_type: str, ids: np.ndarray, anchor_scores: np.ndarray,
-                relevance: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _cosine(
+        self, target_type: str, ids: np.ndarray, anchor_scores: np.ndarray, relevance: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, cosine, anchor scores) of the candidates that get a relevance cosine."""
         if len(ids) <= self.cfg.exact_rescore_max:
             return ids, self.index.vectors("doc", ids) @ relevance, anchor_scores
@@ -207,7 +222,9 @@ class PlanExecutor:
         hit = ids[order[pos]] == found[0]
         return found[0][hit], scores[0][hit], anchor_scores[order[pos[hit]]]
 
-    def explain_paths(self, plan: Plan | None, trace: Trace, node_id: int, limit: int = 3) -> dict[str, list[tuple[int, ...]]]:
+    def explain_paths(
+        self, plan: Plan | None, trace: Trace, node_id: int, limit: int = 3
+    ) -> dict[str, list[tuple[int, ...]]]:
         """Per anchor, up to ``limit`` node-id paths from one of its bindings to ``node_id``, best binding first.
 
         ``plan`` defaults to the trace's resolved plan. Returns {} for a plan that did not run.
@@ -219,9 +236,13 @@ class PlanExecutor:
         out = {}
         for var, bindings in trace.bindings.items():
             score = {b.node_id: b.score for b in bindings}
-            compiled = compile_paths(plan, self.skb.schema, var, {var: [(b.node_id, b.score) for b in bindings]}, node_id)
-            paths = sorted({tuple(int(x) for x in row) for row in self.store.run(compiled.text, compiled.params)},
-                           key=lambda p: (-score[p[0]], p))
+            compiled = compile_paths(
+                plan, self.skb.schema, var, {var: [(b.node_id, b.score) for b in bindings]}, node_id
+            )
+            paths = sorted(
+                {tuple(int(x) for x in row) for row in self.store.run(compiled.text, compiled.params)},
+                key=lambda p: (-score[p[0]], p),
+            )
             out[var] = paths[:limit]
         return out
 
@@ -229,4 +250,3 @@ class PlanExecutor:
 def _anchor_text(anchor: Anchor, table: EntityTable | None) -> str:
     """The text an anchor links: its own, or its entity row's mention (refs were checked in ``_validate``)."""
     return anchor.text if anchor.text is not None else table.row(anchor.ref).mention
-

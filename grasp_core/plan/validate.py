@@ -67,7 +67,9 @@ def _check_names(plan: Plan, schema: Schema, anchor_types: dict[str, str]) -> No
     named += [(f"hop {i} to_type", h.to_type) for i, h in enumerate(plan.hops) if h.to_type is not None]
     for what, node_type in named:
         if node_type not in schema.node_types:
-            raise PlanError("unknown_type", f"{what}: unknown node type {node_type!r} (schema: {sorted(schema.node_types)})")
+            raise PlanError(
+                "unknown_type", f"{what}: unknown node type {node_type!r} (schema: {sorted(schema.node_types)})"
+            )
     relations = set(schema.relation_names)
     for i, h in enumerate(plan.hops):
         if h.rel not in relations:
@@ -102,7 +104,9 @@ def _check_structure(plan: Plan) -> None:
         if cur != TARGET:
             if cur == var and var in anchors:
                 raise PlanError("anchor_unreachable", f"anchor {var!r} is not connected to {TARGET!r} by any hop")
-            raise PlanError("dangling_variable", f"variable {cur!r} leads nowhere (no hop leaves it towards {TARGET!r})")
+            raise PlanError(
+                "dangling_variable", f"variable {cur!r} leads nowhere (no hop leaves it towards {TARGET!r})"
+            )
 
 
 def _infer_types(plan: Plan, schema: Schema, anchor_types: dict[str, str]) -> dict[str, str]:

@@ -27,15 +27,20 @@ POINTER = "base.json"
 @dataclass(frozen=True)
 class PlannerModelConfig:
     model_path: str | None = field(
-        default=None, metadata={"help": "local directory of a pretrained base (gpu: Qwen3-1.7B); None builds the tiny offline model"}
+        default=None,
+        metadata={"help": "local directory of a pretrained base (gpu: Qwen3-1.7B); None builds the tiny offline model"},
     )
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig, metadata={"help": "shape of the offline model"})
     vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary of the offline tokenizer"})
-    tokenizer_node_texts: int = field(default=20_000, metadata={"help": "node documents sampled to train the tokenizer"})
+    tokenizer_node_texts: int = field(
+        default=20_000, metadata={"help": "node documents sampled to train the tokenizer"}
+    )
     enable_thinking: bool = field(default=False, metadata={"help": "Qwen3 thinking mode (the paper disables it)"})
 
 
-def build_planner_base(skb: SKB, prompts: Sequence[str], plans: Sequence[str], cfg: PlannerModelConfig, out_dir: Path) -> dict:
+def build_planner_base(
+    skb: SKB, prompts: Sequence[str], plans: Sequence[str], cfg: PlannerModelConfig, out_dir: Path
+) -> dict:
     """Write the base to ``out_dir``: a pointer to a pretrained model, or a freshly built tiny model."""
     if cfg.model_path is not None:
         if not (Path(cfg.model_path) / "config.json").exists():

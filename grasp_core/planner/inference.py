@@ -29,9 +29,13 @@ class InferenceSettings:
     retries: int = field(default=2, metadata={"help": "extra samples when a plan fails"})
     retry_temperature: float = field(default=0.7, metadata={"help": "temperature of the retries"})
     constrained: bool = field(default=True, metadata={"help": "constrain decoding to the plan grammar (local models)"})
-    compact_prompt: bool = field(default=False, metadata={"help": "terse schema listing in the system prompt (short-context models)"})
-    grammar: PlanGrammarConfig = field(default_factory=PlanGrammarConfig,
-                                       metadata={"help": "what constrained decoding allows; training targets follow it"})
+    compact_prompt: bool = field(
+        default=False, metadata={"help": "terse schema listing in the system prompt (short-context models)"}
+    )
+    grammar: PlanGrammarConfig = field(
+        default_factory=PlanGrammarConfig,
+        metadata={"help": "what constrained decoding allows; training targets follow it"},
+    )
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,20 @@ def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], cfg: Inference
     return [PlanGrammar(schema, t, cfg.grammar) for t in tables]
 
 
-def plan_queries(llm, schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable],
-                 cfg: InferenceSettings = InferenceSettings()) -> list[PlanAttempt]:
+def plan_queries(
+    llm,
+    schema: Schema,
+    queries: Sequence[str],
+    tables: Sequence[EntityTable],
+    cfg: InferenceSettings = InferenceSettings(),
+) -> list[PlanAttempt]:
     """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed."""
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
-    texts = [c[0] for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens, constraint=grammars)]
+    texts = [
+        c[0]
+        for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens, constraint=grammars)
+    ]
     errors = [check_plan(t, schema, tab) for t, tab in zip(texts, tables)]
     attempts = [1] * len(texts)
     for _ in range(cfg.retries):
@@ -74,7 +86,10 @@ def plan_queries(llm, schema: Schema, queries: Sequence[str], tables: Sequence[E
         if not todo:
             break
         retry = llm.generate(
-            [prompts[i] for i in todo], n=1, temperature=cfg.retry_temperature, max_new_tokens=cfg.max_new_tokens,
+            [prompts[i] for i in todo],
+            n=1,
+            temperature=cfg.retry_temperature,
+            max_new_tokens=cfg.max_new_tokens,
             constraint=[grammars[i] for i in todo] if grammars else None,
         )
         for i, out in zip(todo, retry):
@@ -83,8 +98,15 @@ def plan_queries(llm, schema: Schema, queries: Sequence[str], tables: Sequence[E
     return [PlanAttempt(t, e is None, e, a) for t, e, a in zip(texts, errors, attempts)]
 
 
-def sample_plans(llm, schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable], n: int = 8,
-                 temperature: float = 1.0, cfg: InferenceSettings = InferenceSettings()) -> list[list[str]]:
+def sample_plans(
+    llm,
+    schema: Schema,
+    queries: Sequence[str],
+    tables: Sequence[EntityTable],
+    n: int = 8,
+    temperature: float = 1.0,
+    cfg: InferenceSettings = InferenceSettings(),
+) -> list[list[str]]:
     """``n`` sampled plans per query (RL exploration)."""
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
@@ -96,5 +118,7 @@ def graph_rankings(executor, plans: Sequence[str], queries: Sequence[str], table
     return executor.execute_batch(list(plans), list(queries), list(tables))
 
 
-def fused_rankings(text: Sequence[Ranking], graph: Sequence[Ranking], cfg: RewardConfig = RewardConfig()) -> list[Ranking]:
+def fused_rankings(
+    text: Sequence[Ranking], graph: Sequence[Ranking], cfg: RewardConfig = RewardConfig()
+) -> list[Ranking]:
     return [fuse(t, g, cfg) for t, g in zip(text, graph)]

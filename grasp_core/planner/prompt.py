@@ -102,7 +102,7 @@ def render_prompt(tokenizer: Any, messages: list[Message], enable_thinking: bool
     )
 
 
-_UNSAFE = re.compile(r'[\\\x00-\x1f\x7f]')
+_UNSAFE = re.compile(r"[\\\x00-\x1f\x7f]")
 
 
 def grammar_safe_text(text: str) -> str:

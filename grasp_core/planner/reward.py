@@ -32,7 +32,9 @@ COUNT_LABELS = ("0", "1", "2-5", "6-20", "21-100", "101-1000", ">1000")
 @dataclass(frozen=True)
 class RewardConfig:
     invalid_penalty: float = field(default=-0.1, metadata={"help": "reward of an invalid or unparseable plan"})
-    shrink_n: int = field(default=50, metadata={"help": "cells with fewer validation queries are shrunk toward their row"})
+    shrink_n: int = field(
+        default=50, metadata={"help": "cells with fewer validation queries are shrunk toward their row"}
+    )
     rrf_k: float = field(default=60.0, metadata={"help": "RRF k of the fusion, fixed during RL"})
     w_text: float = field(default=1.0, metadata={"help": "RRF weight of the text ranking"})
     w_graph: float = field(default=1.0, metadata={"help": "RRF weight of the graph ranking"})
@@ -60,11 +62,11 @@ class RewardTable:
     counts: np.ndarray  # validation queries per cell
 
     @classmethod
-    def prior(cls) -> "RewardTable":
+    def prior(cls) -> RewardTable:
         return cls(_prior(), np.zeros((len(RANK_LABELS), len(COUNT_LABELS)), np.int64))
 
     @classmethod
-    def build(cls, observations: Iterable[tuple[int | None, int, bool]], shrink_n: int = 50) -> "RewardTable":
+    def build(cls, observations: Iterable[tuple[int | None, int, bool]], shrink_n: int = 50) -> RewardTable:
         """From (gold rank in the list, graph candidate count, downstream hit@1) per validation observation."""
         sums = np.zeros((len(RANK_LABELS), len(COUNT_LABELS)))
         counts = np.zeros_like(sums, dtype=np.int64)
@@ -87,11 +89,15 @@ class RewardTable:
         return float(self.values[rank_bucket(gold_rank), count_bucket(n_candidates)])
 
     def to_json(self) -> dict:
-        return {"rank_buckets": list(RANK_LABELS), "count_buckets": list(COUNT_LABELS),
-                "values": self.values.round(6).tolist(), "counts": self.counts.tolist()}
+        return {
+            "rank_buckets": list(RANK_LABELS),
+            "count_buckets": list(COUNT_LABELS),
+            "values": self.values.round(6).tolist(),
+            "counts": self.counts.tolist(),
+        }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "RewardTable":
+    def from_json(cls, obj: dict) -> RewardTable:
         return cls(np.asarray(obj["values"], float), np.asarray(obj["counts"], np.int64))
 
     def to_markdown(self) -> str:
@@ -109,8 +115,14 @@ def fuse(text: Ranking, graph: Ranking, cfg: RewardConfig = RewardConfig(), top:
     return rrf([text, graph], [cfg.w_text, cfg.w_graph], k=cfg.rrf_k, top=top)
 
 
-def plan_reward(text: Ranking, graph: Ranking | None, n_candidates: int, gold: Sequence[int], table: RewardTable,
-                cfg: RewardConfig = RewardConfig()) -> float:
+def plan_reward(
+    text: Ranking,
+    graph: Ranking | None,
+    n_candidates: int,
+    gold: Sequence[int],
+    table: RewardTable,
+    cfg: RewardConfig = RewardConfig(),
+) -> float:
     """``U(RRF(T, G)) − U(T)``; ``graph=None`` marks an invalid plan (fixed penalty)."""
     if graph is None:
         return cfg.invalid_penalty

@@ -38,10 +38,16 @@ from grasp_core.planner.sft import LogFn
 class RLSettings:
     samples_per_query: int = field(default=8, metadata={"help": "plans sampled per training query"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of RL exploration"})
-    max_answers: int = field(default=20, metadata={"help": "training queries with more gold answers are excluded from RL"})
+    max_answers: int = field(
+        default=20, metadata={"help": "training queries with more gold answers are excluded from RL"}
+    )
     max_queries: int | None = field(default=None, metadata={"help": "cap on training queries per round (None: all)"})
-    rft_from_base: bool = field(default=True, metadata={
-        "help": "RFT retrains from the base model (paper); False continues from the planner the round starts from"})
+    rft_from_base: bool = field(
+        default=True,
+        metadata={
+            "help": "RFT retrains from the base model (paper); False continues from the planner the round starts from"
+        },
+    )
     rft_epochs: float | None = field(default=None, metadata={"help": "RFT epochs (None: the SFT epochs)"})
     rft_learning_rate: float | None = field(default=None, metadata={"help": "RFT learning rate (None: the SFT's)"})
     seed: int = field(default=0, metadata={"help": "query subset and sampling seed"})
@@ -49,7 +55,9 @@ class RLSettings:
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    use_lora: bool = field(default=True, metadata={"help": "new LoRA adapters on the merged RFT model (False: all weights)"})
+    use_lora: bool = field(
+        default=True, metadata={"help": "new LoRA adapters on the merged RFT model (False: all weights)"}
+    )
     lora_r: int = field(default=32, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha"})
     num_generations: int = field(default=8, metadata={"help": "completions per prompt (the group)"})
@@ -60,8 +68,12 @@ class GRPOSettings:
     max_completion_length: int = field(default=512, metadata={"help": "longest completion"})
     max_steps: int = field(default=200, metadata={"help": "optimizer steps at most"})
     save_every: int = field(default=50, metadata={"help": "evaluate (and keep if best) every this many steps"})
-    resample_flat: int = field(default=3, metadata={"help": "resample a batch whose groups all have equal rewards, up to this many times"})
-    val_queries: int | None = field(default=None, metadata={"help": "validation queries used to pick the checkpoint (None: all)"})
+    resample_flat: int = field(
+        default=3, metadata={"help": "resample a batch whose groups all have equal rewards, up to this many times"}
+    )
+    val_queries: int | None = field(
+        default=None, metadata={"help": "validation queries used to pick the checkpoint (None: all)"}
+    )
     seed: int = field(default=0, metadata={"help": "seed"})
 
 
@@ -80,27 +92,38 @@ def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSettings,
     from grasp_core.planner.inference import sample_plans
 
     qids = list(qids)
-    plans = sample_plans(llm, env.schema, [env.queries[q] for q in qids], [env.tables[q] for q in qids],
-                         n=cfg.samples_per_query, temperature=cfg.temperature, cfg=inference_cfg)
+    plans = sample_plans(
+        llm,
+        env.schema,
+        [env.queries[q] for q in qids],
+        [env.tables[q] for q in qids],
+        n=cfg.samples_per_query,
+        temperature=cfg.temperature,
+        cfg=inference_cfg,
+    )
     flat_q = [q for q, ps in zip(qids, plans) for _ in ps]
     flat_p = [p for ps in plans for p in ps]
     scores = PlanRewarder(env).score(flat_q, flat_p)
-    return pd.DataFrame({
-        "qid": flat_q,
-        "sample": [i for ps in plans for i in range(len(ps))],
-        "plan": flat_p,
-        "reward": [s.reward for s in scores],
-        "valid": [s.valid for s in scores],
-        "n_anchors": [s.n_anchors for s in scores],
-        "n_candidates": [s.n_candidates for s in scores],
-        "fused_gold_rank": [s.gold_rank for s in scores],
-    })
+    return pd.DataFrame(
+        {
+            "qid": flat_q,
+            "sample": [i for ps in plans for i in range(len(ps))],
+            "plan": flat_p,
+            "reward": [s.reward for s in scores],
+            "valid": [s.valid for s in scores],
+            "n_anchors": [s.n_anchors for s in scores],
+            "n_candidates": [s.n_candidates for s in scores],
+            "fused_gold_rank": [s.gold_rank for s in scores],
+        }
+    )
 
 
 def best_positive_samples(samples: pd.DataFrame) -> pd.DataFrame:
     """Each query's highest-reward sample when positive; ties: fewer anchors, then fewer candidates."""
     pos = samples[samples["reward"] > 0]
-    ordered = pos.sort_values(["qid", "reward", "n_anchors", "n_candidates", "sample"], ascending=[True, False, True, True, True])
+    ordered = pos.sort_values(
+        ["qid", "reward", "n_anchors", "n_candidates", "sample"], ascending=[True, False, True, True, True]
+    )
     return ordered.groupby("qid", as_index=False).head(1).reset_index(drop=True)
 
 
@@ -140,14 +163,16 @@ def _grpo_trainer_class():
 
             missing = [i for i, ids in enumerate(prompt_ids) if tuple(ids) not in self._grammars]
             if missing:
-                raise GraspError(f"GRPO: {len(missing)} prompts have no plan grammar (prompt text changed after tokenization?)")
+                raise GraspError(
+                    f"GRPO: {len(missing)} prompts have no plan grammar (prompt text changed after tokenization?)"
+                )
             tok = self.processing_class
             longest = max(len(ids) for ids in prompt_ids)
             input_ids = torch.full((len(prompt_ids), longest), tok.pad_token_id, dtype=torch.long)
             attention = torch.zeros_like(input_ids)
             for r, ids in enumerate(prompt_ids):  # left padding
-                input_ids[r, longest - len(ids):] = torch.tensor(ids)
-                attention[r, longest - len(ids):] = 1
+                input_ids[r, longest - len(ids) :] = torch.tensor(ids)
+                attention[r, longest - len(ids) :] = 1
             limit = getattr(self.model.config, "max_position_embeddings", None) or longest + self.max_completion_length
             budget = min(self.max_completion_length, limit - longest)
             if budget <= 0:
@@ -157,8 +182,11 @@ def _grpo_trainer_class():
             device = self.accelerator.device
             with torch.no_grad():
                 out = self.accelerator.unwrap_model(self.model).generate(
-                    input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=self.generation_config,
-                    max_new_tokens=budget, logits_processor=LogitsProcessorList([processor]),
+                    input_ids=input_ids.to(device),
+                    attention_mask=attention.to(device),
+                    generation_config=self.generation_config,
+                    max_new_tokens=budget,
+                    logits_processor=LogitsProcessorList([processor]),
                 )
             completions = []
             for row in out[:, longest:].tolist():  # cut after the first EOS (kept), drop the padding after it
@@ -177,9 +205,18 @@ def _grpo_trainer_class():
     return PlanGRPOTrainer
 
 
-def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int], prompt_of: Callable[[int], str],
-               evaluate_val: Callable[[object, object], float], cfg: GRPOSettings, out_dir: str | Path,
-               log_fn: LogFn | None = None, device: str = "cpu", grammar: PlanGrammarConfig = PlanGrammarConfig()) -> dict:
+def train_grpo(
+    model_path: str | Path,
+    env: PlannerEnv,
+    train_qids: Sequence[int],
+    prompt_of: Callable[[int], str],
+    evaluate_val: Callable[[object, object], float],
+    cfg: GRPOSettings,
+    out_dir: str | Path,
+    log_fn: LogFn | None = None,
+    device: str = "cpu",
+    grammar: PlanGrammarConfig = PlanGrammarConfig(),
+) -> dict:
     """GRPO from the planner at ``model_path``; writes the best checkpoint (by ``evaluate_val``) to ``out_dir``.
 
     ``evaluate_val(model, tokenizer) -> validation fused Hit@1`` is called at step 0 and every
@@ -201,7 +238,9 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
     if cfg.use_lora:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
     history: list[dict] = []
     selection: list[dict] = []
 
@@ -255,7 +294,10 @@ def train_grpo(model_path: str | Path, env: PlannerEnv, train_qids: Sequence[int
             bf16=False,
             dataloader_num_workers=0,
         )
-        grammars = {tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q], grammar) for q in set(qids)}
+        grammars = {
+            tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q], grammar)
+            for q in set(qids)
+        }
         trainer = _grpo_trainer_class()(
             model=model,
             reward_funcs=[rewarder.reward_function()],

@@ -99,8 +99,15 @@ def evaluate_planner(llm, env: PlannerEnv, qids: Sequence[int], cfg: InferenceSe
         "first_try_valid_rate": float(np.mean([a.valid and a.attempts == 1 for a in attempts])) if attempts else 0.0,
         "multi_hop_share": float(np.mean([h >= 2 for h in hops])) if hops else 0.0,
         "per_query": per_query(fused, answers, env.num_nodes).assign(qid=qids),
-        "plans": pd.DataFrame({"qid": qids, "plan": [a.text for a in attempts], "valid": [a.valid for a in attempts],
-                               "error": [a.error for a in attempts], "candidates": [t.candidates for _, t in results]}),
+        "plans": pd.DataFrame(
+            {
+                "qid": qids,
+                "plan": [a.text for a in attempts],
+                "valid": [a.valid for a in attempts],
+                "error": [a.error for a in attempts],
+                "candidates": [t.candidates for _, t in results],
+            }
+        ),
         "graph_rankings": graph,
         "fused_rankings": fused,
     }

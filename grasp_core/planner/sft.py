@@ -32,8 +32,13 @@ class SFTSettings:
     learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate (cosine decay)"})
     warmup_ratio: float = field(default=0.03, metadata={"help": "share of steps used for warmup"})
     effective_batch: int = field(default=32, metadata={"help": "examples per optimizer step"})
-    per_device_batch: int = field(default=8, metadata={"help": "examples per forward pass (gradient accumulation fills the rest)"})
-    use_lora: bool = field(default=True, metadata={"help": "LoRA on a pretrained base; False trains all weights (from-scratch cpu planner)"})
+    per_device_batch: int = field(
+        default=8, metadata={"help": "examples per forward pass (gradient accumulation fills the rest)"}
+    )
+    use_lora: bool = field(
+        default=True,
+        metadata={"help": "LoRA on a pretrained base; False trains all weights (from-scratch cpu planner)"},
+    )
     lora_r: int = field(default=64, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=128, metadata={"help": "LoRA alpha"})
     max_length: int = field(default=2048, metadata={"help": "longest prompt + plan in tokens"})
@@ -74,8 +79,14 @@ class _LogCallback:
         return _Callback()
 
 
-def train_sft(model_path: str | Path, examples: list[dict], cfg: SFTSettings, out_dir: str | Path,
-              log_fn: LogFn | None = None, device: str = "cpu") -> dict:
+def train_sft(
+    model_path: str | Path,
+    examples: list[dict],
+    cfg: SFTSettings,
+    out_dir: str | Path,
+    log_fn: LogFn | None = None,
+    device: str = "cpu",
+) -> dict:
     """Train on ``examples`` ({"prompt", "completion"} strings) from the planner at ``model_path``.
 
     Writes the trained planner to ``out_dir`` atomically and returns the loss history.
@@ -89,7 +100,9 @@ def train_sft(model_path: str | Path, examples: list[dict], cfg: SFTSettings, ou
     if cfg.use_lora:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
     history: list[dict] = []
 
     def record(step: int, logs: dict) -> None:

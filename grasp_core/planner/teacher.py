@@ -28,8 +28,12 @@ class TeacherConfig:
     max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
     paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
     max_candidates: int = field(default=40, metadata={"help": "candidate plans executed per query"})
-    pair_anchors: int = field(default=4, metadata={"help": "best single-anchor plans combined pairwise into intersections"})
-    min_link_score: float = field(default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"})
+    pair_anchors: int = field(
+        default=4, metadata={"help": "best single-anchor plans combined pairwise into intersections"}
+    )
+    min_link_score: float = field(
+        default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
+    )
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,9 @@ def _chain(var: str, path: Metapath, next_index: int) -> tuple[list[dict], int]:
     return hops, next_index
 
 
-def single_anchor_plans(schema: Schema, table: EntityTable, query: str, target_type: str,
-                        cfg: TeacherConfig = TeacherConfig()) -> list[dict]:
+def single_anchor_plans(
+    schema: Schema, table: EntityTable, query: str, target_type: str, cfg: TeacherConfig = TeacherConfig()
+) -> list[dict]:
     """One plan per (entity row, linked type, metapath to the target type), name and doc modes."""
     plans = []
     for row in table.rows:
@@ -69,12 +74,14 @@ def single_anchor_plans(schema: Schema, table: EntityTable, query: str, target_t
             for path in metapaths(schema, node_type, target_type, cfg.max_hops, cfg.paths_per_anchor):
                 hops, _ = _chain("a1", path, 1)
                 for mode in ("name", "doc") if len(path) == 1 else ("name",):
-                    plans.append({
-                        "target": {"type": target_type},
-                        "anchors": [{"var": "a1", "ref": row.ref, "type": node_type, "match_mode": mode}],
-                        "hops": hops,
-                        "relevance_text": rel_text,
-                    })
+                    plans.append(
+                        {
+                            "target": {"type": target_type},
+                            "anchors": [{"var": "a1", "ref": row.ref, "type": node_type, "match_mode": mode}],
+                            "hops": hops,
+                            "relevance_text": rel_text,
+                        }
+                    )
     return plans
 
 
@@ -140,14 +147,18 @@ class ProgrammaticTeacher:
         # Cheapest plans first. A zero- or one-hop plan that ranks a gold answer first cannot be beaten (every
         # other plan has more hops or anchors, which the key ranks after it), so the rest is then not executed:
         # the chosen plan is the same as when every candidate runs.
-        ranked = self._best([p for p in singles if len(p["hops"]) == 1] + [zero_hop_plan(query, target)], query, table, gold)
+        ranked = self._best(
+            [p for p in singles if len(p["hops"]) == 1] + [zero_hop_plan(query, target)], query, table, gold
+        )
         longer = [p for p in singles if len(p["hops"]) > 1]
         if longer and not self._solved(ranked):
             ranked = sorted(ranked + self._best(longer, query, table, gold), key=lambda x: x[2])
         tried = len(ranked)
         # intersections of the best single-anchor plans that reached a gold answer or anything at all
         top = [p for p, (r, _), _ in ranked if p["anchors"] and len(r)][: self.cfg.pair_anchors]
-        pairs = [x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))]
+        pairs = [
+            x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))
+        ]
         if pairs and not self._solved(ranked):
             ranked = sorted(ranked + self._best(pairs, query, table, gold), key=lambda x: x[2])
             tried += len(pairs)
@@ -156,8 +167,9 @@ class ProgrammaticTeacher:
             return TeacherPlan(None, None, 0, tried)
         return TeacherPlan(plan, ranking.rank_of(gold), trace.candidates, tried)
 
-    def teach(self, queries: Sequence[str], tables: Sequence[EntityTable], golds: Sequence[Sequence[int]],
-              progress=None) -> list[TeacherPlan]:
+    def teach(
+        self, queries: Sequence[str], tables: Sequence[EntityTable], golds: Sequence[Sequence[int]], progress=None
+    ) -> list[TeacherPlan]:
         out = []
         for q, t, g in zip(queries, tables, golds):
             out.append(self.teach_one(q, t, g))

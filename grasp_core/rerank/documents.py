@@ -41,8 +41,10 @@ class DocumentConfig:
     max_field_tokens: int = field(default=512, metadata={"help": "Cap on each text field of a document (tokens)."})
     max_input_tokens: int = field(
         default=2048,
-        metadata={"help": "Cap on the whole reranker input: instruction + query + document (tokens). The MiniLM "
-                          "cross-encoder of the cpu profile reads at most 512."},
+        metadata={
+            "help": "Cap on the whole reranker input: instruction + query + document (tokens). The MiniLM "
+            "cross-encoder of the cpu profile reads at most 512."
+        },
     )
     max_neighbours: int = field(default=10, metadata={"help": "Neighbours listed per relation line."})
     query_max_tokens: int = field(default=512, metadata={"help": "Truncation of the query when it is embedded."})
@@ -84,8 +86,10 @@ class CandidateDocumentBuilder:
         edges = self.skb.edges
         src, dst = edges["src"].to_numpy(np.int64), edges["dst"].to_numpy(np.int64)
         rel = np.array([rel_code[r] for r in edges["rel"]], np.int64)
-        triples = np.unique(np.stack([np.concatenate([src, dst]), np.concatenate([rel, rel]),
-                                      np.concatenate([dst, src])], axis=1), axis=0)
+        triples = np.unique(
+            np.stack([np.concatenate([src, dst]), np.concatenate([rel, rel]), np.concatenate([dst, src])], axis=1),
+            axis=0,
+        )
         self._adj_rel, self._adj_nbr = triples[:, 1], triples[:, 2]
         self._offsets = np.searchsorted(triples[:, 0], np.arange(self.skb.num_nodes + 1))
 
@@ -99,15 +103,18 @@ class CandidateDocumentBuilder:
         """Documents of ``node_ids`` for one query, each fitting ``max_input_tokens - prompt_tokens``."""
         budget = self.cfg.max_input_tokens - prompt_tokens
         if budget <= 0:
-            raise GraspError(f"the prompt alone takes {prompt_tokens} tokens, over max_input_tokens="
-                             f"{self.cfg.max_input_tokens}")
+            raise GraspError(
+                f"the prompt alone takes {prompt_tokens} tokens, over max_input_tokens={self.cfg.max_input_tokens}"
+            )
         query_vec = np.asarray(query_vec, np.float32)
         return [self._fit(self._parts(query_vec, int(i), tokenizer), tokenizer, budget) for i in node_ids]
 
     def _parts(self, query_vec: np.ndarray, node_id: int, tokenizer) -> _Parts:
         row = self.skb.nodes.iloc[node_id]
-        fields = [(f, _cut(text, self.cfg.max_field_tokens, tokenizer))
-                  for f, text in self.skb.text_fields_of(node_id).items()]
+        fields = [
+            (f, _cut(text, self.cfg.max_field_tokens, tokenizer))
+            for f, text in self.skb.text_fields_of(node_id).items()
+        ]
         lo, hi = self._offsets[node_id], self._offsets[node_id + 1]
         rels, nbrs = self._adj_rel[lo:hi], self._adj_nbr[lo:hi]
         sims = self.node_vectors[nbrs] @ query_vec if hi > lo else np.zeros(0, np.float32)
@@ -128,8 +135,11 @@ class CandidateDocumentBuilder:
         while over > 0 and any(names for _, names in parts.relations):
             rel_i = max(i for i, (_, names) in enumerate(parts.relations) if names)
             names = parts.relations[rel_i][1]
-            cost = _count(names[-1], tokenizer) + (_count(NEIGHBOUR_SEP, tokenizer) if len(names) > 1 else
-                                                   _count(f"{parts.relations[rel_i][0]}: \n", tokenizer))
+            cost = _count(names[-1], tokenizer) + (
+                _count(NEIGHBOUR_SEP, tokenizer)
+                if len(names) > 1
+                else _count(f"{parts.relations[rel_i][0]}: \n", tokenizer)
+            )
             names.pop()
             over -= cost
             if over <= 0:

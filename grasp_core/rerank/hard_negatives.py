@@ -16,8 +16,13 @@ import pandas as pd
 from grasp_core.ranking import Ranking
 
 
-def mine_hard_negatives(qids: Sequence[int], fused_rankings: Sequence[Ranking], answers: Sequence[Sequence[int]],
-                        top: int = 100, n_neg: int = 30) -> pd.DataFrame:
+def mine_hard_negatives(
+    qids: Sequence[int],
+    fused_rankings: Sequence[Ranking],
+    answers: Sequence[Sequence[int]],
+    top: int = 100,
+    n_neg: int = 30,
+) -> pd.DataFrame:
     """DataFrame[qid, positives: list[int], negatives: list[int]], both lists best-ranked first."""
     if not len(qids) == len(fused_rankings) == len(answers):
         raise ValueError(f"{len(qids)} qids, {len(fused_rankings)} rankings and {len(answers)} answer lists")

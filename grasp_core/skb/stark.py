@@ -299,7 +299,7 @@ def _mag_node(info: dict, node_type: str) -> tuple[Any, dict]:
 def _prime_node(info: dict, node_type: str) -> tuple[Any, dict]:
     fields = {"source": _text(info.get("source"))}
     details = info.get("details")
-    for key, value in (details.items() if isinstance(details, dict) else ()):
+    for key, value in details.items() if isinstance(details, dict) else ():
         key = str(key)
         if key.startswith("_") or "_id" in key:
             continue

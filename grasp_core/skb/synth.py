@@ -129,9 +129,16 @@ SPECS: dict[str, DatasetSpec] = {
             "exposure": _PRIME_DEFINED,
         },
         full_nodes={
-            "disease": 17_080, "gene/protein": 27_671, "molecular_function": 11_169, "drug": 7_957,
-            "pathway": 2_516, "anatomy": 14_035, "effect/phenotype": 15_311, "biological_process": 28_642,
-            "cellular_component": 4_176, "exposure": 818,
+            "disease": 17_080,
+            "gene/protein": 27_671,
+            "molecular_function": 11_169,
+            "drug": 7_957,
+            "pathway": 2_516,
+            "anatomy": 14_035,
+            "effect/phenotype": 15_311,
+            "biological_process": 28_642,
+            "cellular_component": 4_176,
+            "exposure": 818,
         },
         relations=_PRIME_RELATIONS,
         topics=tuple(W.PRIME_TOPICS),
@@ -141,8 +148,12 @@ SPECS: dict[str, DatasetSpec] = {
     # 78,350 nodes and the per-relation edge split are approximations (STaRK publishes only totals).
     "amazon": DatasetSpec(
         kind="amazon",
-        node_types={"product": ("brand", "description", "features", "reviews"), "brand": (), "category": (),
-                    "color": ()},
+        node_types={
+            "product": ("brand", "description", "features", "reviews"),
+            "brand": (),
+            "category": (),
+            "color": (),
+        },
         full_nodes={"product": 957_192, "brand": 75_504, "category": 1_034, "color": 1_812},
         relations=(
             RelationSpec("also_buy", "product", "product", 2_300_000),
@@ -260,8 +271,10 @@ def _dedupe(names: Sequence[str], node_type: str) -> list[str]:
     if node_type == "author":  # real author names repeat; keys tell them apart
         return s.tolist()
     gene = node_type == "gene/protein"
-    return [n if j == 0 else (f"{n}{W.LETTERS[(j - 1) % 26]}{(j - 1) // 26 or ''}" if gene else f"{n} {j + 1}")
-            for n, j in zip(s.tolist(), k)]
+    return [
+        n if j == 0 else (f"{n}{W.LETTERS[(j - 1) % 26]}{(j - 1) // 26 or ''}" if gene else f"{n} {j + 1}")
+        for n, j in zip(s.tolist(), k)
+    ]
 
 
 # ------------------------------------------------------------------------------------------ sampling
@@ -399,62 +412,95 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
                 names.append(f"{r.choice(W.PRIME_EPONYMS)} {cond}")
             else:
                 names.append(f"{organ} {cond} type {r.randint(1, 12)}")
-            f["definition"].append(f"{W.article(W.swap_synonym(r, r.choice(W.PRIME_MODIFIERS))).capitalize()} {cond} affecting the "
-                                   f"{W.swap_synonym(r, organ2)}, characterized by {sym} and {sym2}.")
-            f["symptoms"].append(f"Patients typically present with {sym}, {sym3} and {W.swap_synonym(r, 'reduced')} {mol} levels.")
-            f["causes"].append(f"Caused by {r.choice(('loss-of-function', 'missense', 'truncating', 'de novo'))} "
-                               f"variants in genes that control {mol} {r.choice(W.PRIME_PROCESSES)}.")
+            f["definition"].append(
+                f"{W.article(W.swap_synonym(r, r.choice(W.PRIME_MODIFIERS))).capitalize()} {cond} affecting the "
+                f"{W.swap_synonym(r, organ2)}, characterized by {sym} and {sym2}."
+            )
+            f["symptoms"].append(
+                f"Patients typically present with {sym}, {sym3} and {W.swap_synonym(r, 'reduced')} {mol} levels."
+            )
+            f["causes"].append(
+                f"Caused by {r.choice(('loss-of-function', 'missense', 'truncating', 'de novo'))} "
+                f"variants in genes that control {mol} {r.choice(W.PRIME_PROCESSES)}."
+            )
         elif t == "gene/protein":
             names.append(_gene_symbol(r))
             f["alias"].append(f"{_gene_symbol(r)}; {mol.upper().replace(' ', '')[:6]}{r.randint(1, 9)}")
             f["type_of_gene"].append("protein-coding" if r.random() < 0.9 else r.choice(("ncRNA", "pseudo", "snoRNA")))
-            f["summary"].append(f"This gene encodes a {r.choice(W.PRIME_PROTEIN_CLASSES)} that "
-                                f"{r.choice(W.PRIME_GENE_ACTIONS)} {mol}. The encoded protein is highly expressed "
-                                f"in the {W.swap_synonym(r, organ)}. Variants in this gene have been linked to {sym}.")
+            f["summary"].append(
+                f"This gene encodes a {r.choice(W.PRIME_PROTEIN_CLASSES)} that "
+                f"{r.choice(W.PRIME_GENE_ACTIONS)} {mol}. The encoded protein is highly expressed "
+                f"in the {W.swap_synonym(r, organ)}. Variants in this gene have been linked to {sym}."
+            )
             d1, d2 = r.sample(W.PRIME_DOMAINS, 2)
             f["interpro"].append(f"{d1} domain; {d2} superfamily")
         elif t == "drug":
             name = _syllable_name(r, (2, 3)) + r.choice(W.PRIME_DRUG_SUFFIXES)
             names.append(name)
             cls = r.choice(W.PRIME_DRUG_CLASSES)
-            f["description"].append(f"{name} is a {cls} available as {r.choice(W.PRIME_DRUG_FORMS)}. It "
-                                    f"{r.choice(W.PRIME_DRUG_ACTIONS)} {mol} signaling in the {W.swap_synonym(r, organ)}.")
-            f["indication"].append(f"Indicated for the treatment of {sym} in patients with {W.swap_synonym(r, organ2)} "
-                                   f"{r.choice(W.PRIME_CONDITIONS)}.")
-            f["mechanism_of_action"].append(f"{name} {r.choice(W.PRIME_DRUG_ACTIONS)} the {mol} receptor, "
-                                            f"which reduces {sym2}.")
+            f["description"].append(
+                f"{name} is a {cls} available as {r.choice(W.PRIME_DRUG_FORMS)}. It "
+                f"{r.choice(W.PRIME_DRUG_ACTIONS)} {mol} signaling in the {W.swap_synonym(r, organ)}."
+            )
+            f["indication"].append(
+                f"Indicated for the treatment of {sym} in patients with {W.swap_synonym(r, organ2)} "
+                f"{r.choice(W.PRIME_CONDITIONS)}."
+            )
+            f["mechanism_of_action"].append(
+                f"{name} {r.choice(W.PRIME_DRUG_ACTIONS)} the {mol} receptor, which reduces {sym2}."
+            )
             f["category"].append(cls)
         elif t == "pathway":
             names.append(f"{r.choice(W.PRIME_PATHWAY_HEADS)} {mol}" + (f" in {organ}" if r.random() < 0.3 else ""))
-            f["summation"].append(f"This pathway describes how {mol} {r.choice(W.PRIME_PROCESSES)} is coordinated "
-                                  f"in the {W.swap_synonym(r, organ)}. Defects in its components contribute to {sym}.")
+            f["summation"].append(
+                f"This pathway describes how {mol} {r.choice(W.PRIME_PROCESSES)} is coordinated "
+                f"in the {W.swap_synonym(r, organ)}. Defects in its components contribute to {sym}."
+            )
         elif t == "anatomy":
-            names.append(organ if r.random() < 0.1 else
-                         f"{r.choice(W.PRIME_ANATOMY_ADJ)} {r.choice(W.PRIME_ANATOMY_PARTS)} of {organ}")
-            f["definition"].append(f"{W.article(r.choice(W.PRIME_ANATOMY_PARTS)).capitalize()} that is part of the {W.swap_synonym(r, organ)} "
-                                   f"and is rich in {mol}.")
+            names.append(
+                organ
+                if r.random() < 0.1
+                else f"{r.choice(W.PRIME_ANATOMY_ADJ)} {r.choice(W.PRIME_ANATOMY_PARTS)} of {organ}"
+            )
+            f["definition"].append(
+                f"{W.article(r.choice(W.PRIME_ANATOMY_PARTS)).capitalize()} that is part of the {W.swap_synonym(r, organ)} "
+                f"and is rich in {mol}."
+            )
         elif t == "effect/phenotype":
-            names.append(sym if r.random() < 0.15 else
-                         f"{r.choice(W.PRIME_ABNORMAL)} {organ} {r.choice(W.PRIME_FEATURES)}")
-            f["definition"].append(f"A deviation from the normal {r.choice(W.PRIME_FEATURES)} of the "
-                                   f"{W.swap_synonym(r, organ)}, often accompanied by {sym2}.")
+            names.append(
+                sym if r.random() < 0.15 else f"{r.choice(W.PRIME_ABNORMAL)} {organ} {r.choice(W.PRIME_FEATURES)}"
+            )
+            f["definition"].append(
+                f"A deviation from the normal {r.choice(W.PRIME_FEATURES)} of the "
+                f"{W.swap_synonym(r, organ)}, often accompanied by {sym2}."
+            )
         elif t == "biological_process":
             names.append(f"{r.choice(W.PRIME_REGULATION)} {mol} {r.choice(W.PRIME_PROCESSES)}".strip())
-            f["definition"].append(f"Any process that modulates the frequency, rate or extent of {mol} "
-                                   f"{r.choice(W.PRIME_PROCESSES)} in the {W.swap_synonym(r, organ)}.")
+            f["definition"].append(
+                f"Any process that modulates the frequency, rate or extent of {mol} "
+                f"{r.choice(W.PRIME_PROCESSES)} in the {W.swap_synonym(r, organ)}."
+            )
         elif t == "molecular_function":
             names.append(f"{mol} {r.choice(W.PRIME_MF_ACTIVITIES)}")
-            f["definition"].append(f"Interacting selectively with {mol} to enable {r.choice(W.PRIME_PROCESSES)} "
-                                   f"in {W.swap_synonym(r, organ)} cells.")
+            f["definition"].append(
+                f"Interacting selectively with {mol} to enable {r.choice(W.PRIME_PROCESSES)} "
+                f"in {W.swap_synonym(r, organ)} cells."
+            )
         elif t == "cellular_component":
             names.append(f"{mol} {r.choice(W.PRIME_COMPONENTS)}")
-            f["definition"].append(f"{W.article(r.choice(W.PRIME_COMPONENTS)).capitalize()} that contains {mol} and supports "
-                                   f"{r.choice(W.PRIME_PROCESSES)}.")
+            f["definition"].append(
+                f"{W.article(r.choice(W.PRIME_COMPONENTS)).capitalize()} that contains {mol} and supports "
+                f"{r.choice(W.PRIME_PROCESSES)}."
+            )
         else:  # exposure
-            names.append(f"{r.choice(('', 'occupational ', 'prenatal ', 'chronic ', 'residential '))}"
-                         f"{r.choice(W.PRIME_EXPOSURES)} {r.choice(('exposure', 'inhalation', 'dust', 'fumes', 'ingestion', 'residue', 'vapor', 'contamination', 'poisoning'))}")
-            f["definition"].append(f"Environmental contact with {names[-1].split(' ', 1)[-1]} that has been linked "
-                                   f"to {sym} and {W.swap_synonym(r, organ)} damage.")
+            names.append(
+                f"{r.choice(('', 'occupational ', 'prenatal ', 'chronic ', 'residential '))}"
+                f"{r.choice(W.PRIME_EXPOSURES)} {r.choice(('exposure', 'inhalation', 'dust', 'fumes', 'ingestion', 'residue', 'vapor', 'contamination', 'poisoning'))}"
+            )
+            f["definition"].append(
+                f"Environmental contact with {names[-1].split(' ', 1)[-1]} that has been linked "
+                f"to {sym} and {W.swap_synonym(r, organ)} damage."
+            )
     return names, f
 
 
@@ -463,8 +509,12 @@ def _amazon_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec:
     n = len(ids)
     if t == "category":
         combos = [f"{d} {noun}" for noun in W.AMAZON_CATEGORY_NOUNS for d in domains]
-        return [f"{domains[k]} {r.choice(W.AMAZON_CATEGORY_NOUNS)}" if i >= len(combos) else
-                combos[(i * 7919) % len(combos)] for i, k in enumerate(topics)], {}
+        return [
+            f"{domains[k]} {r.choice(W.AMAZON_CATEGORY_NOUNS)}"
+            if i >= len(combos)
+            else combos[(i * 7919) % len(combos)]
+            for i, k in enumerate(topics)
+        ], {}
     if t == "color":
         combos = [f"{m} {c}".strip() for m in W.AMAZON_COLOR_MODIFIERS for c in W.AMAZON_COLORS]
         return [combos[(i * 7919) % len(combos)] for i in range(n)], {}
@@ -487,13 +537,17 @@ def _amazon_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec:
         names.append(title)
         f["brand"].append(brand)
         feats = r.sample(W.AMAZON_FEATURES, r.randint(2, 4))
-        f["description"].append(f"This {W.swap_synonym(r, adj)} {W.swap_synonym(r, noun)} is made from {W.swap_synonym(r, mat)} and is ideal for "
-                                f"{use}. Designed for {use2}. Highlights: {feats[0].lower()}.")
+        f["description"].append(
+            f"This {W.swap_synonym(r, adj)} {W.swap_synonym(r, noun)} is made from {W.swap_synonym(r, mat)} and is ideal for "
+            f"{use}. Designed for {use2}. Highlights: {feats[0].lower()}."
+        )
         f["features"].append("; ".join(feats))
         reviews = []
         for _ in range(r.randint(1, 3)):
-            reviews.append(f"{r.choice(W.AMAZON_REVIEW_SUMMARIES)}: I use this {W.swap_synonym(r, noun)} for {r.choice(uses)}. "
-                           f"{r.choice(W.AMAZON_OPINIONS)} Better than my old {r.choice(all_nouns)}.")
+            reviews.append(
+                f"{r.choice(W.AMAZON_REVIEW_SUMMARIES)}: I use this {W.swap_synonym(r, noun)} for {r.choice(uses)}. "
+                f"{r.choice(W.AMAZON_OPINIONS)} Better than my old {r.choice(all_nouns)}."
+            )
         f["reviews"].append(" | ".join(reviews))
     return names, f
 
@@ -506,18 +560,28 @@ def _mag_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: Da
             terms, methods = W.MAG_AREAS[areas[k]]
             tt, t2 = r.sample(terms, 2)
             adj = r.choice(W.MAG_ADJECTIVES)
-            fill = {"t": tt, "t2": t2, "m": r.choice(methods), "adj": adj, "adj_a": W.article(adj), "n": r.randint(2, 9)}
+            fill = {
+                "t": tt,
+                "t2": t2,
+                "m": r.choice(methods),
+                "adj": adj,
+                "adj_a": W.article(adj),
+                "n": r.randint(2, 9),
+            }
             title = r.choice(W.MAG_TITLE_PATTERNS).format(**fill)
             names.append(title[0].upper() + title[1:])
             sentences = r.sample(W.MAG_ABSTRACT_SENTENCES, r.randint(3, 5))
-            f["abstract"].append(" ".join(s.format(**{**fill, "t": W.swap_synonym(r, tt)})
-                                          for s in sentences))
+            f["abstract"].append(" ".join(s.format(**{**fill, "t": W.swap_synonym(r, tt)}) for s in sentences))
             f["publication_date"].append(f"{r.randint(1990, 2021)}-{r.randint(1, 12):02d}-01")
             f["venue"].append(r.choice(W.MAG_VENUES))
         return names, f
     if t == "author":
-        names = [f"{r.choice(W.MAG_FIRST_NAMES)} " + (f"{r.choice(W.LETTERS)}. " if r.random() < 0.5 else "")
-                 + r.choice(W.MAG_LAST_NAMES) for _ in ids]
+        names = [
+            f"{r.choice(W.MAG_FIRST_NAMES)} "
+            + (f"{r.choice(W.LETTERS)}. " if r.random() < 0.5 else "")
+            + r.choice(W.MAG_LAST_NAMES)
+            for _ in ids
+        ]
         papers = graph.degree("author___writes___paper")[ids]
     elif t == "institution":
         for k in topics:

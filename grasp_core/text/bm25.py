@@ -34,16 +34,22 @@ from grasp_core.text.fields import relation_texts
 
 @dataclass(frozen=True)
 class BM25Config:
-    method: str = field(default="lucene", metadata={"help": "bm25s term-frequency variant: robertson, lucene, atire, bm25l, bm25+."})
+    method: str = field(
+        default="lucene", metadata={"help": "bm25s term-frequency variant: robertson, lucene, atire, bm25l, bm25+."}
+    )
     idf_method: str | None = field(default=None, metadata={"help": "bm25s idf variant; None = same as method."})
     k1: float = field(default=1.5, metadata={"help": "BM25 term-frequency saturation."})
     b: float = field(default=0.75, metadata={"help": "BM25 document-length normalization."})
     delta: float = field(default=0.5, metadata={"help": "Lower bound of BM25L/BM25+ (ignored by other variants)."})
     stemmer: str | None = field(default="english", metadata={"help": "PyStemmer algorithm, or None for no stemming."})
-    stopwords: str | None = field(default="en", metadata={"help": "bm25s stopword list ('en'), or None to keep every token."})
+    stopwords: str | None = field(
+        default="en", metadata={"help": "bm25s stopword list ('en'), or None to keep every token."}
+    )
     include_relations: bool = field(
         default=False,
-        metadata={"help": "Append one line per relation listing neighbour names to each document (BM25Retriever only)."},
+        metadata={
+            "help": "Append one line per relation listing neighbour names to each document (BM25Retriever only)."
+        },
     )
     max_neighbours: int = field(default=32, metadata={"help": "Neighbours per relation line, highest degree first."})
 
@@ -51,8 +57,9 @@ class BM25Config:
 def tokenize(texts: Sequence[str], cfg: BM25Config = BM25Config()) -> list[list[str]]:
     """Lower-cased, stopword-filtered, stemmed tokens of each text (see the module docstring)."""
     stemmer = Stemmer.Stemmer(cfg.stemmer) if cfg.stemmer else None
-    return bm25s.tokenize(list(texts), stopwords=cfg.stopwords or [], stemmer=stemmer, return_ids=False,
-                          show_progress=False)
+    return bm25s.tokenize(
+        list(texts), stopwords=cfg.stopwords or [], stemmer=stemmer, return_ids=False, show_progress=False
+    )
 
 
 class LexicalIndex:
@@ -62,8 +69,14 @@ class LexicalIndex:
     in the collection (they do not count in N or in the average length) and score 0.
     """
 
-    def __init__(self, weights: sp.csr_matrix, vocab: dict[str, int], cfg: BM25Config,
-                 rows: np.ndarray, nonoccurrence: np.ndarray | None = None):
+    def __init__(
+        self,
+        weights: sp.csr_matrix,
+        vocab: dict[str, int],
+        cfg: BM25Config,
+        rows: np.ndarray,
+        nonoccurrence: np.ndarray | None = None,
+    ):
         self.weights = weights  # float32 [num_nodes, vocab]
         self.vocab = vocab
         self.cfg = cfg
@@ -73,7 +86,9 @@ class LexicalIndex:
         self.nonoccurrence = nonoccurrence
 
     @classmethod
-    def build(cls, texts: Sequence[str], rows: np.ndarray, num_nodes: int, cfg: BM25Config = BM25Config()) -> "LexicalIndex":
+    def build(
+        cls, texts: Sequence[str], rows: np.ndarray, num_nodes: int, cfg: BM25Config = BM25Config()
+    ) -> LexicalIndex:
         tokens = tokenize(texts, cfg)
         if not any(tokens):
             return cls(sp.csr_matrix((num_nodes, 0), dtype=np.float32), {}, cfg, np.asarray(rows, np.int64))
@@ -82,8 +97,9 @@ class LexicalIndex:
         s = model.scores
         by_token = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(s["num_docs"], len(s["indptr"]) - 1))
         # move collection positions to node ids
-        placed = sp.csr_matrix((np.ones(len(rows), np.float32), (np.asarray(rows), np.arange(len(rows)))),
-                               shape=(num_nodes, len(rows)))
+        placed = sp.csr_matrix(
+            (np.ones(len(rows), np.float32), (np.asarray(rows), np.arange(len(rows)))), shape=(num_nodes, len(rows))
+        )
         weights = (placed @ by_token.tocsr()).astype(np.float32).tocsr()
         return cls(weights, dict(model.vocab_dict), cfg, np.asarray(rows, np.int64), model.nonoccurrence_array)
 
@@ -98,8 +114,9 @@ class LexicalIndex:
             ids = [self.vocab[t] for t in tokens if t in self.vocab]
             rows += [i] * len(ids)
             cols += ids
-        return sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)),
-                             shape=(len(query_tokens), self.weights.shape[1]))
+        return sp.csr_matrix(
+            (np.ones(len(rows), np.float32), (rows, cols)), shape=(len(query_tokens), self.weights.shape[1])
+        )
 
     def scores(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
         """Dense float32 [num_queries, num_nodes] BM25 scores."""
@@ -127,7 +144,7 @@ class LexicalIndex:
         write_json(path / "bm25.json", asdict(self.cfg))
 
     @classmethod
-    def load(cls, path: Path) -> "LexicalIndex":
+    def load(cls, path: Path) -> LexicalIndex:
         try:
             weights = sp.load_npz(path / "weights.npz").tocsr()
             vocab = read_json(path / "vocab.json")
@@ -159,7 +176,7 @@ class BM25Retriever:
         self.index = index
 
     @classmethod
-    def build(cls, skb: SKB, cfg: BM25Config = BM25Config()) -> "BM25Retriever":
+    def build(cls, skb: SKB, cfg: BM25Config = BM25Config()) -> BM25Retriever:
         docs = skb.documents()
         if cfg.include_relations:
             for rel, texts in relation_texts(skb, cfg.max_neighbours).items():
@@ -169,7 +186,7 @@ class BM25Retriever:
     def rank(self, queries: Sequence[str], k: int = 100, batch_size: int = 256) -> list[Ranking]:
         out: list[Ranking] = []
         for start in range(0, len(queries), batch_size):
-            tokens = tokenize(queries[start:start + batch_size], self.index.cfg)
+            tokens = tokenize(queries[start : start + batch_size], self.index.cfg)
             out += top_k(self.index.scores(tokens), k)
         return out
 
@@ -179,8 +196,10 @@ class BM25Retriever:
         return Path(path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "BM25Retriever":
+    def load(cls, path: str | Path) -> BM25Retriever:
         path = Path(path)
         if not is_complete(path):
-            raise MissingArtifactError(f"BM25 index at {path} is missing or incomplete; build it with BM25Retriever.build")
+            raise MissingArtifactError(
+                f"BM25 index at {path} is missing or incomplete; build it with BM25Retriever.build"
+            )
         return cls(LexicalIndex.load(path))

@@ -75,21 +75,29 @@ LEXICAL, DENSE = "lexical", "dense"
 
 @dataclass(frozen=True)
 class MFARConfig:
-    max_neighbours: int = field(default=32, metadata={"help": "Neighbour names per relation field, highest degree first."})
+    max_neighbours: int = field(
+        default=32, metadata={"help": "Neighbour names per relation field, highest degree first."}
+    )
     dense_fields: tuple[str, ...] | None = field(
         default=(DOC, NAME),
-        metadata={"help": "Fields that get a dense scorer besides their lexical one; None = every field (the gpu "
-                          "setting, as in the paper). The cpu default reuses the node index's doc and name vectors, so "
-                          "nothing extra is encoded (see the module docstring)."},
+        metadata={
+            "help": "Fields that get a dense scorer besides their lexical one; None = every field (the gpu "
+            "setting, as in the paper). The cpu default reuses the node index's doc and name vectors, so "
+            "nothing extra is encoded (see the module docstring)."
+        },
     )
     field_max_tokens: int = field(
         default=128,
-        metadata={"help": "Encoder truncation for the dense scorers of text and relation fields (doc and name reuse "
-                          "the node index's vectors). Caps the one-off field-embedding cost, see "
-                          "benchmarks/text_throughput.py."},
+        metadata={
+            "help": "Encoder truncation for the dense scorers of text and relation fields (doc and name reuse "
+            "the node index's vectors). Caps the one-off field-embedding cost, see "
+            "benchmarks/text_throughput.py."
+        },
     )
     bm25: BM25Config = field(default=BM25Config(), metadata={"help": "Tokenization and BM25 variant of every field."})
-    candidates_per_field: int = field(default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."})
+    candidates_per_field: int = field(
+        default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."}
+    )
     hard_negatives: int = field(default=16, metadata={"help": "Whole-document BM25 hard negatives per training query."})
     batch_size: int = field(default=32, metadata={"help": "Training queries per step (in-batch negatives)."})
     epochs: int = field(default=20, metadata={"help": "Maximum training epochs."})
@@ -97,10 +105,16 @@ class MFARConfig:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay of the weighting layer."})
     patience: int = field(default=3, metadata={"help": "Stop after this many epochs without a better validation MRR."})
     max_val_queries: int = field(default=500, metadata={"help": "Validation queries used for model selection."})
-    norm_queries: int = field(default=256, metadata={"help": "Training queries whose candidate pools set the score normalization."})
-    query_batch_size: int = field(default=64, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."})
+    norm_queries: int = field(
+        default=256, metadata={"help": "Training queries whose candidate pools set the score normalization."}
+    )
+    query_batch_size: int = field(
+        default=64, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."}
+    )
     finetune_encoder: bool = field(default=False, metadata={"help": "Also train the query encoder (needs a CUDA GPU)."})
-    encoder_lr: float = field(default=2e-5, metadata={"help": "Learning rate of the query encoder when finetune_encoder."})
+    encoder_lr: float = field(
+        default=2e-5, metadata={"help": "Learning rate of the query encoder when finetune_encoder."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of batch order and positive sampling."})
 
 
@@ -119,7 +133,7 @@ class Pools(NamedTuple):
         return self.ids >= 0
 
     @classmethod
-    def concat(cls, parts: Sequence["Pools"], num_scorers: int) -> "Pools":
+    def concat(cls, parts: Sequence[Pools], num_scorers: int) -> Pools:
         if not parts:
             return cls(np.zeros((0, 0), np.int64), np.zeros((0, 0, num_scorers), np.float32))
         width = max(p.ids.shape[1] for p in parts)
@@ -131,8 +145,14 @@ class Pools(NamedTuple):
 class FieldIndex:
     """Per field: BM25 weights, and dense vectors for the dense fields (float32 in memory, float16 on disk)."""
 
-    def __init__(self, fields: list[str], lexical: dict[str, LexicalIndex], dense: dict[str, np.ndarray],
-                 bm25: BM25Config, identity: str):
+    def __init__(
+        self,
+        fields: list[str],
+        lexical: dict[str, LexicalIndex],
+        dense: dict[str, np.ndarray],
+        bm25: BM25Config,
+        identity: str,
+    ):
         self.fields = fields
         self.lexical = lexical
         self.dense = dense  # only the fields with a dense scorer
@@ -154,8 +174,14 @@ class FieldIndex:
         return [f"{f}/{m}" for f, m in self.scorers]
 
     @classmethod
-    def build(cls, skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
-              work_dir: str | Path | None = None) -> "FieldIndex":
+    def build(
+        cls,
+        skb: SKB,
+        index: NodeIndex | None,
+        encoder: Encoder,
+        cfg: MFARConfig = MFARConfig(),
+        work_dir: str | Path | None = None,
+    ) -> FieldIndex:
         """Index every field. With ``work_dir``, encoded field vectors are cached there and reused on a rerun.
 
         ``index`` supplies the doc and name vectors; it may be None only when neither is a dense field.
@@ -164,11 +190,15 @@ class FieldIndex:
         dense_fields = list(texts) if cfg.dense_fields is None else list(cfg.dense_fields)
         unknown = [f for f in dense_fields if f not in texts]
         if unknown:
-            raise GraspError(f"MFARConfig.dense_fields names unknown fields {unknown}; the fields of "
-                             f"{skb.schema.name!r} are {list(texts)}")
+            raise GraspError(
+                f"MFARConfig.dense_fields names unknown fields {unknown}; the fields of "
+                f"{skb.schema.name!r} are {list(texts)}"
+            )
         if index is None and {DOC, NAME} & set(dense_fields):
-            raise GraspError("mFAR's doc and name dense scorers reuse the node index's vectors; pass the NodeIndex "
-                             "or leave doc and name out of MFARConfig.dense_fields")
+            raise GraspError(
+                "mFAR's doc and name dense scorers reuse the node index's vectors; pass the NodeIndex "
+                "or leave doc and name out of MFARConfig.dense_fields"
+            )
         n = skb.num_nodes
         lexical, dense = {}, {}
         for f in tqdm(list(texts), desc="mFAR fields", unit="field"):
@@ -186,20 +216,27 @@ class FieldIndex:
 
     def raw_scores(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> list[np.ndarray]:
         """Per scorer (in ``self.scorers`` order): float32 [q, N] scores over the whole corpus."""
-        return [self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
-                for f, m in self.scorers]
+        return [
+            self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
+            for f, m in self.scorers
+        ]
 
-    def scores_at(self, query_tokens: Sequence[Sequence[str]], query_vecs: torch.Tensor, node_ids: np.ndarray
-                  ) -> torch.Tensor:
+    def scores_at(
+        self, query_tokens: Sequence[Sequence[str]], query_vecs: torch.Tensor, node_ids: np.ndarray
+    ) -> torch.Tensor:
         """float32 [q, len(node_ids), scorers]: every scorer's score of the given nodes only.
 
         Differentiable in ``query_vecs`` (the dense scores), for encoder fine-tuning.
         """
-        return torch.stack([
-            torch.from_numpy(self.lexical[f].scores_at(query_tokens, node_ids)) if m == LEXICAL
-            else query_vecs @ torch.from_numpy(self.dense[f][node_ids]).T
-            for f, m in self.scorers
-        ], dim=-1)
+        return torch.stack(
+            [
+                torch.from_numpy(self.lexical[f].scores_at(query_tokens, node_ids))
+                if m == LEXICAL
+                else query_vecs @ torch.from_numpy(self.dense[f][node_ids]).T
+                for f, m in self.scorers
+            ],
+            dim=-1,
+        )
 
     def nominees(self, scorer: int, scores: np.ndarray, k: int) -> np.ndarray:
         """int64 [q, k]: each query's top ``k`` nodes by this scorer (ties: smaller node id), ``N`` where ineligible.
@@ -229,7 +266,7 @@ class FieldIndex:
         ids = np.sort(np.concatenate(picks, axis=1), axis=1) if picks else np.zeros((q, 0), np.int64)
         ids[:, 1:][ids[:, 1:] == ids[:, :-1]] = n  # duplicates become padding
         ids = np.sort(ids, axis=1)
-        ids = ids[:, :int((ids < n).sum(1).max(initial=0))]
+        ids = ids[:, : int((ids < n).sum(1).max(initial=0))]
         pad = ids == n
         safe = np.where(pad, 0, ids)
         raw = np.stack([np.take_along_axis(s, safe, 1) for s in scores], axis=-1)
@@ -243,11 +280,18 @@ class FieldIndex:
             self.lexical[f].save(sub)
             if f in self.dense:
                 np.save(sub / "dense.npy", self.dense[f].astype(np.float16))
-        write_json(path / "fields.json", {"fields": self.fields, "dense_fields": list(self.dense),
-                                          "bm25": asdict(self.bm25), "identity": self.identity})
+        write_json(
+            path / "fields.json",
+            {
+                "fields": self.fields,
+                "dense_fields": list(self.dense),
+                "bm25": asdict(self.bm25),
+                "identity": self.identity,
+            },
+        )
 
     @classmethod
-    def load(cls, path: Path) -> "FieldIndex":
+    def load(cls, path: Path) -> FieldIndex:
         meta = read_json(path / "fields.json")
         lexical, dense = {}, {}
         for i, f in enumerate(meta["fields"]):
@@ -341,8 +385,13 @@ class MFARRetriever:
     def pools_of(self, tokens: Sequence[Sequence[str]], vecs: np.ndarray) -> Pools:
         """Candidate pools of already encoded queries, ``query_batch_size`` queries at a time."""
         size = self.cfg.query_batch_size
-        return Pools.concat([self.fields.candidates(tokens[i:i + size], vecs[i:i + size], self.cfg.candidates_per_field)
-                             for i in range(0, len(vecs), size)], self.fields.num_scorers)
+        return Pools.concat(
+            [
+                self.fields.candidates(tokens[i : i + size], vecs[i : i + size], self.cfg.candidates_per_field)
+                for i in range(0, len(vecs), size)
+            ],
+            self.fields.num_scorers,
+        )
 
     def score_pools(self, vecs: np.ndarray, pools: Pools) -> np.ndarray:
         """float32 [q, m]: the model's score of every candidate, ``-inf`` at padding."""
@@ -354,7 +403,7 @@ class MFARRetriever:
         queries = list(queries)
         out: list[Ranking] = []
         for start in range(0, len(queries), self.cfg.query_batch_size):
-            vecs, pools = self.pools(queries[start:start + self.cfg.query_batch_size])
+            vecs, pools = self.pools(queries[start : start + self.cfg.query_batch_size])
             out += _rankings(pools, self.score_pools(vecs, pools), k)
         return out
 
@@ -369,14 +418,16 @@ class MFARRetriever:
             self.fields.save(tmp)
             torch.save(self.model.state_dict(), tmp / "weights.pt")
             cfg = asdict(self.cfg)
-            write_json(tmp / "mfar.json", {"config": cfg, "identity": self.encoder.identity,
-                                           "scorers": self.fields.scorer_names})
+            write_json(
+                tmp / "mfar.json",
+                {"config": cfg, "identity": self.encoder.identity, "scorers": self.fields.scorer_names},
+            )
             if self.cfg.finetune_encoder:
                 self.encoder.model.save(str(tmp / "query_encoder"))
         return path
 
     @classmethod
-    def load(cls, path: str | Path, encoder: Encoder) -> "MFARRetriever":
+    def load(cls, path: str | Path, encoder: Encoder) -> MFARRetriever:
         """Load a saved retriever; ``encoder`` must be the one its fields were embedded with.
 
         A retriever trained with ``finetune_encoder`` encodes queries with its own saved query encoder.
@@ -386,11 +437,15 @@ class MFARRetriever:
             raise MissingArtifactError(f"mFAR retriever at {path} is missing or incomplete; train it with train_mfar")
         meta = read_json(path / "mfar.json")
         if meta["identity"] != encoder.identity:
-            raise GraspError(f"mFAR retriever at {path} was built with encoder {meta['identity']!r}, "
-                             f"not {encoder.identity!r}; load it with that encoder or retrain")
+            raise GraspError(
+                f"mFAR retriever at {path} was built with encoder {meta['identity']!r}, "
+                f"not {encoder.identity!r}; load it with that encoder or retrain"
+            )
         bm25 = BM25Config(**meta["config"].pop("bm25"))
         dense_fields = meta["config"].pop("dense_fields", None)  # JSON turned the tuple into a list
-        cfg = MFARConfig(**meta["config"], bm25=bm25, dense_fields=None if dense_fields is None else tuple(dense_fields))
+        cfg = MFARConfig(
+            **meta["config"], bm25=bm25, dense_fields=None if dense_fields is None else tuple(dense_fields)
+        )
         fields = FieldIndex.load(path)
         model = FieldWeights(encoder.dim, fields.num_scorers)
         try:
@@ -416,12 +471,14 @@ def _mrr(pools: Pools, scores: np.ndarray, answers: list[set[int]]) -> float:
     return float(100.0 * sum(1.0 / r for r in ranks if r) / max(len(answers), 1))
 
 
-def _hard_negatives(fields: FieldIndex, tokens: list[list[str]], answers: list[set[int]], n: int, batch: int = 256) -> list[np.ndarray]:
+def _hard_negatives(
+    fields: FieldIndex, tokens: list[list[str]], answers: list[set[int]], n: int, batch: int = 256
+) -> list[np.ndarray]:
     """Top-``n`` non-gold nodes of whole-document BM25 for each query."""
     out = []
     for start in range(0, len(tokens), batch):
-        scores = fields.lexical[DOC].scores(tokens[start:start + batch])
-        for row, gold in zip(scores, answers[start:start + batch]):
+        scores = fields.lexical[DOC].scores(tokens[start : start + batch])
+        for row, gold in zip(scores, answers[start : start + batch]):
             k = min(n + len(gold), len(row))
             top = np.argpartition(-row, k - 1)[:k]
             top = top[np.argsort(-row[top], kind="stable")]
@@ -429,9 +486,15 @@ def _hard_negatives(fields: FieldIndex, tokens: list[list[str]], answers: list[s
     return out
 
 
-def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARConfig = MFARConfig(),
-               progress: Callable[[dict], None] | None = None, work_dir: str | Path | None = None,
-               fields: FieldIndex | None = None) -> tuple[MFARRetriever, list[dict]]:
+def train_mfar(
+    skb: SKB,
+    index: NodeIndex | None,
+    encoder: Encoder,
+    cfg: MFARConfig = MFARConfig(),
+    progress: Callable[[dict], None] | None = None,
+    work_dir: str | Path | None = None,
+    fields: FieldIndex | None = None,
+) -> tuple[MFARRetriever, list[dict]]:
     """Build the field index (unless given), train the weights on ``train``, select on ``val``.
 
     Returns the retriever with the best validation MRR and the history: one dict per epoch with
@@ -439,8 +502,10 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
     ``progress`` is called with each history entry as soon as it exists.
     """
     if cfg.finetune_encoder and next(encoder.model.parameters()).dtype != torch.float32:
-        raise GraspError("MFARConfig.finetune_encoder trains the query encoder's weights, which needs them in float32; "
-                         "load the encoder with EncoderConfig.dtype='float32'")
+        raise GraspError(
+            "MFARConfig.finetune_encoder trains the query encoder's weights, which needs them in float32; "
+            "load the encoder with EncoderConfig.dtype='float32'"
+        )
     if cfg.finetune_encoder and not torch.cuda.is_available():
         raise GraspError("MFARConfig.finetune_encoder needs a CUDA GPU (none is visible); set it to False on CPU")
     train, val = skb.split("train"), skb.split("val").head(cfg.max_val_queries)
@@ -458,7 +523,7 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
     train_vecs = encoder.encode(train_q, QUERY_MAX_TOKENS)
     negatives = _hard_negatives(fields, train_tokens, train_gold, cfg.hard_negatives)
 
-    sample = rng.permutation(len(train_q))[:cfg.norm_queries]
+    sample = rng.permutation(len(train_q))[: cfg.norm_queries]
     norm_pools = retriever.pools_of([train_tokens[i] for i in sample], train_vecs[sample])
     pooled = norm_pools.raw[norm_pools.valid]
     model.mean.copy_(torch.from_numpy(pooled.mean(0)))
@@ -487,7 +552,7 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
         losses = []
         order = rng.permutation(len(train_q))
         for start in range(0, len(order), cfg.batch_size):
-            idx = order[start:start + cfg.batch_size]
+            idx = order[start : start + cfg.batch_size]
             positives = np.array([rng.choice(sorted(train_gold[i])) for i in idx], np.int64)
             docs = np.unique(np.concatenate([positives, *(negatives[i] for i in idx)]))
             if cfg.finetune_encoder:
@@ -496,8 +561,9 @@ def train_mfar(skb: SKB, index: NodeIndex | None, encoder: Encoder, cfg: MFARCon
                 vecs = torch.from_numpy(train_vecs[idx])
             raw = fields.scores_at([train_tokens[i] for i in idx], vecs, docs)
             logits = model(vecs, raw)
-            other_gold = torch.from_numpy(np.array(
-                [[d in train_gold[i] and d != p for d in docs] for i, p in zip(idx, positives)], dtype=bool))
+            other_gold = torch.from_numpy(
+                np.array([[d in train_gold[i] and d != p for d in docs] for i, p in zip(idx, positives)], dtype=bool)
+            )
             logits = logits.masked_fill(other_gold, float("-inf"))
             loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(np.searchsorted(docs, positives)))
             optimizer.zero_grad()

@@ -1,7 +1,7 @@
 """The dataset registry sensor, the stage-chaining run-status sensor and the weekly schedule, with real Dagster
 instances and runs."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
 import pandas as pd
@@ -16,13 +16,24 @@ from grasp_core.skb.schema import Relation, Schema
 
 
 def tiny_skb() -> SKB:
-    schema = Schema(name="shop", node_types={"product": ("description",), "brand": ()},
-                    relations=(Relation("has_brand", "product", "brand"),))
-    nodes = pd.DataFrame({"node_id": [0, 1, 2], "key": ["p1", "p2", "b1"], "type": ["product", "product", "brand"],
-                          "name": ["Shoe", "Stove", "Acme"], "description": ["light", "steel", None]})
+    schema = Schema(
+        name="shop",
+        node_types={"product": ("description",), "brand": ()},
+        relations=(Relation("has_brand", "product", "brand"),),
+    )
+    nodes = pd.DataFrame(
+        {
+            "node_id": [0, 1, 2],
+            "key": ["p1", "p2", "b1"],
+            "type": ["product", "product", "brand"],
+            "name": ["Shoe", "Stove", "Acme"],
+            "description": ["light", "steel", None],
+        }
+    )
     edges = pd.DataFrame({"src": [0, 1], "rel": ["has_brand", "has_brand"], "dst": [2, 2]})
-    queries = pd.DataFrame({"qid": [1, 2], "split": ["train", "test"], "query": ["an Acme shoe", "a stove"],
-                            "answer_ids": [[0], [1]]})
+    queries = pd.DataFrame(
+        {"qid": [1, 2], "split": ["train", "test"], "query": ["an Acme shoe", "a stove"], "answer_ids": [[0], [1]]}
+    )
     return SKB(schema, nodes, edges, queries)
 
 
@@ -72,6 +83,7 @@ def test_dataset_registry_registers_builtins_and_user_skb_and_prepares_only_the_
 
 def _stand_in(name: str) -> dg.JobDefinition:
     """A no-op job with the real job's name and partitions, so its runs carry the tags Dagster gives that job."""
+
     @dg.op
     def noop():
         return None
@@ -88,8 +100,10 @@ def _succeed(instance, job_name: str, partition_key: str):
     result = _stand_in(job_name).execute_in_process(instance=instance, partition_key=partition_key)
     assert result.success
     context = dg.build_run_status_sensor_context(
-        sensor_name=chain_training_stages.name, dagster_instance=instance,
-        dagster_run=result.dagster_run, dagster_event=result.get_run_success_event(),
+        sensor_name=chain_training_stages.name,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
+        dagster_event=result.get_run_success_event(),
     )
     return result.run_id, chain_training_stages(context)
 
@@ -105,17 +119,24 @@ def test_chain_training_stages_prepare_round1_round2_finish(instance):
     assert to_r2.partition_key.keys_by_dimension == {DATASET: "synth-prime", "round": "2"}
 
     run_id, to_finish = _succeed(instance, "rl_round", to_r2.partition_key)
-    assert (to_finish.job_name, to_finish.partition_key, to_finish.run_key) == ("finish", "synth-prime", f"{run_id}-finish")
+    assert (to_finish.job_name, to_finish.partition_key, to_finish.run_key) == (
+        "finish",
+        "synth-prime",
+        f"{run_id}-finish",
+    )
 
     _, after_finish = _succeed(instance, "finish", to_finish.partition_key)
     assert isinstance(after_finish, dg.SkipReason)
 
 
 def test_weekly_retraining_one_run_per_registered_dataset(instance):
-    tick = datetime(2025, 1, 5, 3, 0, tzinfo=timezone.utc)  # a Sunday 03:00
+    tick = datetime(2025, 1, 5, 3, 0, tzinfo=UTC)  # a Sunday 03:00
     assert list(weekly_retraining(dg.build_schedule_context(instance=instance, scheduled_execution_time=tick))) == []
     instance.add_dynamic_partitions(DATASET, ["hpo", "synth-prime", "shop"])
     requests = list(weekly_retraining(dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)))
     assert sorted((r.partition_key, r.run_key) for r in requests) == [
-        ("hpo", "hpo-20250105"), ("shop", "shop-20250105"), ("synth-prime", "synth-prime-20250105")]
+        ("hpo", "hpo-20250105"),
+        ("shop", "shop-20250105"),
+        ("synth-prime", "synth-prime-20250105"),
+    ]
     assert dg.DefaultScheduleStatus.STOPPED == weekly_retraining.default_status

@@ -5,9 +5,26 @@ import dagster as dg
 from grasp_assets.definitions import defs
 
 EXPECTED_ASSETS = {
-    "skb", "queries", "node_embeddings", "vector_indexes", "graph_store", "entity_tables", "text_index", "mfar_model",
-    "text_rankings", "teacher_plans", "planner_base", "sft_adapter", "reward_table", "rft_samples", "planner",
-    "reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency",
+    "skb",
+    "queries",
+    "node_embeddings",
+    "vector_indexes",
+    "graph_store",
+    "entity_tables",
+    "text_index",
+    "mfar_model",
+    "text_rankings",
+    "teacher_plans",
+    "planner_base",
+    "sft_adapter",
+    "reward_table",
+    "rft_samples",
+    "planner",
+    "reranker_hard_negatives",
+    "reranker",
+    "eval_metrics",
+    "ablations",
+    "latency",
 }
 
 

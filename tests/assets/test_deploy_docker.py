@@ -81,9 +81,19 @@ def test_docker_executor_on_every_job_and_its_run_config_validates():
     defs = definitions_for("docker")
     for job in ("prepare", "rl_round", "finish"):
         assert defs.resolve_job_def(job).executor_def.name == "docker", job
-    run_config = {"execution": {"config": {"max_concurrent": 2, "networks": ["grasp"],
-                                           "container_kwargs": {"volumes": ["grasp_artifacts:/opt/grasp/artifacts"]}}}}
-    assert dg.validate_run_config(defs.resolve_job_def("prepare"), run_config)["execution"]["docker"]["max_concurrent"] == 2
+    run_config = {
+        "execution": {
+            "config": {
+                "max_concurrent": 2,
+                "networks": ["grasp"],
+                "container_kwargs": {"volumes": ["grasp_artifacts:/opt/grasp/artifacts"]},
+            }
+        }
+    }
+    assert (
+        dg.validate_run_config(defs.resolve_job_def("prepare"), run_config)["execution"]["docker"]["max_concurrent"]
+        == 2
+    )
     with pytest.raises(dg.DagsterInvalidConfigError):
         dg.validate_run_config(defs.resolve_job_def("prepare"), {"execution": {"config": {"max_concurent": 2}}})
 

@@ -16,7 +16,9 @@ def env(tmp_path):
     instance.add_dynamic_partitions("dataset", ["synth-prime"])
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     resources = {
-        "settings": GraspSettings(profile="cpu", artifacts_root=str(tmp_path / "artifacts"), scale="tiny", n_queries=60),
+        "settings": GraspSettings(
+            profile="cpu", artifacts_root=str(tmp_path / "artifacts"), scale="tiny", n_queries=60
+        ),
         "mlflow": MLflowTracking(tracking_uri=uri, experiment="test"),
     }
     return instance, resources, tmp_path, uri
@@ -24,7 +26,9 @@ def env(tmp_path):
 
 def test_skb_and_queries_materialize_with_passing_checks_and_mlflow_runs(env):
     instance, resources, tmp_path, uri = env
-    result = dg.materialize([data.skb, data.queries], instance=instance, resources=resources, partition_key="synth-prime")
+    result = dg.materialize(
+        [data.skb, data.queries], instance=instance, resources=resources, partition_key="synth-prime"
+    )
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"schema_valid": True, "no_dangling_edges": True, "answers_exist": True, "split_sizes": True}
@@ -46,8 +50,9 @@ def test_skb_and_queries_materialize_with_passing_checks_and_mlflow_runs(env):
 def test_unknown_dataset_fails_without_retry(env):
     instance, resources, _, _ = env
     instance.add_dynamic_partitions("dataset", ["no-such-dataset"])
-    result = dg.materialize([data.skb], instance=instance, resources=resources, partition_key="no-such-dataset",
-                            raise_on_error=False)
+    result = dg.materialize(
+        [data.skb], instance=instance, resources=resources, partition_key="no-such-dataset", raise_on_error=False
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "unknown dataset 'no-such-dataset'" in str(failure.event_specific_data.error)

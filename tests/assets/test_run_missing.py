@@ -32,8 +32,12 @@ def test_missing_and_interrupted_assets_and_their_downstream(art):
         _complete(art, name)
     art.path("mfar_model").mkdir(parents=True)  # an interrupted run left it without its completion marker
     assert _names(_missing(PREPARE, art, None, force=False)) == {
-        "teacher_plans", "planner_base", "sft_adapter", "reward_table",  # teacher_plans and downstream
-        "mfar_model", "text_rankings",  # mfar_model and downstream (sft_adapter, reward_table already in)
+        "teacher_plans",
+        "planner_base",
+        "sft_adapter",
+        "reward_table",  # teacher_plans and downstream
+        "mfar_model",
+        "text_rankings",  # mfar_model and downstream (sft_adapter, reward_table already in)
     }
 
 

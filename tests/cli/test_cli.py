@@ -15,11 +15,14 @@ def test_data_build_and_stats(tmp_path, capsys):
     assert "gene/protein" in out and "ppi" in out and "train" in out and "test" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["data", "stats", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
-    (["query", "no-such-dataset", "which drugs?"], "unknown dataset 'no-such-dataset'"),
-    (["query", "hpo", "   "], "the query is empty"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["data", "stats", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
+        (["query", "no-such-dataset", "which drugs?"], "unknown dataset 'no-such-dataset'"),
+        (["query", "hpo", "   "], "the query is empty"),
+    ],
+)
 def test_bad_input_is_one_line_error(tmp_path, capsys, argv, message):
     assert main(["--root", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -29,7 +32,9 @@ def test_bad_input_is_one_line_error(tmp_path, capsys, argv, message):
 def test_retrieve_before_artifacts_exist_says_what_to_build(tmp_path, capsys):
     queries = tmp_path / "in.jsonl"
     queries.write_text(json.dumps({"qid": 1, "query": "which diseases present with seizures?"}) + "\n")
-    code = main(["--root", str(tmp_path), "retrieve", "hpo", "--queries", str(queries), "--out", str(tmp_path / "out.jsonl")])
+    code = main(
+        ["--root", str(tmp_path), "retrieve", "hpo", "--queries", str(queries), "--out", str(tmp_path / "out.jsonl")]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and "has not been built yet" in err and "grasp pipeline hpo" in err
     assert not (tmp_path / "out.jsonl").exists()
@@ -39,8 +44,10 @@ def test_malformed_jsonl_lines_are_reported_and_good_lines_kept(tmp_path, capsys
     from grasp_core.batch import read_queries
 
     path = tmp_path / "in.jsonl"
-    path.write_text('{"qid": 1, "query": "a good question"}\nnot json\n{"qid": 3}\n{"qid": 4, "query": "  "}\n'
-                    '{"qid": 5, "query": "another good one"}\n')
+    path.write_text(
+        '{"qid": 1, "query": "a good question"}\nnot json\n{"qid": 3}\n{"qid": 4, "query": "  "}\n'
+        '{"qid": 5, "query": "another good one"}\n'
+    )
     good, bad = read_queries(path)
     assert good == [(1, "a good question"), (5, "another good one")]
     assert [b.split(":")[1] for b in bad] == ["2", "3", "4"]

@@ -25,15 +25,20 @@ def encoder():
 
 @pytest.fixture
 def skb():
-    schema = Schema("tiny", {"drug": ("details",), "disease": ("details",), "anatomy": ("details",)},
-                    (Relation("indication", "drug", "disease"), Relation("located in", "disease", "anatomy")))
-    nodes = pd.DataFrame({
-        "node_id": np.arange(len(NODES)),
-        "key": [f"K{i}" for i in range(len(NODES))],
-        "type": [t for t, _, _ in NODES],
-        "name": [n for _, n, _ in NODES],
-        "details": [d for _, _, d in NODES],
-    })
+    schema = Schema(
+        "tiny",
+        {"drug": ("details",), "disease": ("details",), "anatomy": ("details",)},
+        (Relation("indication", "drug", "disease"), Relation("located in", "disease", "anatomy")),
+    )
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(len(NODES)),
+            "key": [f"K{i}" for i in range(len(NODES))],
+            "type": [t for t, _, _ in NODES],
+            "name": [n for _, n, _ in NODES],
+            "details": [d for _, _, d in NODES],
+        }
+    )
     edges = pd.DataFrame({"src": [0, 2, 5], "rel": ["indication", "indication", "located in"], "dst": [4, 3, 6]})
     queries = pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []})
     return SKB(schema, nodes, edges, queries)

@@ -74,9 +74,17 @@ def tiny_qwen3(tmp_path_factory):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
     fast.save_pretrained(path)
     torch.manual_seed(0)
-    config = Qwen3Config(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
-                         pad_token_id=0)
+    config = Qwen3Config(
+        vocab_size=len(words),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=128,
+        pad_token_id=0,
+    )
     Qwen3Model(config).save_pretrained(path)
     return path
 

@@ -76,10 +76,20 @@ def test_large_types_use_hnsw_with_high_recall(tmp_path):
     vectors = rng.standard_normal((n, 16)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     emb = NodeEmbeddings(vectors, vectors, "random|pooling=mean|dim=16", {})
-    nodes = pd.DataFrame({"node_id": np.arange(n), "key": [str(i) for i in range(n)],
-                          "type": ["big"] * (n - 10) + ["small"] * 10, "name": [str(i) for i in range(n)]})
-    skb = SKB(Schema("r", {"big": (), "small": ()}, ()), nodes, pd.DataFrame({"src": [], "rel": [], "dst": []}),
-              pd.DataFrame())
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(n),
+            "key": [str(i) for i in range(n)],
+            "type": ["big"] * (n - 10) + ["small"] * 10,
+            "name": [str(i) for i in range(n)],
+        }
+    )
+    skb = SKB(
+        Schema("r", {"big": (), "small": ()}, ()),
+        nodes,
+        pd.DataFrame({"src": [], "rel": [], "dst": []}),
+        pd.DataFrame(),
+    )
     index = NodeIndex.build(skb, emb, IndexConfig(hnsw_min_size=1000))
     assert isinstance(index.indexes["big", "name"], faiss.IndexHNSW)
     assert isinstance(index.indexes["small", "name"], faiss.IndexFlat)

@@ -27,16 +27,27 @@ NODES = [  # type, name, synonyms
     ("anatomy", "aortic root", None),
 ]
 EDGES = [  # src, rel, dst
-    (3, "associated with", 0), (0, "phenotype present", 9), (0, "phenotype present", 8), (5, "associated with", 1),
-    (1, "phenotype present", 10), (6, "indication", 2), (3, "ppi", 4), (11, "expression present", 5),
-    (12, "expression present", 3), (7, "indication", 2),
+    (3, "associated with", 0),
+    (0, "phenotype present", 9),
+    (0, "phenotype present", 8),
+    (5, "associated with", 1),
+    (1, "phenotype present", 10),
+    (6, "indication", 2),
+    (3, "ppi", 4),
+    (11, "expression present", 5),
+    (12, "expression present", 3),
+    (7, "indication", 2),
 ]
 SCHEMA = Schema(
     "tiny-prime",
     {"disease": ("synonyms",), "gene/protein": (), "drug": (), "effect/phenotype": ("synonyms",), "anatomy": ()},
-    (Relation("associated with", "gene/protein", "disease"), Relation("phenotype present", "disease", "effect/phenotype"),
-     Relation("indication", "drug", "disease"), Relation("ppi", "gene/protein", "gene/protein"),
-     Relation("expression present", "anatomy", "gene/protein")),
+    (
+        Relation("associated with", "gene/protein", "disease"),
+        Relation("phenotype present", "disease", "effect/phenotype"),
+        Relation("indication", "drug", "disease"),
+        Relation("ppi", "gene/protein", "gene/protein"),
+        Relation("expression present", "anatomy", "gene/protein"),
+    ),
 )
 
 
@@ -47,10 +58,15 @@ def ids(skb: SKB, *names: str) -> list[int]:
 
 @pytest.fixture(scope="session")
 def skb() -> SKB:
-    nodes = pd.DataFrame({
-        "node_id": np.arange(len(NODES)), "key": [f"K{i}" for i in range(len(NODES))],
-        "type": [t for t, _, _ in NODES], "name": [n for _, n, _ in NODES], "synonyms": [s for _, _, s in NODES],
-    })
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(len(NODES)),
+            "key": [f"K{i}" for i in range(len(NODES))],
+            "type": [t for t, _, _ in NODES],
+            "name": [n for _, n, _ in NODES],
+            "synonyms": [s for _, _, s in NODES],
+        }
+    )
     edges = pd.DataFrame(EDGES, columns=["src", "rel", "dst"])
     queries = pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []})
     skb = SKB(SCHEMA, nodes, edges, queries)

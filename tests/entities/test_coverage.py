@@ -1,26 +1,31 @@
 import pandas as pd
 import pytest
-
 from conftest import ids
+
 from grasp_core.entities.coverage import anchor_coverage
 from grasp_core.entities.table import EntityRow, EntityTable, Link
 
 
 def table(*link_lists):
     """One anchor row per list of linked node ids (first = best)."""
-    return EntityTable(tuple(
-        EntityRow(f"E{i + 1}", "m", "anchor", ("disease",), {"disease": tuple(Link(n, "x", 0.5, 1) for n in nodes)})
-        for i, nodes in enumerate(link_lists)
-    ))
+    return EntityTable(
+        tuple(
+            EntityRow(f"E{i + 1}", "m", "anchor", ("disease",), {"disease": tuple(Link(n, "x", 0.5, 1) for n in nodes)})
+            for i, nodes in enumerate(link_lists)
+        )
+    )
 
 
 def test_coverage_counts_answers_and_gold_path_neighbours(skb):
     marfan, fbn1, met, tall, metformin, aspirin, diabetes, retina = ids(
-        skb, "Marfan syndrome", "FBN1", "MET", "Tall stature", "metformin", "aspirin", "type 2 diabetes", "retina")
-    queries = pd.DataFrame({
-        "split": ["test", "test", "test", "test", "val"],
-        "answer_ids": [[marfan], [marfan], [metformin, aspirin], [fbn1], [diabetes]],
-    })
+        skb, "Marfan syndrome", "FBN1", "MET", "Tall stature", "metformin", "aspirin", "type 2 diabetes", "retina"
+    )
+    queries = pd.DataFrame(
+        {
+            "split": ["test", "test", "test", "test", "val"],
+            "answer_ids": [[marfan], [marfan], [metformin, aspirin], [fbn1], [diabetes]],
+        }
+    )
     tables = [
         table([marfan]),  # the answer itself, top-1
         table([met, fbn1]),  # FBN1 neighbours Marfan, but only at rank 2

@@ -1,6 +1,6 @@
 import pytest
-
 from conftest import ids
+
 from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor, normalize
 
 
@@ -45,8 +45,11 @@ def test_nested_mention_points_to_its_parent(gazetteer, skb):
         ("aortic root", ("anatomy",), 0),
     ]
     assert 'E2 "aortic root" role=anchor types=anatomy nested_in=E1' in table.render()
-    assert not GazetteerExtractor(skb, gazetteer.index, gazetteer.encoder, GazetteerConfig(nested=False)) \
-        .extract(["patients with an aortic root aneurysm"])[0].rows[1:]
+    assert (
+        not GazetteerExtractor(skb, gazetteer.index, gazetteer.encoder, GazetteerConfig(nested=False))
+        .extract(["patients with an aortic root aneurysm"])[0]
+        .rows[1:]
+    )
 
 
 def test_numeric_constraints_are_unlinked_attributes(gazetteer):

@@ -1,13 +1,17 @@
 import numpy as np
 import pytest
-
 from conftest import ids
+
 from grasp_core.entities.linking import LinkingConfig, Mention, link_many, link_mentions
 
 
 def test_two_names_link_to_exactly_those_nodes(skb, index, encoder):
-    table = link_mentions([Mention("Marfan syndrome", ("disease",), "anchor"), Mention("FBN1", ("gene/protein",), "anchor")],
-                          skb, index, encoder)
+    table = link_mentions(
+        [Mention("Marfan syndrome", ("disease",), "anchor"), Mention("FBN1", ("gene/protein",), "anchor")],
+        skb,
+        index,
+        encoder,
+    )
     assert [r.ref for r in table.rows] == ["E1", "E2"]
     marfan, fbn1 = ids(skb, "Marfan syndrome", "FBN1")
     for row, node, node_type in ((table.rows[0], marfan, "disease"), (table.rows[1], fbn1, "gene/protein")):
@@ -57,11 +61,16 @@ def test_unknown_predicted_type_is_dropped_and_best_type_added(skb, index, encod
 
 
 def test_attribute_rows_have_no_links_and_nesting_is_kept(skb, index, encoder):
-    table = link_mentions([
-        Mention("Aortic root aneurysm", ("effect/phenotype",), "anchor"),
-        Mention("aortic root", ("anatomy",), "anchor", parent=0),
-        Mention("under $50", (), "attribute"),
-    ], skb, index, encoder)
+    table = link_mentions(
+        [
+            Mention("Aortic root aneurysm", ("effect/phenotype",), "anchor"),
+            Mention("aortic root", ("anatomy",), "anchor", parent=0),
+            Mention("under $50", (), "attribute"),
+        ],
+        skb,
+        index,
+        encoder,
+    )
     assert table.rows[1].parent == 0 and table.rows[1].links["anatomy"][0].node_id == ids(skb, "aortic root")[0]
     assert table.rows[2].links == {} and table.rows[2].types == ()
 
@@ -90,10 +99,16 @@ def test_batched_linking_equals_one_query_at_a_time(skb, index, encoder):
 
 
 def test_render_lists_rows_and_links(skb, index, encoder):
-    table = link_mentions([
-        Mention("Tall stature", ("effect/phenotype",), "anchor"),
-        Mention("more than 2", (), "attribute"),
-    ], skb, index, encoder, LinkingConfig(top_k=1))
+    table = link_mentions(
+        [
+            Mention("Tall stature", ("effect/phenotype",), "anchor"),
+            Mention("more than 2", (), "attribute"),
+        ],
+        skb,
+        index,
+        encoder,
+        LinkingConfig(top_k=1),
+    )
     assert table.render() == (
         'E1 "Tall stature" role=anchor types=effect/phenotype\n'
         "  effect/phenotype: Tall stature (sim=1.00, deg=1)\n"

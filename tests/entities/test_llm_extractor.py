@@ -2,8 +2,8 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import SCHEMA, ids
+
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention
 from grasp_core.entities.llm_extractor import (
@@ -15,12 +15,14 @@ from grasp_core.entities.llm_extractor import (
 from grasp_core.errors import ExtractionError
 from grasp_core.skb.format import SKB
 
-ANSWER = json.dumps([
-    {"text": "Aortic root aneurysm", "types": ["effect/phenotype"], "role": "anchor", "nested_in": None},
-    {"text": "aortic root", "types": ["anatomy", "disease"], "role": "anchor", "nested_in": 1},
-    {"text": "drugs", "types": ["drug"], "role": "target", "nested_in": None},
-    {"text": "under $50", "types": [], "role": "attribute", "nested_in": None},
-])
+ANSWER = json.dumps(
+    [
+        {"text": "Aortic root aneurysm", "types": ["effect/phenotype"], "role": "anchor", "nested_in": None},
+        {"text": "aortic root", "types": ["anatomy", "disease"], "role": "anchor", "nested_in": 1},
+        {"text": "drugs", "types": ["drug"], "role": "target", "nested_in": None},
+        {"text": "under $50", "types": [], "role": "attribute", "nested_in": None},
+    ]
+)
 
 
 def test_parser_reads_a_clean_answer():
@@ -34,14 +36,22 @@ def test_parser_reads_a_clean_answer():
     assert parse_mentions(mentions_to_json(mentions), SCHEMA) == mentions  # round trip
 
 
-@pytest.mark.parametrize("text", [
-    f"```json\n{ANSWER}\n```\nThese are the mentions.",
-    f"Sure! Here they are: {ANSWER}\n\nQuery: next query\nMentions: []",
-    f"<think>hmm, let me see [x]</think>{ANSWER}",
-    json.dumps({"mentions": json.loads(ANSWER)}),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```json\n{ANSWER}\n```\nThese are the mentions.",
+        f"Sure! Here they are: {ANSWER}\n\nQuery: next query\nMentions: []",
+        f"<think>hmm, let me see [x]</think>{ANSWER}",
+        json.dumps({"mentions": json.loads(ANSWER)}),
+    ],
+)
 def test_parser_tolerates_fences_prose_and_wrappers(text):
-    assert [m.text for m in parse_mentions(text, SCHEMA)] == ["Aortic root aneurysm", "aortic root", "drugs", "under $50"]
+    assert [m.text for m in parse_mentions(text, SCHEMA)] == [
+        "Aortic root aneurysm",
+        "aortic root",
+        "drugs",
+        "under $50",
+    ]
 
 
 def test_parser_keeps_complete_objects_of_a_cut_off_list():
@@ -50,13 +60,24 @@ def test_parser_keeps_complete_objects_of_a_cut_off_list():
 
 
 def test_parser_normalizes_types_roles_and_bad_items():
-    text = json.dumps([
-        {"text": "FBN1", "types": ["Gene/Protein", "protein", "gene_protein"], "role": "ANCHOR"},  # case, unknown, dup
-        {"text": "", "types": ["drug"], "role": "anchor"},  # skipped: empty text
-        "a stray string",  # skipped
-        {"text": "Tall stature", "type": "effect phenotype", "role": "entity", "nested_in": 7},  # bad role, bad index
-        {"text": "retina", "types": ["anatomy", "disease", "drug"], "role": "anchor", "nested_in": 5},  # itself
-    ])
+    text = json.dumps(
+        [
+            {
+                "text": "FBN1",
+                "types": ["Gene/Protein", "protein", "gene_protein"],
+                "role": "ANCHOR",
+            },  # case, unknown, dup
+            {"text": "", "types": ["drug"], "role": "anchor"},  # skipped: empty text
+            "a stray string",  # skipped
+            {
+                "text": "Tall stature",
+                "type": "effect phenotype",
+                "role": "entity",
+                "nested_in": 7,
+            },  # bad role, bad index
+            {"text": "retina", "types": ["anatomy", "disease", "drug"], "role": "anchor", "nested_in": 5},  # itself
+        ]
+    )
     mentions = parse_mentions(text, SCHEMA)
     assert mentions == [
         Mention("FBN1", ("gene/protein",), "anchor"),
@@ -65,14 +86,17 @@ def test_parser_normalizes_types_roles_and_bad_items():
     ]
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("", "empty output"),
-    ("I could not find any entity.", "no JSON list in the output"),
-    ('[{"text": "FBN1", "types": ["gene/protein"],, }]', "invalid JSON"),
-    ('[{"types": ["drug"]}, {"text": "  "}]', "no item of the list has a non-empty 'text'"),
-    ('"just a string"', "no JSON list in the output"),
-    ('{"answer": 3}', "the JSON is not a list of mentions"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "empty output"),
+        ("I could not find any entity.", "no JSON list in the output"),
+        ('[{"text": "FBN1", "types": ["gene/protein"],, }]', "invalid JSON"),
+        ('[{"types": ["drug"]}, {"text": "  "}]', "no item of the list has a non-empty 'text'"),
+        ('"just a string"', "no JSON list in the output"),
+        ('{"answer": 3}', "the JSON is not a list of mentions"),
+    ],
+)
 def test_parser_fails_with_a_reason(text, reason):
     with pytest.raises(ExtractionError) as err:
         parse_mentions(text, SCHEMA)
@@ -88,8 +112,12 @@ def gazetteer(skb, index, encoder):
     return GazetteerExtractor(skb, index, encoder)
 
 
-DEMOS = [("Which genes are linked to Marfan syndrome?",
-          [Mention("genes", ("gene/protein",), "target"), Mention("Marfan syndrome", ("disease",), "anchor")])] * 4
+DEMOS = [
+    (
+        "Which genes are linked to Marfan syndrome?",
+        [Mention("genes", ("gene/protein",), "target"), Mention("Marfan syndrome", ("disease",), "anchor")],
+    )
+] * 4
 
 
 def test_prompt_has_schema_rules_demonstrations_and_query(skb, index, encoder, gazetteer):
@@ -114,8 +142,11 @@ def test_extractor_links_llm_mentions_and_falls_back_per_query(skb, index, encod
     queries = ["drugs for an aortic root aneurysm under $50", "genes behind Marfan syndrome", "FBN1 partners"]
     out = extractor.extract_detailed(queries)
     assert seen == [3]
-    assert [(e.source, e.error) for e in out] == [("llm", None), ("gazetteer", "no JSON list in the output"),
-                                                 ("llm", None)]
+    assert [(e.source, e.error) for e in out] == [
+        ("llm", None),
+        ("gazetteer", "no JSON list in the output"),
+        ("llm", None),
+    ]
     first = out[0].table
     assert [r.mention for r in first.rows] == ["Aortic root aneurysm", "aortic root", "drugs", "under $50"]
     assert first.rows[1].parent == 0 and first.rows[3].links == {}
@@ -132,13 +163,22 @@ def test_extractor_rejects_a_generate_that_loses_answers(skb, index, encoder, ga
 
 
 def test_demonstrations_come_from_training_queries_and_cover_types(skb, gazetteer):
-    queries = pd.DataFrame({
-        "qid": range(7),
-        "split": ["train", "train", "train", "train", "test", "train", "train"],
-        "query": ["FBN1 and Marfan syndrome", "nothing here", "metformin for type 2 diabetes", "RHO in the retina",
-                  "aspirin and Night blindness", "Marfan syndrome with FBN1 variants", "only FBN1"],
-        "answer_ids": [[0]] * 7,
-    })
+    queries = pd.DataFrame(
+        {
+            "qid": range(7),
+            "split": ["train", "train", "train", "train", "test", "train", "train"],
+            "query": [
+                "FBN1 and Marfan syndrome",
+                "nothing here",
+                "metformin for type 2 diabetes",
+                "RHO in the retina",
+                "aspirin and Night blindness",
+                "Marfan syndrome with FBN1 variants",
+                "only FBN1",
+            ],
+            "answer_ids": [[0]] * 7,
+        }
+    )
     skb_q = SKB(skb.schema, skb.nodes, skb.edges, queries)
     demos = gazetteer_demonstrations(skb_q, gazetteer, n=3)
     texts = {q for q, _ in demos}
@@ -146,4 +186,8 @@ def test_demonstrations_come_from_training_queries_and_cover_types(skb, gazettee
     assert len(texts) == 3 and {"metformin for type 2 diabetes", "RHO in the retina"} < texts
     assert len(texts & {"FBN1 and Marfan syndrome", "Marfan syndrome with FBN1 variants"}) == 1
     assert {t for _, mentions in demos for m in mentions for t in m.types} == {
-        "gene/protein", "disease", "drug", "anatomy"}
+        "gene/protein",
+        "disease",
+        "drug",
+        "anatomy",
+    }

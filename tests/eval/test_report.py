@@ -8,15 +8,41 @@ from grasp_core.report import cross_dataset_report
 
 def ablations(art: Artifacts, rows: list[tuple[str, str, float, str]]) -> None:
     with atomic_dir(art.path("ablations")) as tmp:
-        write_json(tmp / "ablations.json", {"queries": 100, "progression": [], "rows": [
-            {"setting": s, "reranker": r, "hit@1": h, "hit@5": 0.0, "recall@20": 0.0, "mrr": 0.0, "p (McNemar)": p}
-            for s, r, h, p in rows]})
+        write_json(
+            tmp / "ablations.json",
+            {
+                "queries": 100,
+                "progression": [],
+                "rows": [
+                    {
+                        "setting": s,
+                        "reranker": r,
+                        "hit@1": h,
+                        "hit@5": 0.0,
+                        "recall@20": 0.0,
+                        "mrr": 0.0,
+                        "p (McNemar)": p,
+                    }
+                    for s, r, h, p in rows
+                ],
+            },
+        )
 
 
 def test_stouffer_combines_signed_mcnemar_p_values_across_datasets(tmp_path):
     a, b, c = (Artifacts.for_dataset(d, tmp_path) for d in ("hpo", "synth-mag", "synth-prime"))
-    ablations(a, [("GRASP (round 2)", "no", 52.0, "—"), ("text only", "no", 56.0, "0.571"), ("graph only", "no", 32.0, "3.59e-05")])
-    ablations(b, [("GRASP (round 1)", "no", 40.0, "—"), ("text only", "no", 30.0, "0.02"), ("graph only", "no", 20.0, "0.001")])
+    ablations(
+        a,
+        [
+            ("GRASP (round 2)", "no", 52.0, "—"),
+            ("text only", "no", 56.0, "0.571"),
+            ("graph only", "no", 32.0, "3.59e-05"),
+        ],
+    )
+    ablations(
+        b,
+        [("GRASP (round 1)", "no", 40.0, "—"), ("text only", "no", 30.0, "0.02"), ("graph only", "no", 20.0, "0.001")],
+    )
     table = cross_dataset_report([a, b, c])  # synth-prime has no ablations yet: left out
     lines = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| ")}
     assert "`hpo`, `synth-mag`" in table and "synth-prime" not in table

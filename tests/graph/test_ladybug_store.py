@@ -15,12 +15,20 @@ from tests.plan.oracle import random_skb
 
 
 def test_table_names_are_safe_injective_and_deterministic():
-    schema = Schema("s", {"gene/protein": (), "gene protein": (), "effect/phenotype": ()},
-                    (Relation("off-label use", "gene/protein", "gene protein"),
-                     Relation("off_label use", "gene/protein", "effect/phenotype")))
+    schema = Schema(
+        "s",
+        {"gene/protein": (), "gene protein": (), "effect/phenotype": ()},
+        (
+            Relation("off-label use", "gene/protein", "gene protein"),
+            Relation("off_label use", "gene/protein", "effect/phenotype"),
+        ),
+    )
     names = table_names(schema)
-    assert names.node == {"gene/protein": "N_gene_protein", "gene protein": "N_gene_protein_1",
-                          "effect/phenotype": "N_effect_phenotype"}
+    assert names.node == {
+        "gene/protein": "N_gene_protein",
+        "gene protein": "N_gene_protein_1",
+        "effect/phenotype": "N_effect_phenotype",
+    }
     assert names.rel == {"off-label use": "R_off_label_use", "off_label use": "R_off_label_use_1"}
     assert table_names(schema) == names
     with pytest.raises(ValueError):
@@ -32,16 +40,24 @@ def test_load_counts_and_reopen_read_only(tmp_path):
     path = tmp_path / "store"
     store = open_graph_store(GraphStoreConfig(), path)
     store.load(skb)
-    want = {"nodes": {t: skb.node_type_counts().get(t, 0) for t in skb.schema.node_types},
-            "edges": {r: skb.edge_counts().get(r, 0) for r in skb.schema.relation_names}}
+    want = {
+        "nodes": {t: skb.node_type_counts().get(t, 0) for t in skb.schema.node_types},
+        "edges": {r: skb.edge_counts().get(r, 0) for r in skb.schema.relation_names},
+    }
     assert store.counts() == want and sum(want["edges"].values()) == len(skb.edges) > 0
     # every edge is there, undirected, with its relation: compare neighbour sets of a few nodes
     for node in skb.edges["src"].unique()[:5]:
         t = skb.nodes.at[node, "type"]
-        got = sorted(store.run(f"MATCH (a:{quote(table_names(skb.schema).node[t])})-[]-(b) WHERE a.id = $i RETURN b.id",
-                               {"i": int(node)}))
+        got = sorted(
+            store.run(
+                f"MATCH (a:{quote(table_names(skb.schema).node[t])})-[]-(b) WHERE a.id = $i RETURN b.id",
+                {"i": int(node)},
+            )
+        )
         e = skb.edges
-        want_n = sorted([(int(d),) for d in e.loc[e["src"] == node, "dst"]] + [(int(s),) for s in e.loc[e["dst"] == node, "src"]])
+        want_n = sorted(
+            [(int(d),) for d in e.loc[e["src"] == node, "dst"]] + [(int(s),) for s in e.loc[e["dst"] == node, "src"]]
+        )
         assert got == want_n
     store.close()
     assert is_complete(path)
@@ -92,7 +108,9 @@ def test_many_distinct_queries_do_not_fill_a_small_buffer_pool(tmp_path):
     e = skb.edges
     neighbours = set(e.loc[e["src"].isin(drugs), "dst"]) | set(e.loc[e["dst"].isin(drugs), "src"])
     for i in range(60):
-        rows = store.run(f"MATCH (a:`N_drug`)-[]-(b) WHERE a.id IN $ids WITH DISTINCT b "
-                         f"ORDER BY b.id LIMIT {i + 1} RETURN b.id", {"ids": drugs})
-        assert [r[0] for r in rows] == sorted(neighbours)[:i + 1]
+        rows = store.run(
+            f"MATCH (a:`N_drug`)-[]-(b) WHERE a.id IN $ids WITH DISTINCT b ORDER BY b.id LIMIT {i + 1} RETURN b.id",
+            {"ids": drugs},
+        )
+        assert [r[0] for r in rows] == sorted(neighbours)[: i + 1]
     store.close()

@@ -7,7 +7,9 @@ from grasp_core.llm.tiny_model import TinyModelConfig, build_tiny_qwen3, save_mo
 from grasp_core.llm.tokenizer import train_planner_tokenizer
 from tests.llm.helpers import SCHEMA, corpus
 
-TINY = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=1024)
+TINY = TinyModelConfig(
+    hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=1024
+)
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,9 @@ SCHEMA = Schema(
 TABLE = EntityTable(
     (
         EntityRow("E1", "retina", "anchor", ("anatomy",), {"anatomy": (Link(3, "retina", 1.0, 12),)}),
-        EntityRow("E2", "BRCA1", "anchor", ("gene/protein", "disease"), {"gene/protein": (Link(7, "BRCA1", 0.99, 40),)}),
+        EntityRow(
+            "E2", "BRCA1", "anchor", ("gene/protein", "disease"), {"gene/protein": (Link(7, "BRCA1", 0.99, 40),)}
+        ),
         EntityRow("E3", "under $50", "attribute", ()),
         EntityRow("E4", "drug", "target", ("drug",), {}),
     )

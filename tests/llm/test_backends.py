@@ -30,17 +30,24 @@ def test_missing_adapter_path_names_the_setting(model_dir, tmp_path):
 
 
 def test_greedy_generation_is_batched_left_padded_and_deterministic(llm):
-    chats = [build_planner_messages(SCHEMA, TABLE, q, compact=True) for q in (QUERY, "short", "a somewhat longer query text")]
+    chats = [
+        build_planner_messages(SCHEMA, TABLE, q, compact=True) for q in (QUERY, "short", "a somewhat longer query text")
+    ]
     batched = llm.generate(chats, n=2, max_new_tokens=12)
     assert [len(g) for g in batched] == [2, 2, 2] and all(g[0] == g[1] for g in batched)
     alone = [llm.generate([c], max_new_tokens=12)[0][0] for c in chats]
     assert [g[0] for g in batched] == alone  # padding does not change what a prompt generates
-    assert llm.generate(["<|bos|>plain text prompt"], max_new_tokens=5)[0][0] == llm.generate(["<|bos|>plain text prompt"], max_new_tokens=5)[0][0]
+    assert (
+        llm.generate(["<|bos|>plain text prompt"], max_new_tokens=5)[0][0]
+        == llm.generate(["<|bos|>plain text prompt"], max_new_tokens=5)[0][0]
+    )
 
 
 def test_sampling_returns_n_different_completions(llm):
     torch.manual_seed(0)
-    out = llm.generate([build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)], n=4, temperature=1.0, max_new_tokens=16)
+    out = llm.generate(
+        [build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)], n=4, temperature=1.0, max_new_tokens=16
+    )
     assert len(out) == 1 and len(out[0]) == 4 and len(set(out[0])) > 1
 
 
@@ -53,7 +60,9 @@ def test_peft_adapter_is_loaded(model_dir, tmp_path, llm):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir), LoraConfig(r=4, target_modules="all-linear"))
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(model_dir), LoraConfig(r=4, target_modules="all-linear")
+    )
     with torch.no_grad():
         for name, p in peft_model.named_parameters():
             if "lora_B" in name:
@@ -66,7 +75,7 @@ def test_peft_adapter_is_loaded(model_dir, tmp_path, llm):
 
 
 def test_strip_thinking():
-    assert strip_thinking("<think>\nhmm {}\n</think>\n\n{\"a\":1}") == '{"a":1}'
+    assert strip_thinking('<think>\nhmm {}\n</think>\n\n{"a":1}') == '{"a":1}'
     assert strip_thinking('{"a":"<think>"}') == '{"a":"<think>"}'
 
 
@@ -86,7 +95,10 @@ class _Stub(BaseHTTPRequestHandler):
             return self._send(type(self).status, {"error": "bad request"})
         user = body["messages"][-1]["content"]
         n = min(body["n"], 2)  # like some servers: fewer choices than asked
-        choices = [{"index": i, "message": {"role": "assistant", "content": f"<think>x</think>echo {i}: {user}"}} for i in range(n)]
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": f"<think>x</think>echo {i}: {user}"}}
+            for i in range(n)
+        ]
         self._send(200, {"choices": choices})
 
     def _send(self, code, obj):

@@ -37,7 +37,15 @@ def test_grammar_accepts_canonical_plans_and_rejects_invalid_ones():
     wrong_row_type = plan_text(PLANS[0]).replace('"type":"anatomy"', '"type":"drug"')
     trailing = plan_text(PLANS[0]) + " "
     text_in_name_mode = plan_text(PLANS[1]).replace('migraine","match_mode":"doc"', 'migraine","match_mode":"name"')
-    for text in (bad_hop, unknown_ref, attribute_ref, wrong_row_type, trailing, text_in_name_mode, plan_text(PLANS[0])[:-1]):
+    for text in (
+        bad_hop,
+        unknown_ref,
+        attribute_ref,
+        wrong_row_type,
+        trailing,
+        text_in_name_mode,
+        plan_text(PLANS[0])[:-1],
+    ):
         assert not g.accepts(text), text
 
 
@@ -53,7 +61,9 @@ def test_refs_only_grammar_and_no_table():
 def test_random_character_walks_never_dead_end_and_always_validate():
     """Walk the automaton choosing uniformly among the allowed next characters: every walk ends in a valid plan."""
     rng = random.Random(0)
-    alphabet = sorted({c for p in PLANS for c in plan_text(p)} | set('"{}[],:abcdefghijklmnopqrstuvwxyz/-_ 0123456789E'))
+    alphabet = sorted(
+        {c for p in PLANS for c in plan_text(p)} | set('"{}[],:abcdefghijklmnopqrstuvwxyz/-_ 0123456789E')
+    )
     g = PlanGrammar(SCHEMA, TABLE, PlanGrammarConfig(max_text_chars=12, max_relevance_chars=12))
     n_hops = set()
     for _ in range(150):
@@ -114,8 +124,13 @@ def test_a_short_budget_still_ends_in_a_complete_plan(llm):
     torch.manual_seed(1)
     g = PlanGrammar(SCHEMA, TABLE)
     budget = g.min_chars(g.start) + 5
-    outs = llm.generate([build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)], n=8, temperature=1.0,
-                        max_new_tokens=budget, constraint=[g])
+    outs = llm.generate(
+        [build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)],
+        n=8,
+        temperature=1.0,
+        max_new_tokens=budget,
+        constraint=[g],
+    )
     assert all(valid(s) for s in outs[0]), outs
 
 
@@ -127,7 +142,11 @@ def test_decomposed_minimum_equals_the_full_recursion():
     def full(ctx):
         if ctx not in memo:
             alts = g._alts(ctx)
-            memo[ctx] = (alts.lo + 1 + full(alts.next)) if hasattr(alts, "lo") else min((len(s) + full(n) for s, n in alts), default=0)
+            memo[ctx] = (
+                (alts.lo + 1 + full(alts.next))
+                if hasattr(alts, "lo")
+                else min((len(s) + full(n) for s, n in alts), default=0)
+            )
         return memo[ctx]
 
     assert full(g.start[0]) == g.min_chars(g.start)

@@ -21,7 +21,9 @@ def test_default_config_is_the_4m_parameter_planner(tokenizer):
 def test_builds_deterministically_saves_and_reloads(tokenizer, model_dir):
     a, b = build_tiny_qwen3(tokenizer, TINY), build_tiny_qwen3(tokenizer, TINY)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    assert not torch.equal(build_tiny_qwen3(tokenizer, TinyModelConfig(**{**TINY.__dict__, "seed": 1})).lm_head.weight, a.lm_head.weight)
+    assert not torch.equal(
+        build_tiny_qwen3(tokenizer, TinyModelConfig(**{**TINY.__dict__, "seed": 1})).lm_head.weight, a.lm_head.weight
+    )
     assert is_complete(model_dir) and (model_dir / "model.safetensors").exists()
     loaded = AutoModelForCausalLM.from_pretrained(model_dir)
     ids = tokenizer(plan_text(PLANS[0]), return_tensors="pt")["input_ids"]

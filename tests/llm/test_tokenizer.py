@@ -10,7 +10,11 @@ from tests.llm.helpers import PLANS, SCHEMA, corpus, plan_text
 
 
 def test_round_trip_is_exact(tokenizer):
-    texts = [plan_text(p) for p in PLANS] + ["  two  spaces, tabs\tand\nnewlines", "Ünïcödé — 血管 ✓", "gene/proteins targeted"]
+    texts = [plan_text(p) for p in PLANS] + [
+        "  two  spaces, tabs\tand\nnewlines",
+        "Ünïcödé — 血管 ✓",
+        "gene/proteins targeted",
+    ]
     for text in texts:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         assert tokenizer.decode(ids) == text
@@ -42,5 +46,7 @@ def test_saved_atomically_and_reloads_with_specials_and_template(tokenizer, tmp_
 def test_training_is_deterministic(tmp_path):
     a = train_planner_tokenizer(corpus(), 800, tmp_path / "a", schema=SCHEMA)
     b = train_planner_tokenizer(corpus(), 800, tmp_path / "b", schema=SCHEMA)
-    assert json.loads((tmp_path / "a" / "tokenizer.json").read_text()) == json.loads((tmp_path / "b" / "tokenizer.json").read_text())
+    assert json.loads((tmp_path / "a" / "tokenizer.json").read_text()) == json.loads(
+        (tmp_path / "b" / "tokenizer.json").read_text()
+    )
     assert len(a) == len(b) <= 800 + len(schema_tokens(SCHEMA))  # a small corpus runs out of merges

@@ -38,8 +38,14 @@ def random_skb(seed: int = 0, nodes_per_type: int = 15, edges_per_relation: int 
     rng = np.random.default_rng(seed)
     types = [t for t in PRIME_LIKE.node_types for _ in range(nodes_per_type)]
     n = len(types)
-    nodes = pd.DataFrame({"node_id": np.arange(n), "key": [f"K{i}" for i in range(n)], "type": types,
-                          "name": [f"{t} {i}" for i, t in enumerate(types)]})
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(n),
+            "key": [f"K{i}" for i in range(n)],
+            "type": types,
+            "name": [f"{t} {i}" for i, t in enumerate(types)],
+        }
+    )
     for f in PRIME_LIKE.text_fields:
         nodes[f] = None
     ids = {t: np.flatnonzero(np.array(types) == t) for t in PRIME_LIKE.node_types}
@@ -88,8 +94,13 @@ def adjacency(skb: SKB) -> dict[str, sp.csr_matrix]:
     return out
 
 
-def oracle(skb: SKB, adj: dict[str, sp.csr_matrix], plan: Plan, bindings: dict[str, list[tuple[int, float]]],
-           max_frontier: int | None = None) -> dict[int, float]:
+def oracle(
+    skb: SKB,
+    adj: dict[str, sp.csr_matrix],
+    plan: Plan,
+    bindings: dict[str, list[tuple[int, float]]],
+    max_frontier: int | None = None,
+) -> dict[int, float]:
     """Expected {target node id: anchor score} of a resolved plan (every hop has ``to_type``).
 
     ``max_frontier`` applies the compiler's cap: each variable of the main chain (first anchor -> target) keeps

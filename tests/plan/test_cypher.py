@@ -119,21 +119,22 @@ def test_the_frontier_cap_keeps_the_best_nodes_of_every_main_chain_hop(skb, stor
 def test_the_cap_is_one_order_by_limit_line_per_main_chain_hop_in_both_dialects():
     for dialect in ("neo4j", "ladybug"):
         text = compile_plan(PLAN, PRIME_LIKE, {"a1": [(3, 0.9)]}, dialect=dialect, max_frontier=500).text
-        assert text.endswith("WITH t, max(s) AS s\n"
-                             "WITH t, s ORDER BY s DESC, t.id LIMIT 500\n"
-                             "RETURN t.id AS node_id, s AS score")
+        assert text.endswith(
+            "WITH t, max(s) AS s\nWITH t, s ORDER BY s DESC, t.id LIMIT 500\nRETURN t.id AS node_id, s AS score"
+        )
         assert "WITH v1, max(s) AS s\nWITH v1, s ORDER BY s DESC, v1.id LIMIT 500\n" in text
     with pytest.raises(ValueError, match="max_frontier"):
         compile_plan(PLAN, PRIME_LIKE, max_frontier=0)
 
 
-EVIL = "x\"}) MATCH (n) DETACH DELETE n //`) DETACH DELETE n; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))"
+EVIL = 'x"}) MATCH (n) DETACH DELETE n //`) DETACH DELETE n; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))'
 
 
 def test_injection_through_anchor_and_relevance_text_never_reaches_the_query_text(prime_like_store):
     store = prime_like_store
-    evil = PLAN.model_copy(update={"relevance_text": EVIL,
-                                   "anchors": (PLAN.anchors[0].model_copy(update={"text": EVIL}),)})
+    evil = PLAN.model_copy(
+        update={"relevance_text": EVIL, "anchors": (PLAN.anchors[0].model_copy(update={"text": EVIL}),)}
+    )
     bindings = {"a1": [(int(random_skb(seed=1).ids_of_type("anatomy")[0]), 1.0)]}
     before = store.counts()
     for dialect in ("neo4j", "ladybug"):

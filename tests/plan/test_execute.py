@@ -35,22 +35,44 @@ NODES = [
     ("disease", "retinitis pigmentosa", "inherited degeneration of the retina"),
     ("disease", "cirrhosis", "scarring of the liver"),
 ]
-EDGES = [(0, "expression present", 3), (0, "expression present", 4), (1, "expression present", 4),
-         (2, "expression present", 5), (6, "target", 4), (7, "target", 3), (8, "target", 5),
-         (6, "indication", 9), (7, "indication", 9), (8, "indication", 10), (3, "ppi", 4)]
-SCHEMA = Schema("hand", {"anatomy": ("details",), "gene/protein": ("details",), "drug": ("details",),
-                         "disease": ("details",)},
-                (Relation("expression present", "anatomy", "gene/protein"), Relation("target", "drug", "gene/protein"),
-                 Relation("indication", "drug", "disease"), Relation("ppi", "gene/protein", "gene/protein")))
+EDGES = [
+    (0, "expression present", 3),
+    (0, "expression present", 4),
+    (1, "expression present", 4),
+    (2, "expression present", 5),
+    (6, "target", 4),
+    (7, "target", 3),
+    (8, "target", 5),
+    (6, "indication", 9),
+    (7, "indication", 9),
+    (8, "indication", 10),
+    (3, "ppi", 4),
+]
+SCHEMA = Schema(
+    "hand",
+    {"anatomy": ("details",), "gene/protein": ("details",), "drug": ("details",), "disease": ("details",)},
+    (
+        Relation("expression present", "anatomy", "gene/protein"),
+        Relation("target", "drug", "gene/protein"),
+        Relation("indication", "drug", "disease"),
+        Relation("ppi", "gene/protein", "gene/protein"),
+    ),
+)
 CFG = ExecutionConfig(name_k=2, name_tau=0.0)  # keep 2 bindings (any positive cosine) so max and sums matter
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exec")
-    nodes = pd.DataFrame({"node_id": np.arange(len(NODES)), "key": [f"K{i}" for i in range(len(NODES))],
-                          "type": [t for t, _, _ in NODES], "name": [n for _, n, _ in NODES],
-                          "details": [d for _, _, d in NODES]})
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(len(NODES)),
+            "key": [f"K{i}" for i in range(len(NODES))],
+            "type": [t for t, _, _ in NODES],
+            "name": [n for _, n, _ in NODES],
+            "details": [d for _, _, d in NODES],
+        }
+    )
     edges = pd.DataFrame(EDGES, columns=["src", "rel", "dst"])
     skb = SKB(SCHEMA, nodes, edges, pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []}))
     encoder = load_encoder(EncoderConfig())
@@ -68,8 +90,14 @@ def cos(embeddings, encoder, text, ids, kind):
 
 
 def plan_text(anchors, hops, target="drug", relevance="gene therapy for blindness"):
-    return json.dumps({"target": {"type": target}, "anchors": anchors, "relevance_text": relevance,
-                       "hops": [{"from": f, "rel": r, "to": t} for f, r, t in hops]})
+    return json.dumps(
+        {
+            "target": {"type": target},
+            "anchors": anchors,
+            "relevance_text": relevance,
+            "hops": [{"from": f, "rel": r, "to": t} for f, r, t in hops],
+        }
+    )
 
 
 RETINA = {"var": "a1", "type": "anatomy", "text": "retina"}
@@ -92,7 +120,11 @@ def test_two_hop_plan_matches_the_hand_computed_ranking(env):
     want = {6: max(c[0], c[1]) + rel[6], 7: c[0] + rel[7]}
     assert ranking.node_ids.tolist() == expect(want)
     np.testing.assert_allclose(ranking.scores, [want[i] for i in expect(want)], atol=1e-5)
-    assert trace.candidates == 2 and "MATCH" in trace.cypher and set(trace.seconds) == {"validate", "link", "traverse", "rescore"}
+    assert (
+        trace.candidates == 2
+        and "MATCH" in trace.cypher
+        and set(trace.seconds) == {"validate", "link", "traverse", "rescore"}
+    )
     assert executor.explain_paths(None, trace, 6) == {"a1": [(bound[0], 4, 6), (bound[1], 4, 6)]}
     assert executor.explain_paths(None, trace, 7, limit=1) == {"a1": [(0, 3, 7)]}
 
@@ -104,7 +136,10 @@ def test_multi_anchor_intersection_sums_the_anchor_scores(env):
     ranking, trace = executor.execute(plan_text(anchors, TWO_HOPS + [("a2", "indication", "target")]), "q", table)
     c = cos(emb, enc, "retina", [0, 1], "name")
     d = cos(emb, enc, "retinitis pigmentosa", [9, 10], "name")
-    assert {b.node_id for b in trace.bindings["a2"]} == {9, 10}  # cirrhosis is bound too, but drug 8 is not reached by a1
+    assert {b.node_id for b in trace.bindings["a2"]} == {
+        9,
+        10,
+    }  # cirrhosis is bound too, but drug 8 is not reached by a1
     rel = cos(emb, enc, "gene therapy for blindness", [6, 7], "doc")
     want = {6: max(c[0], c[1]) + d[9] + rel[6], 7: c[0] + d[9] + rel[7]}
     assert ranking.node_ids.tolist() == expect(want)
@@ -113,9 +148,13 @@ def test_multi_anchor_intersection_sums_the_anchor_scores(env):
 
 def test_empty_relevance_text_rescores_by_the_query_minus_the_anchors(env):
     executor, emb, enc = env
-    ranking, _ = executor.execute(plan_text([RETINA], TWO_HOPS, relevance=""), "Night vision supplement for the Retina?")
+    ranking, _ = executor.execute(
+        plan_text([RETINA], TWO_HOPS, relevance=""), "Night vision supplement for the Retina?"
+    )
     c = cos(emb, enc, "retina", [0, 1], "name")
-    rel = cos(emb, enc, "Night vision supplement for the?", [6, 7], "doc")  # the teacher's relevance text for this query
+    rel = cos(
+        emb, enc, "Night vision supplement for the?", [6, 7], "doc"
+    )  # the teacher's relevance text for this query
     want = {6: max(c[0], c[1]) + rel[6], 7: c[0] + rel[7]}
     np.testing.assert_allclose(ranking.scores, [want[i] for i in expect(want)], atol=1e-5)
 
@@ -143,8 +182,14 @@ def test_invalid_plans_give_an_empty_ranking_and_the_reason(change, reason):
     assert len(ranking) == 0 and trace.error == reason and trace.plan is None
 
 
-@pytest.mark.parametrize("text, reason", [("not json", "json"), ('{"target": {"type": "drug"},}', "json"),
-                                          ('{"target": {"type": "drug"}, "x": 1}', "schema")])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("not json", "json"),
+        ('{"target": {"type": "drug"},}', "json"),
+        ('{"target": {"type": "drug"}, "x": 1}', "schema"),
+    ],
+)
 def test_unparseable_plans_give_an_empty_ranking(env, text, reason):
     ranking, trace = env[0].execute(text, "q")
     assert len(ranking) == 0 and trace.error == reason
@@ -170,7 +215,9 @@ def test_batch_embeds_once_and_equals_single_execution(env, monkeypatch):
     singles = [executor.execute(p, "q") for p in plans]
     calls = []
     original = executor.encoder.encode
-    monkeypatch.setattr(executor.encoder, "encode", lambda texts, n, **kw: calls.append(len(texts)) or original(texts, n))
+    monkeypatch.setattr(
+        executor.encoder, "encode", lambda texts, n, **kw: calls.append(len(texts)) or original(texts, n)
+    )
     executor._memo.clear()
     batch = executor.execute_batch(plans + plans[:1], ["q"] * 4)
     assert calls == [3]  # one anchor text + two relevance texts, one encoder call; the repeated plan adds none
@@ -184,29 +231,48 @@ def test_batch_embeds_once_and_equals_single_execution(env, monkeypatch):
 
 def test_injection_through_texts_leaves_the_store_untouched(env):
     executor, *_ = env
-    evil = "x\"}) MATCH (n) DETACH DELETE n // '); DROP TABLE `N_drug`; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))"
+    evil = (
+        "x\"}) MATCH (n) DETACH DELETE n // '); DROP TABLE `N_drug`; CREATE NODE TABLE Evil(id INT64, PRIMARY KEY(id))"
+    )
     before = executor.store.counts()
     anchors = [dict(RETINA, text=evil)]
     _, trace = executor.execute(plan_text(anchors, TWO_HOPS, relevance=evil), evil)
     assert trace.error in (None, "no_candidates") and evil not in trace.cypher
     assert executor.store.counts() == before
     assert sorted(executor.store.run("CALL show_tables() RETURN name")) == [
-        ("N_anatomy",), ("N_disease",), ("N_drug",), ("N_gene_protein",), ("R_expression_present",), ("R_indication",),
-        ("R_ppi",), ("R_target",)]
+        ("N_anatomy",),
+        ("N_disease",),
+        ("N_drug",),
+        ("N_gene_protein",),
+        ("R_expression_present",),
+        ("R_indication",),
+        ("R_ppi",),
+        ("R_target",),
+    ]
 
 
 def test_beyond_the_exact_limit_candidates_are_rescored_through_the_index(env):
     executor, emb, enc = env
-    approx = PlanExecutor(executor.skb, executor.index, executor.encoder, executor.store,
-                          ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=2))
+    approx = PlanExecutor(
+        executor.skb,
+        executor.index,
+        executor.encoder,
+        executor.store,
+        ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=2),
+    )
     plan = plan_text([RETINA], TWO_HOPS, relevance="night vision supplement")
     exact, _ = executor.execute(plan, "q")
     ranking, trace = approx.execute(plan, "q")
     assert trace.candidates == 2 and len(exact) == 2  # at the limit: still exact
     rel = cos(emb, enc, "night vision supplement", [6, 7, 8], "doc")
     top2 = sorted(rel, key=lambda i: -rel[i])[:2]
-    tiny = PlanExecutor(executor.skb, executor.index, executor.encoder, executor.store,
-                        ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=1))
+    tiny = PlanExecutor(
+        executor.skb,
+        executor.index,
+        executor.encoder,
+        executor.store,
+        ExecutionConfig(name_k=2, name_tau=0.0, exact_rescore_max=1),
+    )
     ranking, _ = tiny.execute(plan, "q")  # depth-1 search keeps the best-cosine drug only if it is a candidate
     want = [i for i in top2[:1] if i in (6, 7)]
     assert ranking.node_ids.tolist() == want

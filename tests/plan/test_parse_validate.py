@@ -8,37 +8,55 @@ from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from tests.plan.oracle import PRIME_LIKE
 
-GOOD = {"target": {"type": "drug"},
-        "anchors": [{"var": "a1", "type": "anatomy", "text": "retina", "match_mode": "name"}],
-        "hops": [{"from": "a1", "rel": "expression present", "to": "x1", "to_type": "gene/protein"},
-                 {"from": "x1", "rel": "target", "to": "target"}],
-        "relevance_text": "eye drops"}
-TABLE = EntityTable((EntityRow("E1", "retina", "anchor", ("anatomy",), {"anatomy": (Link(3, "retina", 1.0, 2),)}),
-                     EntityRow("E2", "cystic fibrosis", "anchor", ("disease", "gene/protein"))))
+GOOD = {
+    "target": {"type": "drug"},
+    "anchors": [{"var": "a1", "type": "anatomy", "text": "retina", "match_mode": "name"}],
+    "hops": [
+        {"from": "a1", "rel": "expression present", "to": "x1", "to_type": "gene/protein"},
+        {"from": "x1", "rel": "target", "to": "target"},
+    ],
+    "relevance_text": "eye drops",
+}
+TABLE = EntityTable(
+    (
+        EntityRow("E1", "retina", "anchor", ("anatomy",), {"anatomy": (Link(3, "retina", 1.0, 2),)}),
+        EntityRow("E2", "cystic fibrosis", "anchor", ("disease", "gene/protein")),
+    )
+)
 
 
 def test_parse_tolerates_fences_and_prose_around_the_object():
     text = json.dumps(GOOD)
-    for wrapped in (text, f"```json\n{text}\n```", f"Here is the plan:\n{text}\nHope this helps {{!}}",
-                    f"Sure.\n```\n{text}```\ntrailing"):
+    for wrapped in (
+        text,
+        f"```json\n{text}\n```",
+        f"Here is the plan:\n{text}\nHope this helps {{!}}",
+        f"Sure.\n```\n{text}```\ntrailing",
+    ):
         plan = parse_plan(wrapped)
         assert plan.to_json() == GOOD
     assert parse_plan('{"target": {"type": "drug"}, "relevance_text": null}').relevance_text == ""
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("", "json"),
-    ("no plan here", "json"),
-    ('{"target": {"type": "drug"},}', "json"),  # trailing comma: strict JSON only
-    ("{'target': {'type': 'drug'}}", "json"),
-    ('{"anchors": []}', "schema"),
-    ('{"target": {"type": "drug"}, "extra": 1}', "schema"),
-    ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug"}]}', "schema"),
-    ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug", "text": "x", "ref": "E1"}]}', "schema"),
-    ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "text": "x"}]}', "schema"),
-    ('{"target": {"type": "drug"}, "anchors": [{"var": "target", "type": "drug", "text": "x"}]}', "schema"),
-    ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug", "text": "x", "match_mode": "fuzzy"}]}', "schema"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "json"),
+        ("no plan here", "json"),
+        ('{"target": {"type": "drug"},}', "json"),  # trailing comma: strict JSON only
+        ("{'target': {'type': 'drug'}}", "json"),
+        ('{"anchors": []}', "schema"),
+        ('{"target": {"type": "drug"}, "extra": 1}', "schema"),
+        ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug"}]}', "schema"),
+        ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug", "text": "x", "ref": "E1"}]}', "schema"),
+        ('{"target": {"type": "drug"}, "anchors": [{"var": "a", "text": "x"}]}', "schema"),
+        ('{"target": {"type": "drug"}, "anchors": [{"var": "target", "type": "drug", "text": "x"}]}', "schema"),
+        (
+            '{"target": {"type": "drug"}, "anchors": [{"var": "a", "type": "drug", "text": "x", "match_mode": "fuzzy"}]}',
+            "schema",
+        ),
+    ],
+)
 def test_parse_rejects_with_a_reason(text, reason):
     with pytest.raises(PlanError) as err:
         parse_plan(text)
@@ -48,20 +66,28 @@ def test_parse_rejects_with_a_reason(text, reason):
 def test_validate_resolves_types_and_refs():
     plan = validate_plan(parse_plan(json.dumps(GOOD)), PRIME_LIKE)
     assert [h.to_type for h in plan.hops] == ["gene/protein", "drug"]
-    inferred = dict(GOOD, hops=[{"from": "a1", "rel": "expression present", "to": "x1"},
-                                {"from": "x1", "rel": "target", "to": "target"}])
+    inferred = dict(
+        GOOD,
+        hops=[{"from": "a1", "rel": "expression present", "to": "x1"}, {"from": "x1", "rel": "target", "to": "target"}],
+    )
     assert validate_plan(parse_plan(json.dumps(inferred)), PRIME_LIKE) == plan
     ref = dict(GOOD, anchors=[{"var": "a1", "ref": "E1", "match_mode": "name"}])
     resolved = validate_plan(parse_plan(json.dumps(ref)), PRIME_LIKE, TABLE)
     assert resolved.anchors[0].type == "anatomy" and resolved.anchors[0].ref == "E1"
     assert validate_plan(resolved, PRIME_LIKE) == resolved  # a resolved plan re-validates without its table
     # a ref anchor's own type wins over its row's first type
-    ref2 = {"target": {"type": "drug"}, "anchors": [{"var": "a", "ref": "E2", "type": "gene/protein"}],
-            "hops": [{"from": "a", "rel": "target", "to": "target"}]}
+    ref2 = {
+        "target": {"type": "drug"},
+        "anchors": [{"var": "a", "ref": "E2", "type": "gene/protein"}],
+        "hops": [{"from": "a", "rel": "target", "to": "target"}],
+    }
     assert validate_plan(parse_plan(json.dumps(ref2)), PRIME_LIKE, TABLE).anchors[0].type == "gene/protein"
     # two anchors meeting at an intermediate variable
-    merge = dict(GOOD, anchors=GOOD["anchors"] + [{"var": "a2", "type": "gene/protein", "text": "CFTR"}],
-                 hops=GOOD["hops"] + [{"from": "a2", "rel": "ppi", "to": "x1"}])
+    merge = dict(
+        GOOD,
+        anchors=GOOD["anchors"] + [{"var": "a2", "type": "gene/protein", "text": "CFTR"}],
+        hops=GOOD["hops"] + [{"from": "a2", "rel": "ppi", "to": "x1"}],
+    )
     assert len(validate_plan(parse_plan(json.dumps(merge)), PRIME_LIKE).hops) == 3
 
 
@@ -73,8 +99,15 @@ INVALID = [
     ({"anchors": [{"var": "a1", "ref": "E9"}]}, "unknown_ref"),
     ({"target": {"type": "medicine"}}, "unknown_type"),
     ({"anchors": [{"var": "a1", "type": "organ", "text": "eye"}]}, "unknown_type"),
-    ({"hops": [{"from": "a1", "rel": "expression present", "to": "x1", "to_type": "protein"},
-               {"from": "x1", "rel": "target", "to": "target"}]}, "unknown_type"),
+    (
+        {
+            "hops": [
+                {"from": "a1", "rel": "expression present", "to": "x1", "to_type": "protein"},
+                {"from": "x1", "rel": "target", "to": "target"},
+            ]
+        },
+        "unknown_type",
+    ),
     ({"hops": hops(("a1", "expressed in", "x1"), ("x1", "target", "target"))}, "unknown_relation"),
     ({"anchors": GOOD["anchors"] * 2}, "duplicate_variable"),
     ({"hops": GOOD["hops"] + hops(("x1", "ppi", "a1"))}, "duplicate_variable"),
@@ -87,11 +120,28 @@ INVALID = [
     ({"hops": []}, "anchor_unreachable"),
     ({"anchors": GOOD["anchors"] + [{"var": "a2", "type": "disease", "text": "flu"}]}, "anchor_unreachable"),
     ({"hops": hops(("a1", "target", "x1"), ("x1", "target", "target"))}, "bad_hop_types"),
-    ({"hops": [{"from": "a1", "rel": "expression present", "to": "x1", "to_type": "disease"},
-               {"from": "x1", "rel": "target", "to": "target"}]}, "bad_hop_types"),
-    ({"target": {"type": "disease"}, "anchors": [{"var": "a1", "type": "drug", "text": "aspirin"}],
-      "hops": hops(("a1", "target", "x1"), ("x1", "associated with", "x2"), ("x2", "associated with", "x3"),
-                   ("x3", "associated with", "target"))}, "ambiguous_type"),
+    (
+        {
+            "hops": [
+                {"from": "a1", "rel": "expression present", "to": "x1", "to_type": "disease"},
+                {"from": "x1", "rel": "target", "to": "target"},
+            ]
+        },
+        "bad_hop_types",
+    ),
+    (
+        {
+            "target": {"type": "disease"},
+            "anchors": [{"var": "a1", "type": "drug", "text": "aspirin"}],
+            "hops": hops(
+                ("a1", "target", "x1"),
+                ("x1", "associated with", "x2"),
+                ("x2", "associated with", "x3"),
+                ("x3", "associated with", "target"),
+            ),
+        },
+        "ambiguous_type",
+    ),
 ]
 
 

@@ -28,12 +28,12 @@ from grasp_core.planner.base import (
     base_model_path,
     build_planner_base,
 )
+from grasp_core.planner.inference import InferenceSettings
 from grasp_core.planner.prompt import (
     build_planner_messages,
     canonical_plan_json,
     render_prompt,
 )
-from grasp_core.planner.inference import InferenceSettings
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.sft import SFTSettings, train_sft
@@ -46,11 +46,21 @@ N_QUERIES = 240  # 144 train / 48 val / 48 test
 # Small enough to train in seconds on one loaded core, big enough to learn the plan format.
 N_SFT = 96  # teacher plans in the warm start; the next gold-first training queries are the RL queries
 # Fast from-scratch SFT of the tiny model (a high learning rate is what a 0.4M-parameter model trained from scratch needs).
-SFT_FAST = SFTSettings(n_examples=N_SFT, epochs=3.0, learning_rate=5e-3, warmup_ratio=0.1, effective_batch=8,
-                       per_device_batch=8, use_lora=False, max_length=768)
+SFT_FAST = SFTSettings(
+    n_examples=N_SFT,
+    epochs=3.0,
+    learning_rate=5e-3,
+    warmup_ratio=0.1,
+    effective_batch=8,
+    per_device_batch=8,
+    use_lora=False,
+    max_length=768,
+)
 # The cpu profile's decoding: the planner writes the structure and refs; the executor derives the relevance text.
 CPU_INFER = InferenceSettings(compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0))
-TINY = TinyModelConfig(hidden_size=96, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=192, max_positions=1024)
+TINY = TinyModelConfig(
+    hidden_size=96, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=192, max_positions=1024
+)
 
 
 @pytest.fixture(autouse=True)
@@ -76,8 +86,16 @@ class World:
     taught: dict  # train qid -> TeacherPlan
 
     def env(self, table: RewardTable | None = None) -> PlannerEnv:
-        return PlannerEnv(self.skb.schema, self.executor, self.queries, self.tables, self.text, self.gold,
-                          self.skb.num_nodes, table if table is not None else RewardTable.prior())
+        return PlannerEnv(
+            self.skb.schema,
+            self.executor,
+            self.queries,
+            self.tables,
+            self.text,
+            self.gold,
+            self.skb.num_nodes,
+            table if table is not None else RewardTable.prior(),
+        )
 
     def sft_qids(self) -> list[int]:
         """Training queries whose teacher plan ranks a gold answer first (≤ 20 answers)."""
@@ -108,7 +126,9 @@ def world(tmp_path_factory) -> World:
     train = q[q["split"] == "train"]["qid"].astype(int).tolist()
     val = q[q["split"] == "val"]["qid"].astype(int).tolist()
     teacher = ProgrammaticTeacher(skb.schema, skb.nodes["type"].tolist(), executor)
-    taught = dict(zip(train, teacher.teach([queries[i] for i in train], [tables[i] for i in train], [gold[i] for i in train])))
+    taught = dict(
+        zip(train, teacher.teach([queries[i] for i in train], [tables[i] for i in train], [gold[i] for i in train]))
+    )
     yield World(skb, executor, tables, text, queries, gold, train, val, teacher, taught)
     store.close()
 
@@ -117,8 +137,12 @@ def world(tmp_path_factory) -> World:
 def planner_base(world, tmp_path_factory) -> str:
     """A tiny planner base whose tokenizer saw this SKB, the compact prompts and the teacher plans."""
     qids = world.sft_qids()
-    prompts = ["\n".join(m["content"] for m in build_planner_messages(world.skb.schema, world.tables[i], world.queries[i], True))
-               for i in qids]
+    prompts = [
+        "\n".join(
+            m["content"] for m in build_planner_messages(world.skb.schema, world.tables[i], world.queries[i], True)
+        )
+        for i in qids
+    ]
     plans = [world.completion(i) for i in qids]
     out = tmp_path_factory.mktemp("base") / "planner_base"
     build_planner_base(world.skb, prompts, plans, PlannerModelConfig(tiny=TINY, vocab_size=1500), out)

@@ -3,7 +3,6 @@ from grasp_core.planner.inference import InferenceSettings, check_plan, plan_que
 from tests.planner.conftest import CPU_INFER
 
 
-
 class CountingLLM:
     """The real SFT planner, recording how many prompts each generate call received."""
 
@@ -24,8 +23,13 @@ def test_constrained_plans_are_all_valid_and_retries_only_touch_failures(world, 
     qids = world.val[:24]
     queries, tables = [world.queries[q] for q in qids], [world.tables[q] for q in qids]
     llm = CountingLLM(TransformersLLM(path, batch_size=24))
-    free = plan_queries(llm, world.skb.schema, queries, tables, InferenceSettings(max_new_tokens=200, compact_prompt=True,
-                                                                                   constrained=False))
+    free = plan_queries(
+        llm,
+        world.skb.schema,
+        queries,
+        tables,
+        InferenceSettings(max_new_tokens=200, compact_prompt=True, constrained=False),
+    )
     failed_first = sum(a.attempts > 1 or not a.valid for a in free)
     # retries: one greedy call for all, then calls at T=0.7 for exactly the failed ones
     assert llm.calls[0] == (24, 0.0)
@@ -36,5 +40,7 @@ def test_constrained_plans_are_all_valid_and_retries_only_touch_failures(world, 
     assert all(a.valid and a.attempts == 1 and a.error is None for a in constrained)
     assert llm.calls == [(24, 0.0)]  # nothing failed, so nothing was retried
     rate = failed_first / len(qids)
-    print(f"failed-plan rate of the SFT planner (first try): unconstrained {rate:.2f}, constrained 0.00; "
-          f"after retries unconstrained {sum(not a.valid for a in free) / len(qids):.2f}")
+    print(
+        f"failed-plan rate of the SFT planner (first try): unconstrained {rate:.2f}, constrained 0.00; "
+        f"after retries unconstrained {sum(not a.valid for a in free) / len(qids):.2f}"
+    )

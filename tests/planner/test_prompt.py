@@ -40,7 +40,9 @@ def test_compact_prompt_is_terse():
 def test_render_with_and_without_a_chat_template(tokenizer):
     messages = build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)
     text = render_prompt(tokenizer, messages)
-    assert text.startswith("<|bos|><|system|>\nYou are the retrieval planner") and text.endswith(f"Query: {QUERY}\n<|assistant|>\n")
+    assert text.startswith("<|bos|><|system|>\nYou are the retrieval planner") and text.endswith(
+        f"Query: {QUERY}\n<|assistant|>\n"
+    )
     bare = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), bos_token="<s>", eos_token="</s>")
     assert bare.chat_template is None
     assert render_prompt(bare, messages) == text.replace("<|bos|>", "<s>")
@@ -66,7 +68,7 @@ def test_canonical_json_renames_orders_and_is_in_the_grammar():
         '{"var":"a2","type":"disease","text":"a rare eye disease","match_mode":"doc"}],'
         '"hops":[{"from":"a1","rel":"expression present","to":"x1","to_type":"gene/protein"},'
         '{"from":"x1","rel":"target","to":"target"},{"from":"a2","rel":"indication","to":"target"}],'
-        "\"relevance_text\":\"said 'hello' world\"}"
+        '"relevance_text":"said \'hello\' world"}'
     )
     assert PlanGrammar(SCHEMA, TABLE).accepts(text)
     # a parsed Plan serializes the same way, and the canonical form is a fixed point

@@ -17,8 +17,35 @@ def R(ids):
 
 
 def test_buckets():
-    assert [rank_bucket(r) for r in (1, 2, 3, 4, 10, 11, 20, 21, 50, 51, 100, 101, None)] == [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
-    assert [count_bucket(n) for n in (0, 1, 2, 5, 6, 20, 21, 100, 101, 1000, 1001, 10**6)] == [0, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
+    assert [rank_bucket(r) for r in (1, 2, 3, 4, 10, 11, 20, 21, 50, 51, 100, 101, None)] == [
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+        5,
+        5,
+        6,
+        6,
+    ]
+    assert [count_bucket(n) for n in (0, 1, 2, 5, 6, 20, 21, 100, 101, 1000, 1001, 10**6)] == [
+        0,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+        5,
+        5,
+        6,
+        6,
+    ]
 
 
 def test_prior_table_reward_is_fused_hit_gain():

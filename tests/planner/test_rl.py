@@ -26,8 +26,10 @@ SAMPLING = RLSettings(samples_per_query=8, temperature=1.0)
 # A reward table as a reranker would fill it: a list's value falls with its gold answer's rank, so a plan that lifts
 # the gold answer anywhere into the top 50 earns something. (The prior table rewards only a new fused rank 1: on this
 # tiny world 2 of 16 queries ever got a positive sample, too sparse a signal for a few GRPO steps.)
-GRADED = RewardTable(np.repeat(np.array([[1.0], [0.6], [0.35], [0.2], [0.1], [0.05], [0.0]]), len(COUNT_LABELS), axis=1),
-                     np.full((len(RANK_LABELS), len(COUNT_LABELS)), 100))
+GRADED = RewardTable(
+    np.repeat(np.array([[1.0], [0.6], [0.35], [0.2], [0.1], [0.05], [0.0]]), len(COUNT_LABELS), axis=1),
+    np.full((len(RANK_LABELS), len(COUNT_LABELS)), 100),
+)
 
 
 def sampled(path, env, qids, seed):
@@ -35,12 +37,20 @@ def sampled(path, env, qids, seed):
     return sample_and_score(TransformersLLM(path, batch_size=32), env, qids, SAMPLING, CPU_INFER)
 
 
-def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft_planner, sft_examples, prompt_of, tmp_path):
+def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(
+    world, planner_base, sft_planner, sft_examples, prompt_of, tmp_path
+):
     sft_path, _ = sft_planner
     env = world.env(GRADED)
     in_sft = set(world.sft_qids()[:N_SFT])
-    qids = [q for q in world.train if q not in in_sft and len(world.gold[q]) <= 20
-            and world.text[q].rank_of(world.gold[q]) != 1 and world.taught[q].gold_rank is not None][:N_RL]
+    qids = [
+        q
+        for q in world.train
+        if q not in in_sft
+        and len(world.gold[q]) <= 20
+        and world.text[q].rank_of(world.gold[q]) != 1
+        and world.taught[q].gold_rank is not None
+    ][:N_RL]
     assert len(qids) == N_RL
     before = sampled(sft_path, env, qids, seed=0)
     assert len(before) == len(qids) * 8 and before["valid"].all()  # constrained decoding: every sample is a plan
@@ -59,16 +69,31 @@ def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft
 
     rewards_of = before.groupby("qid")["reward"]
     assert set(informative_queries(before)) == {q for q, r in rewards_of if r.max() > r.min()}
-    cfg = GRPOSettings(use_lora=True, lora_r=8, lora_alpha=16, num_generations=4, prompts_per_step=4, learning_rate=3e-3,
-                       max_completion_length=512, max_steps=6, save_every=3, resample_flat=1)
+    cfg = GRPOSettings(
+        use_lora=True,
+        lora_r=8,
+        lora_alpha=16,
+        num_generations=4,
+        prompts_per_step=4,
+        learning_rate=3e-3,
+        max_completion_length=512,
+        max_steps=6,
+        save_every=3,
+        resample_flat=1,
+    )
     train_q = informative_queries(before)  # as the pipeline does: GRPO learns only where rewards differ
-    result = train_grpo(tmp_path / "rft", env, train_q, prompt_of, evaluate_val, cfg, tmp_path / "grpo", grammar=CPU_INFER.grammar)
+    result = train_grpo(
+        tmp_path / "rft", env, train_q, prompt_of, evaluate_val, cfg, tmp_path / "grpo", grammar=CPU_INFER.grammar
+    )
     assert [s["step"] for s in result["selection"]] == [0, 3, 6] and result["best_step"] == 6
     assert read_json(tmp_path / "grpo" / "selection.json")["best_step"] == 6
     rewards = [h["reward"] for h in result["history"] if "reward" in h]
     assert len(rewards) == 6
     # the GRPO adapter moved the merged RFT weights
-    rft, grpo = load_file(str(tmp_path / "rft" / "model.safetensors")), load_file(str(tmp_path / "grpo" / "model.safetensors"))
+    rft, grpo = (
+        load_file(str(tmp_path / "rft" / "model.safetensors")),
+        load_file(str(tmp_path / "grpo" / "model.safetensors")),
+    )
     moved = [k for k in rft if "proj" in k and not torch.equal(rft[k], grpo[k])]
     assert len(moved) == len([k for k in rft if "proj" in k]), moved
 
@@ -78,7 +103,9 @@ def test_sft_rft_grpo_raise_the_reward_of_sampled_plans(world, planner_base, sft
     per_query_before = before.groupby("qid")["reward"].mean()
     per_query_after = after.groupby("qid")["reward"].mean()
     gain = per_query_after - per_query_before
-    print(f"mean reward {per_query_before.mean():.3f} -> {per_query_after.mean():.3f}; per-query gains {np.round(gain.values, 2)}")
+    print(
+        f"mean reward {per_query_before.mean():.3f} -> {per_query_after.mean():.3f}; per-query gains {np.round(gain.values, 2)}"
+    )
     # measured (seeded, deterministic on CPU, one thread): mean reward -0.086 -> -0.079 over the informative queries
     assert per_query_after.mean() > per_query_before.mean()
     assert (gain > 0).sum() > (gain < 0).sum()

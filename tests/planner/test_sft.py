@@ -27,7 +27,9 @@ def test_full_sft_learns_and_changes_every_weight(planner_base, sft_planner):
     assert sum(curve[-3:]) / 3 < 0.5 * sum(curve[:3]) / 3, curve
     before, after = weights(Path(planner_base)), weights(path)
     assert before.keys() == after.keys()
-    assert all(not torch.equal(before[k], after[k]) for k in before), [k for k in before if torch.equal(before[k], after[k])]
+    assert all(not torch.equal(before[k], after[k]) for k in before), [
+        k for k in before if torch.equal(before[k], after[k])
+    ]
     assert planner_kind(path) == ("full", None)
     assert not (path / "trainer").exists()
 
@@ -35,8 +37,17 @@ def test_full_sft_learns_and_changes_every_weight(planner_base, sft_planner):
 def test_lora_sft_trains_adapters_and_the_checkpoint_generates(world, planner_base, sft_examples, tmp_path):
     from peft import PeftModel
 
-    cfg = SFTSettings(n_examples=32, epochs=1.0, learning_rate=5e-3, effective_batch=8, per_device_batch=8,
-                      use_lora=True, lora_r=8, lora_alpha=16, max_length=768)
+    cfg = SFTSettings(
+        n_examples=32,
+        epochs=1.0,
+        learning_rate=5e-3,
+        effective_batch=8,
+        per_device_batch=8,
+        use_lora=True,
+        lora_r=8,
+        lora_alpha=16,
+        max_length=768,
+    )
     train_sft(planner_base, sft_examples[:32], cfg, tmp_path / "lora")
     assert planner_kind(tmp_path / "lora") == ("lora", planner_base)
     adapter = load_file(str(tmp_path / "lora" / "adapter_model.safetensors"))
@@ -49,8 +60,13 @@ def test_lora_sft_trains_adapters_and_the_checkpoint_generates(world, planner_ba
     assert any("q_proj" in k for k in changed) and any("down_proj" in k for k in changed)
     qids = world.sft_qids()[:3]
     llm = TransformersLLM.from_model(model, tok)
-    out = plan_queries(llm, world.skb.schema, [world.queries[q] for q in qids], [world.tables[q] for q in qids],
-                       InferenceSettings(max_new_tokens=200, compact_prompt=True))
+    out = plan_queries(
+        llm,
+        world.skb.schema,
+        [world.queries[q] for q in qids],
+        [world.tables[q] for q in qids],
+        InferenceSettings(max_new_tokens=200, compact_prompt=True),
+    )
     assert all(a.valid for a in out)
 
 

@@ -8,8 +8,12 @@ from grasp_core.skb.schema import Relation, Schema
 HAND = Schema(
     "hand",
     {"anatomy": (), "gene": (), "drug": (), "disease": ()},
-    (Relation("expressed", "anatomy", "gene"), Relation("targets", "drug", "gene"),
-     Relation("treats", "drug", "disease"), Relation("ppi", "gene", "gene")),
+    (
+        Relation("expressed", "anatomy", "gene"),
+        Relation("targets", "drug", "gene"),
+        Relation("treats", "drug", "disease"),
+        Relation("ppi", "gene", "gene"),
+    ),
 )
 
 
@@ -63,7 +67,9 @@ def test_executing_cheap_plans_first_keeps_the_exhaustive_choice(world):
         singles = single_anchor_plans(world.skb.schema, table, query, target, t.cfg)[: t.cfg.max_candidates]
         ranked = t._best(singles + [zero_hop_plan(query, target)], query, table, gold)
         top = [p for p, (r, _), _ in ranked if p["anchors"] and len(r)][: t.cfg.pair_anchors]
-        pairs = [x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))]
+        pairs = [
+            x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))
+        ]
         if pairs:
             ranked = sorted(ranked + t._best(pairs, query, table, gold), key=lambda x: x[2])
         plan, (ranking, trace), key = ranked[0]

@@ -28,25 +28,46 @@ def tiny_skb() -> SKB:
     schema = Schema(
         "tiny",
         {"disease": ("definition", "synonyms"), "gene": ("summary",), "phenotype": ("definition",)},
-        (Relation("associated with", "gene", "disease"), Relation("phenotype present", "disease", "phenotype"),
-         Relation("parent-child", "phenotype", "phenotype")),
+        (
+            Relation("associated with", "gene", "disease"),
+            Relation("phenotype present", "disease", "phenotype"),
+            Relation("parent-child", "phenotype", "phenotype"),
+        ),
     )
-    nodes = pd.DataFrame({
-        "node_id": range(7),
-        "key": [f"N{i}" for i in range(7)],
-        "type": ["disease", "gene", "gene", "phenotype", "phenotype", "phenotype", "disease"],
-        "name": ["Marfan syndrome", "FBN1", "TGFBR2", "Tall stature", "Lens dislocation", "Aortic dilatation",
-                 "Loeys-Dietz syndrome"],
-        "definition": [DEFINITION, None, None, "Height above average.", "Displacement of the lens.", None,
-                       "An aortic aneurysm syndrome."],
-        "synonyms": ["MFS; Marfan's syndrome type 1", None, None, None, None, None, None],
-        "summary": [None, "Fibrillin 1 encodes a glycoprotein.", None, None, None, None, None],
-    })
-    edges = pd.DataFrame({
-        "src": [1, 2, 2, 0, 0, 0, 6, 3],
-        "rel": ["associated with"] * 3 + ["phenotype present"] * 4 + ["parent-child"],
-        "dst": [0, 0, 6, 3, 4, 5, 5, 4],
-    })
+    nodes = pd.DataFrame(
+        {
+            "node_id": range(7),
+            "key": [f"N{i}" for i in range(7)],
+            "type": ["disease", "gene", "gene", "phenotype", "phenotype", "phenotype", "disease"],
+            "name": [
+                "Marfan syndrome",
+                "FBN1",
+                "TGFBR2",
+                "Tall stature",
+                "Lens dislocation",
+                "Aortic dilatation",
+                "Loeys-Dietz syndrome",
+            ],
+            "definition": [
+                DEFINITION,
+                None,
+                None,
+                "Height above average.",
+                "Displacement of the lens.",
+                None,
+                "An aortic aneurysm syndrome.",
+            ],
+            "synonyms": ["MFS; Marfan's syndrome type 1", None, None, None, None, None, None],
+            "summary": [None, "Fibrillin 1 encodes a glycoprotein.", None, None, None, None, None],
+        }
+    )
+    edges = pd.DataFrame(
+        {
+            "src": [1, 2, 2, 0, 0, 0, 6, 3],
+            "rel": ["associated with"] * 3 + ["phenotype present"] * 4 + ["parent-child"],
+            "dst": [0, 0, 6, 3, 4, 5, 5, 4],
+        }
+    )
     queries = pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []})
     skb = SKB(schema, nodes, edges, queries)
     validate(skb)
@@ -71,9 +92,11 @@ def minilm_tokenizer():
 
 
 # the query and documents the tiny tokenizer's vocabulary is trained on (the scorer tests use them)
-QWEN_DOCS = ["disease: Marfan syndrome\ndefinition: a disorder of connective tissue",
-             "gene: FBN1",
-             "phenotype: Tall stature\ndefinition: height above average\nparent-child: Lens dislocation"]
+QWEN_DOCS = [
+    "disease: Marfan syndrome\ndefinition: a disorder of connective tissue",
+    "gene: FBN1",
+    "phenotype: Tall stature\ndefinition: height above average\nparent-child: Lens dislocation",
+]
 QWEN_QUERY = "which disease causes tall stature and lens dislocation"
 
 
@@ -86,21 +109,34 @@ def tiny_qwen3(tmp_path_factory):
     specials = ["[PAD]", "[UNK]", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    corpus = [QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction(), QWEN_QUERY, *QWEN_DOCS,
-              "<Instruct>: <Query>: <Document>: yes no"]
+    corpus = [
+        QWEN3_PREFIX,
+        QWEN3_SUFFIX,
+        reranker_instruction(),
+        QWEN_QUERY,
+        *QWEN_DOCS,
+        "<Instruct>: <Query>: <Document>: yes no",
+    ]
     tok.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=specials))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
-                                        eos_token="<|im_end|>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="<|im_end|>"
+    )
     torch.manual_seed(0)
-    config = Qwen3Config(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=512,
-                         pad_token_id=0)
+    config = Qwen3Config(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=512,
+        pad_token_id=0,
+    )
     path = tmp_path_factory.mktemp("tiny_qwen3")
     AutoModelForCausalLM.from_config(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
-
-
 
 
 @pytest.fixture(scope="session")
@@ -113,8 +149,9 @@ def qwen_cfg(tiny_qwen3):
     """CPU float32 scorer settings for the tiny Qwen3."""
 
     def make(**kw) -> CausalLMScorerConfig:
-        defaults = dict(model_path=str(tiny_qwen3), dtype="float32", device="cpu", gradient_checkpointing=False,
-                        batch_size=2)
+        defaults = dict(
+            model_path=str(tiny_qwen3), dtype="float32", device="cpu", gradient_checkpointing=False, batch_size=2
+        )
         return CausalLMScorerConfig(**{**defaults, **kw})
 
     return make

@@ -10,8 +10,9 @@ from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
 
 QUERY = np.array([1.0, 0.0], np.float32)
 HEAD = "disease: Marfan syndrome"
-DEFINITION = ("definition: A heritable disorder of connective tissue that affects the heart, eyes, blood vessels "
-              "and skeleton.")
+DEFINITION = (
+    "definition: A heritable disorder of connective tissue that affects the heart, eyes, blood vessels and skeleton."
+)
 SYNONYMS = "synonyms: MFS; Marfan's syndrome type 1"
 GENES = "associated with: TGFBR2; FBN1"
 
@@ -24,16 +25,18 @@ def test_documents_list_fields_then_neighbours_by_query_similarity(tiny_skb, doc
     builder = CandidateDocumentBuilder(tiny_skb, doc_vectors)
     docs = builder.build(QUERY, [0, 3, 2], minilm_tokenizer)
     assert docs == [
-        "\n".join([HEAD, DEFINITION, SYNONYMS, GENES,
-                   "phenotype present: Aortic dilatation; Tall stature; Lens dislocation"]),
+        "\n".join(
+            [HEAD, DEFINITION, SYNONYMS, GENES, "phenotype present: Aortic dilatation; Tall stature; Lens dislocation"]
+        ),
         "phenotype: Tall stature\ndefinition: Height above average.\nparent-child: Lens dislocation\n"
         "phenotype present: Marfan syndrome",
         "gene: TGFBR2\nassociated with: Marfan syndrome; Loeys-Dietz syndrome",
     ]
     # another query direction reverses the neighbour order
     flipped = builder.build(np.array([0.0, 1.0], np.float32), [0], minilm_tokenizer)[0]
-    assert flipped.endswith("associated with: FBN1; TGFBR2\n"
-                            "phenotype present: Lens dislocation; Tall stature; Aortic dilatation")
+    assert flipped.endswith(
+        "associated with: FBN1; TGFBR2\nphenotype present: Lens dislocation; Tall stature; Aortic dilatation"
+    )
 
 
 def test_neighbour_and_field_caps(tiny_skb, doc_vectors, minilm_tokenizer):
@@ -44,19 +47,22 @@ def test_neighbour_and_field_caps(tiny_skb, doc_vectors, minilm_tokenizer):
     ]
 
 
-@pytest.mark.parametrize("budget, expected", [
-    # 71 tokens untrimmed; one token over drops the last neighbour of the last relation line
-    (70, [HEAD, DEFINITION, SYNONYMS, GENES, "phenotype present: Aortic dilatation; Tall stature"]),
-    # dropping a line's last neighbour drops the line
-    (62, [HEAD, DEFINITION, SYNONYMS, GENES]),
-    (41, [HEAD, DEFINITION, SYNONYMS]),
-    # then fields are shortened longest first: the definition loses tokens, the shorter synonyms stay whole
-    (35, [HEAD, "definition: A heritable disorder of connective tissue that affects the heart, eyes", SYNONYMS]),
-    # both fields over the common cap are cut to it
-    (25, [HEAD, "definition: A heritable disorder of connect", "synonyms: MFS; Marfan's"]),
-    # only the head line is left, and cut
-    (4, ["disease: Marfan"]),
-])
+@pytest.mark.parametrize(
+    "budget, expected",
+    [
+        # 71 tokens untrimmed; one token over drops the last neighbour of the last relation line
+        (70, [HEAD, DEFINITION, SYNONYMS, GENES, "phenotype present: Aortic dilatation; Tall stature"]),
+        # dropping a line's last neighbour drops the line
+        (62, [HEAD, DEFINITION, SYNONYMS, GENES]),
+        (41, [HEAD, DEFINITION, SYNONYMS]),
+        # then fields are shortened longest first: the definition loses tokens, the shorter synonyms stay whole
+        (35, [HEAD, "definition: A heritable disorder of connective tissue that affects the heart, eyes", SYNONYMS]),
+        # both fields over the common cap are cut to it
+        (25, [HEAD, "definition: A heritable disorder of connect", "synonyms: MFS; Marfan's"]),
+        # only the head line is left, and cut
+        (4, ["disease: Marfan"]),
+    ],
+)
 def test_budget_trimming(tiny_skb, doc_vectors, minilm_tokenizer, budget, expected):
     prompt = 100  # tokens the reranker prompt spends outside the document
     builder = CandidateDocumentBuilder(tiny_skb, doc_vectors, DocumentConfig(max_input_tokens=budget + prompt))

@@ -13,14 +13,17 @@ FUSED = Ranking(np.array([10, 20, 30, 40, 50]), np.array([5, 4, 3, 2, 1], np.flo
 SCORES = np.array([0.1, 0.9, 0.5], np.float32)  # reranker scores of 10, 20, 30: reranker ranks 3, 1, 2
 
 
-@pytest.mark.parametrize("w, k, ids, scores", [
-    # 10: 2/4 + 1/2, 20: 2/2 + 1/3, 30: 2/3 + 1/4, 40: 1/5, 50: 1/6
-    (2.0, 1.0, [20, 10, 30, 40, 50], [4 / 3, 1.0, 11 / 12, 1 / 5, 1 / 6]),
-    # 10: .5/4 + 1/2, 20: .5/2 + 1/3, 30: .5/3 + 1/4
-    (0.5, 1.0, [10, 20, 30, 40, 50], [0.625, 7 / 12, 5 / 12, 1 / 5, 1 / 6]),
-    (1000.0, 60.0, [20, 30, 10, 40, 50], None),  # ≈ the reranker's order; the tail keeps the fused order
-    (0.0, 60.0, [10, 20, 30, 40, 50], None),  # the fused order
-])
+@pytest.mark.parametrize(
+    "w, k, ids, scores",
+    [
+        # 10: 2/4 + 1/2, 20: 2/2 + 1/3, 30: 2/3 + 1/4, 40: 1/5, 50: 1/6
+        (2.0, 1.0, [20, 10, 30, 40, 50], [4 / 3, 1.0, 11 / 12, 1 / 5, 1 / 6]),
+        # 10: .5/4 + 1/2, 20: .5/2 + 1/3, 30: .5/3 + 1/4
+        (0.5, 1.0, [10, 20, 30, 40, 50], [0.625, 7 / 12, 5 / 12, 1 / 5, 1 / 6]),
+        (1000.0, 60.0, [20, 30, 10, 40, 50], None),  # ≈ the reranker's order; the tail keeps the fused order
+        (0.0, 60.0, [10, 20, 30, 40, 50], None),  # the fused order
+    ],
+)
 def test_rrf_of_reranker_rank_and_fused_rank(w, k, ids, scores):
     out = fuse_reranked(FUSED, SCORES, w, k)
     assert out.node_ids.tolist() == ids

@@ -8,8 +8,16 @@ import pytest
 import torch
 
 from grasp_core.errors import MissingModelError
-from grasp_core.rerank.scorers import (QWEN3_PREFIX, QWEN3_SUFFIX, CausalLMScorer, CausalLMScorerConfig,
-                                       CrossEncoderScorer, CrossEncoderScorerConfig, Group, reranker_instruction)
+from grasp_core.rerank.scorers import (
+    QWEN3_PREFIX,
+    QWEN3_SUFFIX,
+    CausalLMScorer,
+    CausalLMScorerConfig,
+    CrossEncoderScorer,
+    CrossEncoderScorerConfig,
+    Group,
+    reranker_instruction,
+)
 
 
 def test_causal_lm_scores_are_the_base_models_yes_minus_no_logit(tiny_qwen3, qwen_cfg, qwen_sample):
@@ -33,8 +41,10 @@ def test_causal_lm_scores_are_the_base_models_yes_minus_no_logit(tiny_qwen3, qwe
     # left padding does not change a score (batches of 2: the short document is padded next to a long one)
     assert scorer.score(QUERY, DOCS[1:2])[0] == pytest.approx(scores[1], abs=1e-4)
     # the prompt costs exactly prompt_tokens outside the document
-    ids = tok(QWEN3_PREFIX + f"<Instruct>: {reranker_instruction()}\n<Query>: {QUERY}\n<Document>: " + QWEN3_SUFFIX,
-              add_special_tokens=False)["input_ids"]
+    ids = tok(
+        QWEN3_PREFIX + f"<Instruct>: {reranker_instruction()}\n<Query>: {QUERY}\n<Document>: " + QWEN3_SUFFIX,
+        add_special_tokens=False,
+    )["input_ids"]
     assert scorer.prompt_tokens(QUERY) == len(ids)
 
 

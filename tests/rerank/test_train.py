@@ -20,17 +20,23 @@ from grasp_core.rerank.inference import RerankValidation, rerank_batch
 from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
 from grasp_core.rerank.train import RerankerTrainConfig, load_trained_weights, train_reranker
 
-QUERIES = pd.DataFrame({
-    "qid": [10, 11, 12, 13],
-    "query": ["which gene associated with Marfan syndrome encodes fibrillin",
-              "Marfan phenotype with displacement of the lens",
-              "aortic aneurysm syndrome associated with TGFBR2",
-              "phenotype of height above average"],
-})
+QUERIES = pd.DataFrame(
+    {
+        "qid": [10, 11, 12, 13],
+        "query": [
+            "which gene associated with Marfan syndrome encodes fibrillin",
+            "Marfan phenotype with displacement of the lens",
+            "aortic aneurysm syndrome associated with TGFBR2",
+            "phenotype of height above average",
+        ],
+    }
+)
 ANSWERS = [[1], [4], [6], [3]]
 # fused rankings that put the gold answer second or third
-FUSED = [Ranking.from_scores(np.array(ids), np.array([4.0, 3.0, 2.0, 1.0]))
-         for ids in ([2, 1, 0, 6], [3, 5, 4, 0], [0, 6, 2, 5], [4, 3, 5, 0])]
+FUSED = [
+    Ranking.from_scores(np.array(ids), np.array([4.0, 3.0, 2.0, 1.0]))
+    for ids in ([2, 1, 0, 6], [3, 5, 4, 0], [0, 6, 2, 5], [4, 3, 5, 0])
+]
 
 
 class Interrupt(Exception):
@@ -48,8 +54,16 @@ def scorer():
     return CrossEncoderScorer(CrossEncoderScorerConfig(max_length=64))
 
 
-CFG = RerankerTrainConfig(group_size=4, epochs=4, lr=5e-4, warmup_ratio=0.0, queries_per_batch=4,
-                          micro_batch_queries=2, checkpoint_every_epochs=2, seed=1)
+CFG = RerankerTrainConfig(
+    group_size=4,
+    epochs=4,
+    lr=5e-4,
+    warmup_ratio=0.0,
+    queries_per_batch=4,
+    micro_batch_queries=2,
+    checkpoint_every_epochs=2,
+    seed=1,
+)
 
 
 def run(out_dir, builder, hard_negs, model=None, stop_at=None, cfg=CFG, validation=None):
@@ -145,8 +159,12 @@ def test_lora_training_on_a_tiny_qwen3(tmp_path, minilm_builder, hard_negs, qwen
 
     model = CausalLMScorer(qwen_cfg(max_length=256))
     cfg = RerankerTrainConfig(group_size=4, epochs=2, lr=1e-3, queries_per_batch=2, checkpoint_every_epochs=1)
-    qwen_builder = CandidateDocumentBuilder(minilm_builder.skb, minilm_builder.node_vectors,
-                                            DocumentConfig(max_input_tokens=256), encoder=minilm_builder.encoder)
+    qwen_builder = CandidateDocumentBuilder(
+        minilm_builder.skb,
+        minilm_builder.node_vectors,
+        DocumentConfig(max_input_tokens=256),
+        encoder=minilm_builder.encoder,
+    )
     result = train_reranker(model, qwen_builder, hard_negs, QUERIES, lambda s: 0.0, cfg, tmp_path / "qwen")
     saved = read_json(result.best_dir / "selection.json")
     assert [h["step"] for h in saved["history"]] == [0, 2, 4] and result.best_step == 0  # ties keep the earliest

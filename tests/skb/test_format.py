@@ -107,8 +107,9 @@ def test_node_without_name(skb_dir):
 
 def test_missing_columns(skb_dir):
     frame = pq.read_table(skb_dir / "nodes.parquet").to_pandas()
-    pq.write_table(pa.Table.from_pandas(frame.drop(columns=["description"]), preserve_index=False),
-                   skb_dir / "nodes.parquet")
+    pq.write_table(
+        pa.Table.from_pandas(frame.drop(columns=["description"]), preserve_index=False), skb_dir / "nodes.parquet"
+    )
     with raises(skb_dir, "nodes.parquet", None, r"missing text field columns \['description'\]"):
         read_skb(skb_dir)
     pq.write_table(pa.Table.from_pandas(frame.drop(columns=["type"]), preserve_index=False), skb_dir / "nodes.parquet")
@@ -189,18 +190,33 @@ def test_corrupt_parquet(skb_dir, file):
         ('{"name": "x", "node_types": {}}', None, "missing key 'relations'"),
         ('{"name": "x", "node_types": ["product"], "relations": []}', None, "'node_types' must be a non-empty object"),
         ('{"name": "x", "node_types": {"a": {}}, "relations": {}}', None, "'relations' must be a list"),
-        ('{"name": "x", "node_types": {"a": {"text_fields": "desc"}}, "relations": []}', None,
-         "node type 'a': 'text_fields' must be a list of strings"),
-        ('{"name": "x", "node_types": {"a": {"text_fields": ["name"]}}, "relations": []}', None,
-         r"node type 'a': text field names \['name'\] are reserved"),
-        ('{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": [{"name": "r", "src": "a"}]}', 0,
-         "a relation needs 'name', 'src' and 'dst'"),
-        ('{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": '
-         '[{"name": "r", "src": "a", "dst": "a"}, {"name": "r", "src": "a", "dst": "b"}]}', 1,
-         "relation 'r': unknown dst node type 'b'"),
-        ('{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": '
-         '[{"name": "r", "src": "a", "dst": "a"}, {"name": "r", "src": "a", "dst": "a"}]}', None,
-         "duplicate relation entries"),
+        (
+            '{"name": "x", "node_types": {"a": {"text_fields": "desc"}}, "relations": []}',
+            None,
+            "node type 'a': 'text_fields' must be a list of strings",
+        ),
+        (
+            '{"name": "x", "node_types": {"a": {"text_fields": ["name"]}}, "relations": []}',
+            None,
+            r"node type 'a': text field names \['name'\] are reserved",
+        ),
+        (
+            '{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": [{"name": "r", "src": "a"}]}',
+            0,
+            "a relation needs 'name', 'src' and 'dst'",
+        ),
+        (
+            '{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": '
+            '[{"name": "r", "src": "a", "dst": "a"}, {"name": "r", "src": "a", "dst": "b"}]}',
+            1,
+            "relation 'r': unknown dst node type 'b'",
+        ),
+        (
+            '{"name": "x", "node_types": {"a": {"text_fields": []}}, "relations": '
+            '[{"name": "r", "src": "a", "dst": "a"}, {"name": "r", "src": "a", "dst": "a"}]}',
+            None,
+            "duplicate relation entries",
+        ),
     ],
 )
 def test_bad_schema_json(skb_dir, content, row, problem):
@@ -259,6 +275,8 @@ def test_schema_json_is_what_design_md_says(skb_dir):
     assert obj == {
         "name": "toy",
         "node_types": {"product": {"text_fields": ["description"]}, "brand": {"text_fields": []}},
-        "relations": [{"name": "also_buy", "src": "product", "dst": "product"},
-                      {"name": "has_brand", "src": "product", "dst": "brand"}],
+        "relations": [
+            {"name": "also_buy", "src": "product", "dst": "product"},
+            {"name": "has_brand", "src": "product", "dst": "brand"},
+        ],
     }

@@ -155,10 +155,13 @@ def test_parser_on_a_tiny_copy(tiny_dir):
     assert pd.isna(skb.nodes.iloc[1]["inheritance"]) and skb.nodes.iloc[1]["database"] == "ORPHA"
     edges = set(skb.edges.itertuples(index=False, name=None))
     assert edges == {
-        (3, "parent-child", 4), (3, "parent-child", 5),
+        (3, "parent-child", 4),
+        (3, "parent-child", 5),
         (0, "phenotype present", 4),  # via the alt id, deduplicated; the inheritance row is not an edge
         (1, "phenotype absent", 4),  # the NOT row; the row of the obsolete term is dropped
-        (2, "associated with", 4), (2, "associated with", 5), (2, "associated with", 0),  # OMIM:999 is no node
+        (2, "associated with", 4),
+        (2, "associated with", 5),
+        (2, "associated with", 0),  # OMIM:999 is no node
     }
 
 

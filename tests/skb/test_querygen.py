@@ -90,8 +90,15 @@ def test_each_template_has_several_surface_forms():
     df = synthesize_queries(skb, 400, seed=0)
     tpl = df["template"].value_counts().index[0]
     texts = df[df["template"] == tpl]["query"]
-    frames = {re.sub(r"^(I'm a clinician looking into a case\.|For a pharmacology review:|Working on a drug "
-                     r"repurposing project\.|A colleague in the lab asked me this\.) ", "", t).split()[0] for t in texts}
+    frames = {
+        re.sub(
+            r"^(I'm a clinician looking into a case\.|For a pharmacology review:|Working on a drug "
+            r"repurposing project\.|A colleague in the lab asked me this\.) ",
+            "",
+            t,
+        ).split()[0]
+        for t in texts
+    }
     assert len(frames) >= 4
     assert df["template"].nunique() >= 20
 
@@ -117,8 +124,8 @@ def test_bad_input_is_a_grasp_error(synth):
         synthesize_queries(synth, 10, split_fractions=(0.5, 0.2, 0.2))
     with pytest.raises(GraspError, match="found only"):
         synthesize_queries(synth, 5_000, cfg=QueryGenConfig(max_attempts_per_query=1))
-    from grasp_core.skb.synth import SPECS
     from grasp_core.skb.schema import Schema
+    from grasp_core.skb.synth import SPECS
 
     other = with_queries(synth, synth.queries)
     other.schema = Schema("wikidata", synth.schema.node_types, synth.schema.relations)

@@ -16,12 +16,38 @@ from grasp_core.skb.stark import HUMAN_QID_OFFSET, load_stark_graph, load_stark_
 SHARED_QA = Path("/work/shared/data/stark_qa")
 NAN = float("nan")
 
-PRIME_NODE_TYPES = ["disease", "gene/protein", "molecular_function", "drug", "pathway", "anatomy",
-                    "effect/phenotype", "biological_process", "cellular_component", "exposure"]
-PRIME_RELATIONS = ["ppi", "carrier", "enzyme", "target", "transporter", "contraindication", "indication",
-                   "off-label use", "synergistic interaction", "associated with", "parent-child", "phenotype absent",
-                   "phenotype present", "side effect", "interacts with", "linked to", "expression present",
-                   "expression absent"]
+PRIME_NODE_TYPES = [
+    "disease",
+    "gene/protein",
+    "molecular_function",
+    "drug",
+    "pathway",
+    "anatomy",
+    "effect/phenotype",
+    "biological_process",
+    "cellular_component",
+    "exposure",
+]
+PRIME_RELATIONS = [
+    "ppi",
+    "carrier",
+    "enzyme",
+    "target",
+    "transporter",
+    "contraindication",
+    "indication",
+    "off-label use",
+    "synergistic interaction",
+    "associated with",
+    "parent-child",
+    "phenotype absent",
+    "phenotype present",
+    "side effect",
+    "interacts with",
+    "linked to",
+    "expression present",
+    "expression absent",
+]
 
 
 def save_files(folder: Path, **files) -> None:
@@ -36,9 +62,18 @@ def save_files(folder: Path, **files) -> None:
 
 
 def _product(title, brand=None, **extra):
-    info = {"review": extra.pop("review", []), "qa": extra.pop("qa", []), "asin": f"B-{title[:3]}", "title": title,
-            "global_category": "Sports and Outdoors", "price": "$10", "feature": extra.pop("feature", []),
-            "rank": "1 in Sports", "details": extra.pop("details", {}), "description": extra.pop("description", [])}
+    info = {
+        "review": extra.pop("review", []),
+        "qa": extra.pop("qa", []),
+        "asin": f"B-{title[:3]}",
+        "title": title,
+        "global_category": "Sports and Outdoors",
+        "price": "$10",
+        "feature": extra.pop("feature", []),
+        "rank": "1 in Sports",
+        "details": extra.pop("details", {}),
+        "description": extra.pop("description", []),
+    }
     if brand:
         info["brand"] = brand
     info.update(extra)
@@ -49,11 +84,17 @@ def write_amazon(root: Path) -> None:
     """As ``AmazonSKB.post_process`` caches it: products 0-2, then brand, category and color nodes."""
     node_info = {
         0: _product(
-            "Trail running shoe", "Acme", category=["running"], color=["black"],
-            feature=["Breathable mesh upper", "ASIN: B000XYZ"], description=["A light shoe", "for rocky trails."],
+            "Trail running shoe",
+            "Acme",
+            category=["running"],
+            color=["black"],
+            feature=["Breathable mesh upper", "ASIN: B000XYZ"],
+            description=["A light shoe", "for rocky trails."],
             details={"product_dimensions": "10 x 4 x 3 inches ; 1.2 pounds", "shipping_weight": "2 pounds"},
-            review=[{"reviewerID": "r1", "summary": "ok", "reviewText": "Fine shoe", "vote": NAN, "overall": 4.0},
-                    {"reviewerID": "r2", "summary": "great", "reviewText": "Love it", "vote": "1,204", "overall": 5.0}],
+            review=[
+                {"reviewerID": "r1", "summary": "ok", "reviewText": "Fine shoe", "vote": NAN, "overall": 4.0},
+                {"reviewerID": "r2", "summary": "great", "reviewText": "Love it", "vote": "1,204", "overall": 5.0},
+            ],
             qa=[{"questionType": "yes/no", "question": "Waterproof?", "answer": "No", "answerTime": "2015"}],
         ),
         1: _product("Camping stove", "Acme", category=["running"]),
@@ -76,19 +117,61 @@ def write_amazon(root: Path) -> None:
 
 def write_mag(root: Path) -> None:
     """As ``MagSKB._process_raw`` saves it (no type dictionaries: MagSKB hard-codes them)."""
-    venue = {"OriginalVenue": -1, "JournalDisplayName": -1, "ConferenceSeriesDisplayName": -1,
-             "ConferenceInstancesDisplayName": -1}
+    venue = {
+        "OriginalVenue": -1,
+        "JournalDisplayName": -1,
+        "ConferenceSeriesDisplayName": -1,
+        "ConferenceInstancesDisplayName": -1,
+    }
     node_info = {
-        0: {"id": 10, "mag_id": 2100, "DisplayName": "Ada Lovelace", "PaperCount": 12, "CitationCount": -1,
-            "type": "author", "new_id": 0},
-        1: {"id": 3, "mag_id": 77, "DisplayName": "University of London", "PaperCount": 500, "CitationCount": 9000,
-            "type": "institution", "new_id": 1},
-        2: {"id": 5, "mag_id": 88, "DisplayName": "Analytical engine", "PaperCount": -1, "CitationCount": -1,
-            "type": "field_of_study", "new_id": 2},
-        3: {"id": 1, "mag_id": 901, "title": "Notes on the engine", "abstract": "We describe the engine.\r\n",
-            "Date": "1843-01-01", "type": "paper", "new_id": 3, **venue, "JournalDisplayName": "Scientific Memoirs"},
-        4: {"id": 2, "mag_id": 902, "title": NAN, "abstract": "A paper without a title.", "Date": -1,
-            "type": "paper", "new_id": 4, **venue},
+        0: {
+            "id": 10,
+            "mag_id": 2100,
+            "DisplayName": "Ada Lovelace",
+            "PaperCount": 12,
+            "CitationCount": -1,
+            "type": "author",
+            "new_id": 0,
+        },
+        1: {
+            "id": 3,
+            "mag_id": 77,
+            "DisplayName": "University of London",
+            "PaperCount": 500,
+            "CitationCount": 9000,
+            "type": "institution",
+            "new_id": 1,
+        },
+        2: {
+            "id": 5,
+            "mag_id": 88,
+            "DisplayName": "Analytical engine",
+            "PaperCount": -1,
+            "CitationCount": -1,
+            "type": "field_of_study",
+            "new_id": 2,
+        },
+        3: {
+            "id": 1,
+            "mag_id": 901,
+            "title": "Notes on the engine",
+            "abstract": "We describe the engine.\r\n",
+            "Date": "1843-01-01",
+            "type": "paper",
+            "new_id": 3,
+            **venue,
+            "JournalDisplayName": "Scientific Memoirs",
+        },
+        4: {
+            "id": 2,
+            "mag_id": 902,
+            "title": NAN,
+            "abstract": "A paper without a title.",
+            "Date": -1,
+            "type": "paper",
+            "new_id": 4,
+            **venue,
+        },
     }
     save_files(
         root / "processed",
@@ -103,30 +186,72 @@ def write_prime(root: Path) -> None:
     """As ``PrimeSKB._process_raw`` saves it; kg.csv lists every edge in both directions."""
     t = {name: i for i, name in enumerate(PRIME_NODE_TYPES)}
     node_info = {
-        0: {"id": "7157", "type": "gene/protein", "name": "TP53", "source": "NCBI",
-            "details": {"_id": "7157", "_score": 1.0, "name": "tumor protein p53", "type_of_gene": "protein-coding",
-                        "alias": ["BCC7", "LFS1"],
-                        "genomic_pos": [{"chr": "17", "start": 7661779, "end": 7687538, "strand": -1}],
-                        "summary": "This gene encodes a tumor suppressor.",
-                        "generif": [{"pubmed": 1, "text": "p53 regulates apoptosis."},
-                                    {"pubmed": 2, "text": "p53 is mutated in cancer."}],
-                        "interpro": [{"desc": "p53 DNA-binding domain", "id": "IPR011615", "short_desc": "p53"}]}},
-        1: {"id": "5044", "type": "disease", "name": "Li-Fraumeni syndrome", "source": "MONDO",
-            "details": {"mondo_id": 5044, "mondo_name": "Li-Fraumeni syndrome",
-                        "mondo_definition": "A rare hereditary cancer syndrome.", "umls_description": NAN,
-                        "orphanet_prevalence": "1-9 / 100 000"}},
-        2: {"id": "DB00001", "type": "drug", "name": "Lepirudin", "source": "DrugBank",
-            "details": {"description": "Lepirudin is a recombinant hirudin.", "half_life": "1.3 hours",
-                        "molecular_weight": 6979.5}},
+        0: {
+            "id": "7157",
+            "type": "gene/protein",
+            "name": "TP53",
+            "source": "NCBI",
+            "details": {
+                "_id": "7157",
+                "_score": 1.0,
+                "name": "tumor protein p53",
+                "type_of_gene": "protein-coding",
+                "alias": ["BCC7", "LFS1"],
+                "genomic_pos": [{"chr": "17", "start": 7661779, "end": 7687538, "strand": -1}],
+                "summary": "This gene encodes a tumor suppressor.",
+                "generif": [
+                    {"pubmed": 1, "text": "p53 regulates apoptosis."},
+                    {"pubmed": 2, "text": "p53 is mutated in cancer."},
+                ],
+                "interpro": [{"desc": "p53 DNA-binding domain", "id": "IPR011615", "short_desc": "p53"}],
+            },
+        },
+        1: {
+            "id": "5044",
+            "type": "disease",
+            "name": "Li-Fraumeni syndrome",
+            "source": "MONDO",
+            "details": {
+                "mondo_id": 5044,
+                "mondo_name": "Li-Fraumeni syndrome",
+                "mondo_definition": "A rare hereditary cancer syndrome.",
+                "umls_description": NAN,
+                "orphanet_prevalence": "1-9 / 100 000",
+            },
+        },
+        2: {
+            "id": "DB00001",
+            "type": "drug",
+            "name": "Lepirudin",
+            "source": "DrugBank",
+            "details": {
+                "description": "Lepirudin is a recombinant hirudin.",
+                "half_life": "1.3 hours",
+                "molecular_weight": 6979.5,
+            },
+        },
         3: {"id": "1250", "type": "effect/phenotype", "name": "Seizure", "source": "HPO"},
-        4: {"id": "R-HSA-109581", "type": "pathway", "name": "Apoptosis", "source": "REACTOME",
-            "details": {"displayName": "Apoptosis", "speciesName": "Homo sapiens",
-                        "summation": "Apoptosis is programmed cell death."}},
+        4: {
+            "id": "R-HSA-109581",
+            "type": "pathway",
+            "name": "Apoptosis",
+            "source": "REACTOME",
+            "details": {
+                "displayName": "Apoptosis",
+                "speciesName": "Homo sapiens",
+                "summation": "Apoptosis is programmed cell death.",
+            },
+        },
         5: {"id": "2113", "type": "anatomy", "name": "retina", "source": "UBERON"},
     }
     types = ["gene/protein", "disease", "drug", "effect/phenotype", "pathway", "anatomy"]
-    one_way = [(0, "associated with", 1), (2, "target", 0), (1, "phenotype present", 3), (0, "interacts with", 4),
-               (5, "expression present", 0)]
+    one_way = [
+        (0, "associated with", 1),
+        (2, "target", 0),
+        (1, "phenotype present", 3),
+        (0, "interacts with", 4),
+        (5, "expression present", 0),
+    ]
     both = one_way + [(d, r, s) for s, r, d in one_way]
     save_files(
         root / "processed",
@@ -142,8 +267,12 @@ def write_prime(root: Path) -> None:
 WRITERS = {"amazon": write_amazon, "mag": write_mag, "prime": write_prime}
 
 
-def write_qa(qa_dir: Path, synth: list[tuple[int, str, list[int]]], splits: dict[str, list[int]],
-             human: list[tuple[int, str, list[int]]]) -> None:
+def write_qa(
+    qa_dir: Path,
+    synth: list[tuple[int, str, list[int]]],
+    splits: dict[str, list[int]],
+    human: list[tuple[int, str, list[int]]],
+) -> None:
     (qa_dir / "stark_qa").mkdir(parents=True)
     (qa_dir / "split").mkdir()
 
@@ -185,11 +314,18 @@ def test_amazon_fixture_loads_with_stark_fields(tmp_path):
     assert schema.node_types["product"] == ("brand", "dimensions", "weight", "description", "features", "reviews", "qa")
     assert schema.node_types["brand"] == ()
     assert {(r.name, r.src, r.dst) for r in schema.relations} == {
-        ("also_buy", "product", "product"), ("also_view", "product", "product"), ("has_brand", "product", "brand"),
-        ("has_category", "product", "category"), ("has_color", "product", "color"),
+        ("also_buy", "product", "product"),
+        ("also_view", "product", "product"),
+        ("has_brand", "product", "brand"),
+        ("has_category", "product", "category"),
+        ("has_color", "product", "color"),
     }
     assert list(edges.itertuples(index=False, name=None)) == [
-        (0, "also_buy", 1), (1, "also_view", 2), (0, "has_brand", 3), (1, "has_brand", 3), (0, "has_category", 4),
+        (0, "also_buy", 1),
+        (1, "also_view", 2),
+        (0, "has_brand", 3),
+        (1, "has_brand", 3),
+        (0, "has_category", 4),
         (0, "has_color", 5),
     ]
 
@@ -212,8 +348,12 @@ def test_mag_fixture_uses_the_builtin_type_dicts_and_drops_unknowns(tmp_path):
         "paper": ("abstract", "date", "venue"),
     }
     assert schema.relation_names == sorted(
-        ["author___affiliated_with___institution", "paper___cites___paper", "paper___has_topic___field_of_study",
-         "author___writes___paper"]
+        [
+            "author___affiliated_with___institution",
+            "paper___cites___paper",
+            "paper___has_topic___field_of_study",
+            "author___writes___paper",
+        ]
     )
     assert schema.connects("author___writes___paper", "paper", "author")
     assert len(edges) == 5
@@ -240,7 +380,10 @@ def test_prime_fixture_keeps_details_as_fields_and_stores_each_edge_once(tmp_pat
     assert schema.node_types["drug"] == ("source", "description", "half_life", "molecular_weight")
     assert len(edges) == 5  # 10 directed kg.csv rows
     assert set(edges.itertuples(index=False, name=None)) == {
-        (0, "associated with", 1), (2, "target", 0), (1, "phenotype present", 3), (0, "interacts with", 4),
+        (0, "associated with", 1),
+        (2, "target", 0),
+        (1, "phenotype present", 3),
+        (0, "interacts with", 4),
         (5, "expression present", 0),
     }
     assert schema.connects("target", "gene/protein", "drug") and not schema.connects("target", "drug", "disease")
@@ -314,8 +457,9 @@ def test_real_amazon_qids_are_todays_ids():
     synth = q[q["split"] != "test-human"]
     assert sorted(synth["qid"]) == list(range(9100))
     # old id 601168 is the first row of the csv; today's id is its rank among the old ids
-    old_ids = sorted(int(line.split(",", 1)[0]) for line in (SHARED_QA / "amazon/stark_qa/stark_qa.csv").open()
-                     if line[:1].isdigit())
+    old_ids = sorted(
+        int(line.split(",", 1)[0]) for line in (SHARED_QA / "amazon/stark_qa/stark_qa.csv").open() if line[:1].isdigit()
+    )
     row = synth[synth["qid"] == old_ids.index(601168)].iloc[0]
     assert row["query"].startswith("Can you suggest some imported women's yoga pants")
     assert list(row["answer_ids"]) == [601168, 947318]
@@ -392,6 +536,13 @@ def test_fixtures_are_what_stark_qa_itself_loads(tmp_path):
             doc = theirs.get_doc_info(i)
             for field in ("name", *schema.node_types[nodes["type"][i]]):
                 value = nodes[field][i]
-                if isinstance(value, str) and field not in ("reviews", "qa", "features", "description",
-                                                             "alias", "genomic_pos", "generif"):
+                if isinstance(value, str) and field not in (
+                    "reviews",
+                    "qa",
+                    "features",
+                    "description",
+                    "alias",
+                    "genomic_pos",
+                    "generif",
+                ):
                     assert value in doc, (name, i, field, value, doc)

@@ -12,9 +12,24 @@ from grasp_core.skb.format import read_skb, validate, write_skb
 from grasp_core.skb.synth import SPECS, build_synth_skb, resolve_scale
 
 PRIME_RELATIONS = {
-    "ppi", "carrier", "enzyme", "target", "transporter", "contraindication", "indication", "off-label use",
-    "synergistic interaction", "associated with", "parent-child", "phenotype absent", "phenotype present",
-    "side effect", "interacts with", "linked to", "expression present", "expression absent",
+    "ppi",
+    "carrier",
+    "enzyme",
+    "target",
+    "transporter",
+    "contraindication",
+    "indication",
+    "off-label use",
+    "synergistic interaction",
+    "associated with",
+    "parent-child",
+    "phenotype absent",
+    "phenotype present",
+    "side effect",
+    "interacts with",
+    "linked to",
+    "expression present",
+    "expression absent",
 }
 
 
@@ -26,20 +41,38 @@ def tiny(request):
 def test_schemas_are_starks():
     prime = SPECS["prime"].schema
     assert prime.name == "synth-prime"
-    assert set(prime.node_types) == {"disease", "gene/protein", "molecular_function", "drug", "pathway", "anatomy",
-                                     "effect/phenotype", "biological_process", "cellular_component", "exposure"}
+    assert set(prime.node_types) == {
+        "disease",
+        "gene/protein",
+        "molecular_function",
+        "drug",
+        "pathway",
+        "anatomy",
+        "effect/phenotype",
+        "biological_process",
+        "cellular_component",
+        "exposure",
+    }
     assert set(prime.relation_names) == PRIME_RELATIONS
     assert prime.connects("expression present", "gene/protein", "anatomy")
     assert prime.connects("target", "drug", "gene/protein") and not prime.connects("target", "drug", "disease")
     assert prime.neighbour_types("parent-child", "pathway") == ["pathway"]
     assert prime.neighbour_types("interacts with", "exposure") == [
-        "biological_process", "cellular_component", "gene/protein", "molecular_function"]
+        "biological_process",
+        "cellular_component",
+        "gene/protein",
+        "molecular_function",
+    ]
     amazon = SPECS["amazon"].schema
     assert set(amazon.node_types) == {"product", "brand", "category", "color"}
     assert set(amazon.relation_names) == {"also_buy", "also_view", "has_brand", "has_category", "has_color"}
     mag = SPECS["mag"].schema
-    assert set(mag.relation_names) == {"author___writes___paper", "paper___cites___paper",
-                                       "paper___has_topic___field_of_study", "author___affiliated_with___institution"}
+    assert set(mag.relation_names) == {
+        "author___writes___paper",
+        "paper___cites___paper",
+        "paper___has_topic___field_of_study",
+        "author___affiliated_with___institution",
+    }
     assert mag.node_types["paper"][0] == "abstract"
     assert sum(SPECS["prime"].full_nodes.values()) == 129_375
     assert sum(r.full_edges for r in SPECS["prime"].relations) == 8_100_498

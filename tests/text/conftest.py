@@ -29,8 +29,12 @@ def tiny_skb(num_products: int = 80, seed: int = 0) -> SKB:
     schema = Schema(
         "tiny-amazon",
         {"product": ("description", "review"), "brand": (), "color": (), "category": ()},
-        (Relation("has_brand", "product", "brand"), Relation("has_color", "product", "color"),
-         Relation("has_category", "product", "category"), Relation("also_buy", "product", "product")),
+        (
+            Relation("has_brand", "product", "brand"),
+            Relation("has_color", "product", "color"),
+            Relation("has_category", "product", "category"),
+            Relation("also_buy", "product", "product"),
+        ),
     )
     rows = []
     for kind, names in (("brand", BRANDS), ("color", COLORS), ("category", CATEGORIES)):
@@ -42,16 +46,24 @@ def tiny_skb(num_products: int = 80, seed: int = 0) -> SKB:
     edges = []
     for p, (b, c, k) in enumerate(chosen):
         pid = first_product + p
-        noise = [f"{BRANDS[rng.integers(len(BRANDS))]} {COLORS[rng.integers(len(COLORS))]} "
-                 f"{CATEGORIES[rng.integers(len(CATEGORIES))]}" for _ in range(4)]
-        rows.append({
-            "type": "product",
-            "name": f"Item {p:03d}",
-            "description": " ".join(rng.choice(WORDS, 6)),
-            "review": "I compared it with " + ", ".join(noise) + ".",
-        })
-        edges += [(pid, "has_brand", offset["brand"] + b), (pid, "has_color", offset["color"] + c),
-                  (pid, "has_category", offset["category"] + k)]
+        noise = [
+            f"{BRANDS[rng.integers(len(BRANDS))]} {COLORS[rng.integers(len(COLORS))]} "
+            f"{CATEGORIES[rng.integers(len(CATEGORIES))]}"
+            for _ in range(4)
+        ]
+        rows.append(
+            {
+                "type": "product",
+                "name": f"Item {p:03d}",
+                "description": " ".join(rng.choice(WORDS, 6)),
+                "review": "I compared it with " + ", ".join(noise) + ".",
+            }
+        )
+        edges += [
+            (pid, "has_brand", offset["brand"] + b),
+            (pid, "has_color", offset["color"] + c),
+            (pid, "has_category", offset["category"] + k),
+        ]
         if p:
             edges.append((pid, "also_buy", first_product + int(rng.integers(p))))
     nodes = pd.DataFrame(rows)
@@ -61,8 +73,14 @@ def tiny_skb(num_products: int = 80, seed: int = 0) -> SKB:
     for p, (b, c, k) in enumerate(chosen):
         split = "train" if p % 4 < 2 else ("val" if p % 4 == 2 else "test")
         phr = ["a {c} {k} made by {b}", "{b} {k}, {c} please", "looking for {b}'s {c} {k}"][p % 3]
-        queries.append({"qid": p, "split": split, "query": phr.format(b=BRANDS[b], c=COLORS[c], k=CATEGORIES[k]),
-                        "answer_ids": [first_product + p]})
+        queries.append(
+            {
+                "qid": p,
+                "split": split,
+                "query": phr.format(b=BRANDS[b], c=COLORS[c], k=CATEGORIES[k]),
+                "answer_ids": [first_product + p],
+            }
+        )
     skb = SKB(schema, nodes, pd.DataFrame(edges, columns=["src", "rel", "dst"]), pd.DataFrame(queries))
     validate(skb)
     return skb

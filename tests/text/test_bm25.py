@@ -23,10 +23,16 @@ def test_tokenize_lowercases_drops_stopwords_and_stems():
     assert tokenize(["The Running"], BM25Config(stemmer=None, stopwords=None)) == [["the", "running"]]
 
 
-@pytest.mark.parametrize("cfg, reference", [
-    (BM25Config(method="atire", idf_method="robertson"), lambda t: rank_bm25.BM25Okapi(t, k1=1.5, b=0.75, epsilon=0.0)),
-    (BM25Config(method="bm25+", k1=1.2, b=0.6), lambda t: rank_bm25.BM25Plus(t, k1=1.2, b=0.6, delta=0.5)),
-])
+@pytest.mark.parametrize(
+    "cfg, reference",
+    [
+        (
+            BM25Config(method="atire", idf_method="robertson"),
+            lambda t: rank_bm25.BM25Okapi(t, k1=1.5, b=0.75, epsilon=0.0),
+        ),
+        (BM25Config(method="bm25+", k1=1.2, b=0.6), lambda t: rank_bm25.BM25Plus(t, k1=1.2, b=0.6, delta=0.5)),
+    ],
+)
 def test_scores_match_rank_bm25(cfg, reference):
     """Same tokens, same variant and parameters: identical scores (bm25s' own parity setting)."""
     tokens = tokenize(CORPUS, cfg)

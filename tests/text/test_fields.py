@@ -7,12 +7,20 @@ from grasp_core.text.fields import field_names, field_texts, relation_texts
 
 def star_skb() -> SKB:
     """Product 0 is also-bought with products 1..4; product 4 has the highest degree, then 3, ..."""
-    schema = Schema("s", {"product": ("description",), "brand": ()},
-                    (Relation("also_buy", "product", "product"), Relation("has_brand", "product", "brand")))
-    nodes = pd.DataFrame({"node_id": range(7), "key": [f"k{i}" for i in range(7)],
-                          "type": ["product"] * 5 + ["brand"] * 2,
-                          "name": ["P0", "P1", "P2", "P3", "P4", "B5", "B6"],
-                          "description": ["d0", None, "d2", None, None, None, None]})
+    schema = Schema(
+        "s",
+        {"product": ("description",), "brand": ()},
+        (Relation("also_buy", "product", "product"), Relation("has_brand", "product", "brand")),
+    )
+    nodes = pd.DataFrame(
+        {
+            "node_id": range(7),
+            "key": [f"k{i}" for i in range(7)],
+            "type": ["product"] * 5 + ["brand"] * 2,
+            "name": ["P0", "P1", "P2", "P3", "P4", "B5", "B6"],
+            "description": ["d0", None, "d2", None, None, None, None],
+        }
+    )
     edges = [(0, "also_buy", i) for i in range(1, 5)] + [(4, "has_brand", 5), (3, "has_brand", 6), (4, "also_buy", 2)]
     return SKB(schema, nodes, pd.DataFrame(edges, columns=["src", "rel", "dst"]), pd.DataFrame())
 

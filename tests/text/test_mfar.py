@@ -17,8 +17,9 @@ CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidate
 @pytest.fixture(scope="module")
 def trained(skb, node_index, encoder, tmp_path_factory):
     seen = []
-    retriever, history = train_mfar(skb, node_index, encoder, CFG, progress=seen.append,
-                                    work_dir=tmp_path_factory.mktemp("field_vectors"))
+    retriever, history = train_mfar(
+        skb, node_index, encoder, CFG, progress=seen.append, work_dir=tmp_path_factory.mktemp("field_vectors")
+    )
     return retriever, history, seen
 
 
@@ -61,7 +62,8 @@ def test_dense_fields_none_embeds_every_field_and_unknown_fields_are_refused(enc
     with pytest.raises(GraspError, match="pass the NodeIndex"):
         FieldIndex.build(skb, None, encoder, MFARConfig())
     assert FieldIndex.build(skb, None, encoder, MFARConfig(dense_fields=())).scorers == [
-        (f, "lexical") for f in fields.fields]
+        (f, "lexical") for f in fields.fields
+    ]
 
 
 def test_top_k_ids_breaks_ties_by_smaller_index():
@@ -106,8 +108,12 @@ def test_vectorized_candidates_match_a_per_query_reference(trained, skb, per_fie
         np.testing.assert_array_equal(raw[ok], ref_raw)
         assert (ids[~ok] == -1).all() and (raw[~ok] == 0).all()
     # and the final rankings equal scoring each reference pool on its own
-    ranked = MFARRetriever(retriever.fields, retriever.model, retriever.encoder,
-                           replace(CFG, candidates_per_field=per_field, query_batch_size=7)).rank(queries, k=10)
+    ranked = MFARRetriever(
+        retriever.fields,
+        retriever.model,
+        retriever.encoder,
+        replace(CFG, candidates_per_field=per_field, query_batch_size=7),
+    ).rank(queries, k=10)
     with torch.no_grad():
         for r, v, (ref_ids, ref_raw) in zip(ranked, vecs, reference):
             s = retriever.model(torch.from_numpy(v[None]), torch.from_numpy(ref_raw[None]))[0].numpy()

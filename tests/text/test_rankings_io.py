@@ -7,7 +7,11 @@ from grasp_core.text.rankings_io import read_rankings, write_rankings
 
 
 def test_round_trip_keeps_ids_scores_and_order(tmp_path):
-    rankings = [Ranking.from_scores([5, 2, 9], [0.1, 0.7, 0.3]), Ranking.empty(), Ranking(np.array([3]), np.array([1.5], np.float32))]
+    rankings = [
+        Ranking.from_scores([5, 2, 9], [0.1, 0.7, 0.3]),
+        Ranking.empty(),
+        Ranking(np.array([3]), np.array([1.5], np.float32)),
+    ]
     path = write_rankings(tmp_path / "r" / "text.parquet", [11, 7, 42], rankings)
     back = read_rankings(path)
     assert list(back) == [11, 7, 42]

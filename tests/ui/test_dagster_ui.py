@@ -19,15 +19,24 @@ import pytest
 CHROMIUM = shutil.which("chromium")
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (CI installs Debian's chromium: apt-get install chromium)"),
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no chromium binary (CI installs Debian's chromium: apt-get install chromium)"
+    ),
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts"
 ASSETS = ("skb", "planner", "reranker", "eval_metrics")
 DATASETS = ["hpo", "synth-prime"]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 STARTUP_S = 90
 
 
@@ -66,8 +75,14 @@ def webserver(tmp_path_factory):
     log = (home / "webserver.log").open("w")
     env = {**os.environ, "DAGSTER_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     webserver_bin = Path(sys.executable).with_name("dagster-webserver")
-    proc = subprocess.Popen([str(webserver_bin), "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(webserver_bin), "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_S
