@@ -56,8 +56,13 @@ def load_reward_table(ws: Workspace) -> RewardTable:
 
 
 def planner_llm(ws: Workspace, checkpoint: Path, batch_size: int = 32):
-    """The planner at ``checkpoint`` as a generation backend (LoRA adapters over their recorded base)."""
+    """The planner at ``checkpoint``: a plan-selection policy, or a generation backend (LoRA adapters over their
+    recorded base)."""
     from grasp_core.llm.backends import TransformersLLM
+    from grasp_core.planner.policy import is_policy, load_policy
+
+    if is_policy(checkpoint):
+        return load_policy(checkpoint, ws.skb.schema, ws.encoder)
 
     kind, base = planner_kind(checkpoint)
     if kind == "lora":
@@ -114,7 +119,13 @@ def final_planner(ws: Workspace) -> tuple[str, Path]:
 
 # ------------------------------------------------------------------------------------------ steps
 def teacher_plans_step(ws: Workspace) -> dict:
-    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
+    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test.
+
+    The ``policy`` planner learns from every training query and from all of their executed candidates: then every
+    training query is taught, every candidate of it executed, and the executed plans' rankings kept."""
+    from grasp_core.pipeline.policy import executed_frame
+
+    policy = ws.profile.planner == "policy"
     profile = ws.profile
     teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
     queries = ws.skb.queries.set_index("qid")
@@ -123,13 +134,18 @@ def teacher_plans_step(ws: Workspace) -> dict:
     eval_cap = profile.eval.max_test_queries
     eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
     rows, usable = [], 0
-    budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
+    # usable SFT plans wanted; more training queries are taught until reached (the policy: all of them)
+    budget = len(train_order) if policy else profile.sft.n_examples
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
+    taught = []
 
     def teach(qid: int) -> dict:
         row = queries.loc[qid]
         gold = list(map(int, row["answer_ids"]))
-        out = teacher.teach_one(row["query"], tables[qid], gold)
+        train = row["split"] == "train"
+        out = teacher.teach_one(row["query"], tables[qid], gold, execute_all=policy and train)
+        if train:
+            taught.append((qid, out))
         bar.update(1)
         return {
             "qid": qid,
@@ -153,6 +169,8 @@ def teacher_plans_step(ws: Workspace) -> dict:
     df = pd.DataFrame(rows)
     with atomic_dir(ws.art.path("teacher_plans")) as tmp:
         df.to_parquet(tmp / "plans.parquet")
+        if policy:
+            executed_frame([q for q, _ in taught], [t for _, t in taught]).to_parquet(tmp / "executed.parquet")
     stats = {}
     for split, part in df.groupby("split"):
         stats[str(split)] = {
@@ -174,6 +192,10 @@ def load_teacher_plans(ws: Workspace) -> pd.DataFrame:
 
 
 def planner_base_step(ws: Workspace) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_base_step
+
+        return policy_base_step(ws)
     teacher = load_teacher_plans(ws)
     tables = ws.entity_tables
     queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
@@ -208,6 +230,10 @@ def _val_qids(ws: Workspace, cap: int | None = None) -> list[int]:
 
 
 def sft_step(ws: Workspace, log_fn=None) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_sft_step
+
+        return policy_sft_step(ws, log_fn)
     from transformers import AutoTokenizer
 
     base = base_model_path(ws.art.require("planner_base"))
@@ -268,6 +294,10 @@ def reward_table_step(ws: Workspace) -> dict:
 
 
 def rft_samples_step(ws: Workspace, round_key: str) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_samples_step
+
+        return policy_samples_step(ws, round_key)
     start_ckpt = round_start(ws, round_key)
     env = planner_env(ws, load_reward_table(ws))
     qids = rl_queries(ws.split("train"), ws.profile.rl)
@@ -295,6 +325,10 @@ def rft_samples_step(ws: Workspace, round_key: str) -> dict:
 def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
     keep the best validation checkpoint, gate."""
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_round_step
+
+        return policy_round_step(ws, round_key, log_fn)
     from transformers import AutoTokenizer
 
     from grasp_core.llm.backends import TransformersLLM
