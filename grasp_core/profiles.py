@@ -127,6 +127,8 @@ def _cpu() -> Profile:
         # cpu: the planner is the plan-selection policy on the frozen MiniLM (DESIGN.md §3, "The `cpu` planner"); the
         # tiny from-scratch LM stays for tests of the LM path. Measured on hpo: docs/planner.md
         planner="policy",
+        # cpu: executing every candidate costs ~0.5 s per training query on 2 cores: 1,000 of them (paper: all)
+        policy_train=PolicyTrainSettings(train_queries=1000),
         # cpu: the policy's RFT continues from the round's start for 10 epochs at a third of the SFT's learning rate
         # (paper: retrain from the base for the SFT's epochs); every training query takes part (paper: all)
         rl=RLSettings(rft_from_base=False, rft_epochs=10.0, rft_learning_rate=1e-3),

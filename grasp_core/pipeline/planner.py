@@ -121,8 +121,9 @@ def final_planner(ws: Workspace) -> tuple[str, Path]:
 def teacher_plans_step(ws: Workspace) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test.
 
-    The ``policy`` planner learns from every training query and from all of their executed candidates: then every
-    training query is taught, every candidate of it executed, and the executed plans' rankings kept."""
+    The ``policy`` planner learns from every taught training query and from all of its executed candidates: then
+    ``policy_train.train_queries`` training queries are taught (all when None), every candidate executed, and the
+    executed plans' rankings kept."""
     from grasp_core.pipeline.policy import executed_frame
 
     policy = ws.profile.planner == "policy"
@@ -135,7 +136,7 @@ def teacher_plans_step(ws: Workspace) -> dict:
     eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
     rows, usable = [], 0
     # usable SFT plans wanted; more training queries are taught until reached (the policy: all of them)
-    budget = len(train_order) if policy else profile.sft.n_examples
+    budget = (profile.policy_train.train_queries or len(train_order)) if policy else profile.sft.n_examples
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
     taught = []
 
@@ -163,7 +164,9 @@ def teacher_plans_step(ws: Workspace) -> dict:
             break
         rows.append(teach(int(qid)))
         r = rows[-1]
-        usable += int(r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+        usable += int(
+            policy or (r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+        )
     rows += [teach(q) for q in eval_qids]
     bar.close()
     df = pd.DataFrame(rows)

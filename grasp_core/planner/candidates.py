@@ -86,7 +86,9 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
         return None
     n_inter = sum(1 for h in plan_a["hops"] if h["to"] != "target")
     rename = {"a1": "a2", **{f"x{i}": f"x{i + n_inter}" for i in range(1, 4)}}
-    hops_b = [{**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])} for h in plan_b["hops"]]
+    hops_b = [
+        {**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])} for h in plan_b["hops"]
+    ]
     return {
         "target": plan_a["target"],
         "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],

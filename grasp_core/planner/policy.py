@@ -134,7 +134,9 @@ class PolicyHead(nn.Module):
             self.type_probe = nn.Parameter(torch.zeros(n_types + 1, dim))
             self.path_probe = nn.Parameter(torch.zeros(n_paths + 1, dim))
         if cfg.head == "mlp":
-            self.mlp = nn.Sequential(nn.Linear(2 * dim + len(FEATURES), cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, 1))
+            self.mlp = nn.Sequential(
+                nn.Linear(2 * dim + len(FEATURES), cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, 1)
+            )
 
     def forward(self, x: Featurized) -> torch.Tensor:
         """Scores [B, C]; padding gets -inf."""
@@ -273,7 +275,9 @@ class PlanPolicy:
         write_json(Path(out_dir) / META, meta)
 
 
-def new_policy(schema: Schema, encoder, cand_cfg: CandidateConfig, paths: Sequence[str], cfg: PolicyConfig) -> PlanPolicy:
+def new_policy(
+    schema: Schema, encoder, cand_cfg: CandidateConfig, paths: Sequence[str], cfg: PolicyConfig
+) -> PlanPolicy:
     featurizer = Featurizer(schema, encoder, cand_cfg, paths, cfg)
     return PlanPolicy(PolicyHead(cfg, len(featurizer.types), len(featurizer.paths), encoder.dim), featurizer)
 

@@ -38,6 +38,10 @@ LogFn = Callable[[int, dict], None]
 
 @dataclass(frozen=True)
 class PolicyTrainSettings:
+    train_queries: int | None = field(
+        default=None,
+        metadata={"help": "training queries taught with every candidate executed, in the SFT order (None: all)"},
+    )
     epochs: int = field(default=30, metadata={"help": "SFT epochs over the training queries"})
     learning_rate: float = field(default=3e-3, metadata={"help": "Adam learning rate of SFT and RFT"})
     weight_decay: float = field(default=1e-4, metadata={"help": "Adam weight decay"})
@@ -152,7 +156,7 @@ def fit(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(rows)
+            total += loss.item() * len(rows)
             step += 1
         history.append({"epoch": epoch, "loss": total / n})
         if log_fn:
@@ -255,13 +259,13 @@ def train_grpo(
         with torch.no_grad():
             ref_logp = torch.log_softmax(ref(xb) / cfg.temperature, -1)
         pg = -(advantages * logp.gather(1, idx)).mean()
-        p = logp.exp()
-        kl = (p * (logp - ref_logp)).masked_fill(~xb.mask, 0.0).sum(-1).mean()
+        diff = (logp - ref_logp).masked_fill(~xb.mask, 0.0)  # padding is -inf in both
+        kl = (logp.exp() * diff).sum(-1).mean()
         loss = pg + cfg.beta * kl
         opt.zero_grad()
         loss.backward()
         opt.step()
-        metrics = {"loss": float(loss), "kl": float(kl), "reward": float(rewards.mean())}
+        metrics = {"loss": loss.item(), "kl": kl.item(), "reward": float(rewards.mean())}
         history.append({"step": step, **metrics})
         if log_fn:
             log_fn(step, metrics)
