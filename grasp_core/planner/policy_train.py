@@ -233,6 +233,8 @@ def train_grpo(
 ) -> dict:
     """GRPO on the policy in place (KL to its state at the start); the best validated step is kept."""
     head = policy.head
+    if not len(qids):
+        return {"history": [], "selection": [], "best_step": 0, "best_val_fused_hit1": validate()}
     ref = copy.deepcopy(head).eval()
     opt = torch.optim.Adam(head.parameters(), lr=cfg.learning_rate)
     gen = torch.Generator().manual_seed(cfg.seed)
