@@ -69,8 +69,6 @@ def test_teacher_candidates_are_the_shared_enumeration(world, executed):
         assert {e.plan for e in executed[q].executed} <= texts  # it executes nothing else
         if executed[q].plan is not None:
             assert json_text(executed[q].plan) in texts
-            # the early-stopping teacher keeps the same plan as the one that executes everything
-            assert world.taught[q].plan == executed[q].plan, q
     # intersections are enumerated for tables with two anchor rows, zero-hop plans always
     plans = [
         p for q in world.train for p in candidate_plans(world.skb.schema, world.tables[q], world.queries[q], ["drug"])
