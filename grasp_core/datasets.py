@@ -104,7 +104,11 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
 
 def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
     """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs)."""
-    if name == "hpo" or name in SYNTHETIC:
+    if name == "hpo":
+        from grasp_core.skb.hpo import hpo_queries
+
+        return hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
+    if name in SYNTHETIC:
         from grasp_core.skb.querygen import synthesize_queries
 
         return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
