@@ -602,26 +602,27 @@ def is_meaningful(phrase: str) -> bool:
 
 
 def noun_phrases(text: str) -> list[str]:
-    """Candidate noun phrases of ``text``: runs of content words (last three kept, the head noun last)."""
+    """Candidate noun phrases of ``text``: runs of content words (last three kept, the head noun last).
+
+    A run right after a number is a unit or a count ("4 mm wide"), not a phrase of its own.
+    """
     out = []
     for clause in _CLAUSE.split(text):
         run: list[str] = []
+        after_number = False
         for word in [*clause.split(), ""]:
             core = word.strip("\"'`*/")
             toks = tokens(core)
-            if (
-                toks
-                and not any(c.isdigit() for c in core)
-                and not any(t in STOPWORDS or t in BREAK_WORDS for t in toks)
-            ):
+            numeric = any(c.isdigit() for c in core)
+            if toks and not numeric and not any(t in STOPWORDS or t in BREAK_WORDS for t in toks):
                 run.append(core)
                 continue
-            phrase = " ".join(run[-3:])
-            while phrase and tokens(phrase.split()[0])[0] in GENERIC_WORDS and len(phrase.split()) > 1:
-                phrase = phrase.split(" ", 1)[1]
-            if run and is_meaningful(phrase):
-                out.append(phrase)
-            run = []
+            words = run[-3:]
+            while len(words) > 1 and tokens(words[0])[0] in GENERIC_WORDS:
+                words = words[1:]
+            if run and not after_number and is_meaningful(" ".join(words)):
+                out.append(" ".join(words))
+            run, after_number = [], numeric
     return list(dict.fromkeys(out))
 
 
