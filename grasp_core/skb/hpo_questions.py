@@ -31,7 +31,7 @@ TARGET_NOUNS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 # ``{T}`` when the property is a phrase of the target disease's name ("forms of muscular dystrophy").
-NAME_PHRASE_NOUNS = ("forms of {p}", "types of {p}", "kinds of {p}", "{p} subtypes")
+NAME_PHRASE_NOUNS = ("forms of {p}", "types of {p}", "{p} disorders")
 
 # The property clause of a target, by the field its phrase comes from and register; ``{p}`` is the phrase.
 PROPERTY_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -150,7 +150,7 @@ PATTERNS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "family": ("My child has {a} and a change in the {b} gene. Which {T}{P} could it be?",),
         "researcher": ("Which {T}{P} associated with {b} are annotated with {a}?",),
-        "terse": ("{b} {T} with {a}{P}", "{T} {b} {a}{P}"),
+        "terse": ("{b} {T} with {a}{P}", "{T} with {a}, {b} variant{P}"),
     },
     "phenotype>phenotype present>disease & phenotype>phenotype present>disease": {
         "clinician": (

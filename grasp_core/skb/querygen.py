@@ -98,8 +98,12 @@ GENERIC_WORDS = frozenset(
     """abnormality abnormalities anomaly anomalies finding findings feature features condition conditions
 disease diseases disorder disorders syndrome syndromes patient patients individual individuals
 structure morphology function level levels size region part portion side area areas number amount
-degree increase decrease change changes state process thing things case cases""".split()
+degree increase decrease change changes state process thing things case cases normal abnormal increased
+decreased elevated excessive small large long short high low mild severe surface production presence absence
+development formation growth appearance shape position length width time age manner way person people child
+children birth life whole entire usual directs direct""".split()
 )
+_ADJECTIVE_ENDINGS = ("al", "ive", "ic", "ed", "ing", "ous", "ary", "ile", "ar")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CLAUSE = re.compile(r"[.;:,|!?\n()\[\]]+")
 _TERM_SEP = re.compile(r"\s*[;|]\s*")
@@ -591,20 +595,22 @@ def tokens(text: str) -> list[str]:
 
 
 def is_meaningful(phrase: str) -> bool:
-    """True for a property phrase: no number, and a content word that is neither a stopword nor generic."""
+    """True for a property phrase: no number, a content word that is neither a stopword nor generic, and a
+    lone word only when it is a noun-like word of five letters or more (not "-ing", "-ed", "-ly")."""
     toks = tokens(phrase)
     if not toks or any(any(c.isdigit() for c in t) for t in toks):
         return False
     content = [t for t in toks if t not in STOPWORDS and t not in BREAK_WORDS and t not in GENERIC_WORDS]
     if not content:
         return False
-    return len(toks) > 1 or len(content[0]) >= 5
+    return len(toks) > 1 or (len(content[0]) >= 5 and not content[0].endswith(("ing", "ed", "ly")))
 
 
 def noun_phrases(text: str) -> list[str]:
     """Candidate noun phrases of ``text``: runs of content words (last three kept, the head noun last).
 
-    A run right after a number is a unit or a count ("4 mm wide"), not a phrase of its own.
+    A run next to a number is part of a numbered name or a measurement ("chromosome 6", "4 mm wide"), not a
+    phrase of its own.
     """
     out = []
     for clause in _CLAUSE.split(text):
@@ -617,13 +623,18 @@ def noun_phrases(text: str) -> list[str]:
             if toks and not numeric and not any(t in STOPWORDS or t in BREAK_WORDS for t in toks):
                 run.append(core)
                 continue
-            words = run[-3:]
-            while len(words) > 1 and tokens(words[0])[0] in GENERIC_WORDS:
-                words = words[1:]
-            if run and not after_number and is_meaningful(" ".join(words)):
-                out.append(" ".join(words))
+            phrase = " ".join(run[-3:])
+            if run and not after_number and not numeric and is_meaningful(phrase):
+                out.append(phrase)
             run, after_number = [], numeric
     return list(dict.fromkeys(out))
+
+
+def _is_name_phrase(phrase: str, name: str) -> bool:
+    """A part of a name that names a kind of thing: two words or more but fewer than the name, its head not an
+    adjective ("muscular dystrophy", not "autosomal recessive" or "seizures")."""
+    toks = tokens(phrase)
+    return 2 <= len(toks) < len(tokens(name)) and not toks[-1].endswith(_ADJECTIVE_ENDINGS)
 
 
 def _normalized(text: str) -> str:
@@ -694,9 +705,9 @@ class _Graph:
     def properties(self, node: int, name_types: frozenset[str]) -> list[Property]:
         """Every property of ``node``: terms of its term fields, noun phrases of its descriptive fields."""
         out = []
+        name = self.text(node, "name")
         if self.types[node] in name_types:  # a part of the name ("muscular dystrophy"), never all of it
-            name = self.text(node, "name")
-            out += [Property("name", p) for p in noun_phrases(name) if len(tokens(p)) < len(tokens(name))]
+            out += [Property("name", p) for p in noun_phrases(name) if _is_name_phrase(p, name)]
         for f, text in self.fields_of(node).items():
             if f in NON_PROPERTY_FIELDS:
                 continue
@@ -704,7 +715,7 @@ class _Graph:
                 out += [Property(f, t) for t in dict.fromkeys(_TERM_SEP.split(text)) if is_meaningful(t)]
             else:
                 out += [Property(f, p) for p in noun_phrases(text)]
-        return out
+        return [p for p in out if tokens(p.phrase) != tokens(name)]  # a property never gives the name away
 
     def describable(self, node_type: str) -> bool:
         """True when nodes of this type have a text field a property can be cut from."""
