@@ -37,7 +37,7 @@ NAME_PHRASE_NOUNS = ("forms of {p}", "types of {p}", "{p} disorders")
 PROPERTY_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
     "inheritance": {
         "clinician": (" with {p}", " showing {p}"),
-        "family": (" with {p}", " that are passed on by {p}"),
+        "family": (" with {p}",),
         "researcher": (" annotated with {p}", " with {p}"),
         "terse": (" with {p}", ", {p}"),
     },

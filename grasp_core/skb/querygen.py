@@ -92,7 +92,8 @@ presence affecting affects affected leading leads lead considered known called t
 form forms kind kinds e g i e etc ie eg has have had being does do using used use shows show showing
 reduces improves improve available ideal designed made makes works we our study studies propose
 proposes relate relates report reports suggest suggests confirm confirms discuss plays developed evaluated based
-existing approaches suffer substantially further""".split()
+existing approaches suffer substantially further contains contain enables enable supports support encodes encode
+stabilizes regulates binds activates inhibits blocks coordinated""".split()
 )
 GENERIC_WORDS = frozenset(
     """abnormality abnormalities anomaly anomalies finding findings feature features condition conditions
