@@ -220,6 +220,13 @@ def test_hpo_wording_uses_synonyms_and_registers(hpo, hpo_queries):
     assert len(set(texts)) == len(texts)
 
 
+def test_hpo_is_deterministic_given_seed(hpo):
+    skb, aliases = hpo
+    a = synthesize_queries(skb, 200, seed=3, aliases=aliases)
+    pd.testing.assert_frame_equal(a, synthesize_queries(skb, 200, seed=3, aliases=aliases))
+    assert a["split"].value_counts().to_dict() == {"train": 120, "val": 40, "test": 40}
+
+
 def test_every_hpo_template_has_patterns_in_every_register():
     from grasp_core.skb import hpo_questions as HQ
 
