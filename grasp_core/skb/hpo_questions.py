@@ -44,7 +44,7 @@ PROPERTY_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
     "clinical_course": {
         "clinician": (" with {p}", " typically with {p}"),
         "family": (" with {p}",),
-        "researcher": (" annotated with {p}", " with a clinical course of {p}"),
+        "researcher": (" annotated with {p}", " whose clinical course is annotated as {p}"),
         "terse": (" with {p}", ", {p}"),
     },
     "clinical_modifier": {

@@ -102,7 +102,7 @@ structure morphology function level levels size region part portion side area ar
 degree increase decrease change changes state process thing things case cases normal abnormal increased
 decreased elevated excessive small large long short high low mild severe surface production presence absence
 development formation growth appearance shape position length width time age manner way person people child
-children birth life whole entire usual directs direct""".split()
+children birth life whole entire usual directs direct rare instance instances""".split()
 )
 _ADJECTIVE_ENDINGS = ("al", "ive", "ic", "ed", "ing", "ous", "ary", "ile", "ar")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -894,8 +894,9 @@ _HPO_NAMING: dict[str, tuple[tuple[str, float], ...]] = {
 
 
 def _casual(text: str) -> str:
-    """Lower-case the first letter unless the word is an acronym ("Seizure" -> "seizure", "ADHD" stays)."""
-    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+    """Lower-case the first letter when nothing after it is upper case ("Seizure" -> "seizure"; "ADHD" and
+    "Stevens-Johnson syndrome" stay)."""
+    return text[:1].lower() + text[1:] if text[1:] == text[1:].lower() else text
 
 
 def _hpo_anchor(graph: _Graph, node: int, register: str, r: random.Random, aliases: Aliases) -> str:
@@ -920,6 +921,8 @@ def _hpo_property(prop: Property | None, target: str, register: str, r: random.R
     phrase = _casual(prop.phrase)
     if prop.field == "name":
         return r.choice(HQ.NAME_PHRASE_NOUNS).format(p=phrase), ""
+    if prop.field == "clinical_course" and tokens(phrase)[-1].endswith(_ADJECTIVE_ENDINGS):
+        phrase = f"a {phrase} course"  # "with a slowly progressive course", not "with slowly progressive"
     if register == "family" and phrase.lower() in HQ.LAY_TERMS:
         phrase = r.choice(HQ.LAY_TERMS[phrase.lower()])
     return noun, r.choice(HQ.PROPERTY_CLAUSES[prop.field][register]).format(p=phrase)
