@@ -2,7 +2,7 @@
 
 A tiny synth-prime SKB gets synthesized train/val/test queries plus ``test-human`` rows whose text carries a
 marker. The steps run for real (MiniLM, faiss, LadybugDB, the programmatic teacher, the planner tokenizer,
-mFAR with the smoke profile); every text the encoder sees while training and every training example is checked.
+SFT, the reranker's hard negatives, mFAR; smoke profile); every text the encoder sees while training and every training example is checked.
 """
 
 from __future__ import annotations
@@ -18,8 +18,15 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.entities.llm_extractor import gazetteer_demonstrations
 from grasp_core.io import atomic_dir
 from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node_embeddings_step, vector_indexes_step
-from grasp_core.pipeline.planner import load_teacher_plans, planner_base_step, sft_examples, teacher_plans_step
-from grasp_core.pipeline.text import mfar_model_step, text_index_step
+from grasp_core.pipeline.planner import (
+    load_teacher_plans,
+    planner_base_step,
+    sft_examples,
+    sft_step,
+    teacher_plans_step,
+)
+from grasp_core.pipeline.reranker import hard_negatives_step
+from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
 from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.base import base_model_path
 from grasp_core.planner.rl import rl_queries
@@ -27,6 +34,8 @@ from grasp_core.profiles import get_profile
 from grasp_core.skb.format import HUMAN_QID_OFFSET, write_queries, write_skb
 from grasp_core.skb.querygen import synthesize_queries
 from grasp_core.skb.synth import build_synth_skb
+
+pytestmark = pytest.mark.slow  # builds a tiny world and trains tiny models (about 20 s of CPU)
 
 MARKER = "quokkamarker"  # a word no synthesized query or node text holds
 N_HUMAN = 6
@@ -63,11 +72,17 @@ def encoded_in_training(ws):
         seen.extend(texts)
         return encode(texts, *args, **kwargs)
 
-    ws.encoder.encode = recording
-    teacher_plans_step(ws)
-    planner_base_step(ws)
-    mfar_model_step(ws)
-    ws.encoder.encode = encode
+    def training(*steps):
+        ws.encoder.encode = recording
+        try:
+            for step in steps:
+                step(ws)
+        finally:
+            ws.encoder.encode = encode
+
+    training(teacher_plans_step, planner_base_step, mfar_model_step)
+    text_rankings_step(ws)  # inference: ranks every split's queries, the evaluation's input
+    training(sft_step, hard_negatives_step)
     return seen
 
 
@@ -94,6 +109,12 @@ def test_teacher_plans_sft_and_rl_draw_on_train_and_val_only(ws, encoded_in_trai
     examples = sft_examples(ws, tokenizer)
     assert examples and not [e for e in examples if MARKER in e["prompt"] + e["completion"]]
     assert not set(rl_queries(ws.split("train"), ws.profile.rl)) & human_qids(ws)
+
+
+def test_reranker_trains_on_train_queries_only(ws, encoded_in_training):
+    negatives = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    train = set(ws.split("train")["qid"].astype(int))
+    assert len(negatives) and set(negatives["qid"].astype(int)) <= train
 
 
 def test_extractor_demonstrations_come_from_train(ws):
