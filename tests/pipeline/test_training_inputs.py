@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.entities.llm_extractor import gazetteer_demonstrations
 from grasp_core.io import atomic_dir
 from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node_embeddings_step, vector_indexes_step
@@ -27,7 +28,6 @@ from grasp_core.pipeline.planner import (
 )
 from grasp_core.pipeline.reranker import hard_negatives_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.base import base_model_path
 from grasp_core.planner.rl import rl_queries
 from grasp_core.profiles import get_profile
@@ -55,7 +55,7 @@ def ws(tmp_path_factory):
     write_skb(graph, art.path("skb"))
     with atomic_dir(art.path("queries")) as tmp:
         write_queries(queries, tmp / "queries.parquet")
-    ws = Workspace(art, get_profile("smoke"))
+    ws = Components(art, get_profile("smoke"))
     for step in (node_embeddings_step, vector_indexes_step, graph_store_step, entity_tables_step, text_index_step):
         step(ws)
     yield ws
