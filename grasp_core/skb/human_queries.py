@@ -64,6 +64,8 @@ class GraphQueries:
 
     def answers(self, graph_query: dict) -> np.ndarray:
         """The sorted node ids that satisfy ``graph_query``; :class:`GraspError` on a malformed one."""
+        if not isinstance(graph_query, dict):
+            raise GraspError(f"a graph query is a JSON object, got {graph_query!r}")
         if "node" in graph_query:
             return np.array([self._node(graph_query["node"])], dtype=np.int64)
         target, conds = graph_query.get("target"), graph_query.get("all")
@@ -81,17 +83,19 @@ class GraphQueries:
 
     def _satisfying(self, target: str, cond: dict) -> np.ndarray:
         if "field" in cond:
-            field = cond["field"]
-            if field not in self.skb.schema.node_types[target]:
-                raise GraspError(f"{target} nodes have no text field {field!r} (condition {cond})")
+            field, has = cond["field"], cond.get("has")
+            if field not in self.skb.schema.node_types[target] or not isinstance(has, str):
+                raise GraspError(f"{target} nodes have no text field {field!r}, or 'has' is not a text ({cond})")
             text = self.skb.nodes[field].fillna("").str.lower()
-            return np.flatnonzero(text.str.contains(cond["has"].lower(), regex=False).to_numpy())
+            return np.flatnonzero(text.str.contains(has.lower(), regex=False).to_numpy())
         if "node" in cond:
             anchors = np.array([self._node(cond["node"])])
         elif "via" in cond:
             anchors = self.answers(cond["via"])
         else:
             raise GraspError(f"condition {cond} needs 'node', 'via' or 'field'")
+        if cond.get("end") not in (None, "src", "dst"):
+            raise GraspError(f"'end' is 'src' or 'dst', got {cond['end']!r} ({cond})")
         return self._linked(cond.get("rel"), anchors, target, cond.get("end"))
 
     def _linked(self, rel: str | None, anchors: np.ndarray, target: str, end: str | None) -> np.ndarray:

@@ -99,6 +99,8 @@ def test_parent_child_direction(hpo, evaluator):
         ({"target": "gene", "all": [{"rel": "causes", "node": "HP:0000365"}]}, "unknown relation"),
         ({"target": "gene", "all": [{"rel": "phenotype present", "node": "HP:0000365"}]}, "never reaches a gene"),
         ({"target": "gene", "all": [{"field": "definition", "has": "x"}]}, "no text field"),
+        ("HP:0000365", "a graph query is a JSON object"),
+        ({"target": "phenotype", "all": [{"rel": "parent-child", "node": "HP:0000365", "end": "child"}]}, "'end' is"),
         ({"target": "gene", "all": [{"rel": "associated with"}]}, "needs 'node', 'via' or 'field'"),
     ],
 )
