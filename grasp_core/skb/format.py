@@ -21,6 +21,7 @@ from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
 
 SPLITS = ("train", "val", "test", "test-human")
+HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
 QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
 # Columns of queries.parquet that only analysis may read (never a retriever or the planner).
 ANALYSIS_COLUMNS = ("template",)
