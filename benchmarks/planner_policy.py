@@ -23,12 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
 from grasp_core.io import is_complete
 from grasp_core.pipeline import planner as steps
 from grasp_core.pipeline.evaluation import TestRun
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.plan.model import ABSTAIN
+from grasp_core.planner.rounds import ROUNDS
 from grasp_core.profiles import EvalSettings, get_profile
 
 PREPARED = (
@@ -53,7 +54,7 @@ def link_prepared(source: Path, work: Path, dataset: str) -> None:
             dst.symlink_to(src.resolve())
 
 
-def progression(ws: Workspace, planners: list[tuple[str, Path]]) -> list[dict]:
+def progression(ws: Components, planners: list[tuple[str, Path]]) -> list[dict]:
     """Test fused/graph Hit@1 and valid-plan rate of text, teacher and each planner, McNemar p vs text and vs SFT."""
     run = TestRun(ws, "test")
     teacher = steps.load_teacher_plans(ws).set_index("qid")
@@ -89,8 +90,8 @@ def main() -> None:
     base = get_profile("cpu").replace(eval=EvalSettings(max_test_queries=None))
     out: dict = {"dataset": args.dataset, "heads": {}, "seconds": {}}
 
-    def ws_for(profile) -> Workspace:
-        return Workspace(Artifacts.for_dataset(args.dataset, args.work), profile)
+    def ws_for(profile) -> Components:
+        return Components(Artifacts.for_dataset(args.dataset, args.work), profile)
 
     ws = ws_for(base)
     t0 = time.perf_counter()
@@ -122,14 +123,14 @@ def main() -> None:
 
     t0 = time.perf_counter()
     out["reward_table"] = steps.reward_table_step(ws)["table_md"]
-    for r in steps.ROUNDS:
+    for r in ROUNDS:
         out[f"samples_{r}"] = {k: v for k, v in steps.rft_samples_step(ws, r).items() if k != "path"}
         res = steps.planner_round_step(ws, r)
         out[f"round_{r}"] = {k: v for k, v in res.items() if not k.endswith("_png") and k != "path"}
     out["seconds"]["rl"] = round(time.perf_counter() - t0, 1)
 
     planners = [("SFT", ws.art.path("sft_adapter"))] + [
-        (f"SFT + RL round {r}", ws.art.path("planner", r)) for r in steps.ROUNDS
+        (f"SFT + RL round {r}", ws.art.path("planner", r)) for r in ROUNDS
     ]
     out["test"] = progression(ws, planners)
     ws.close()

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.pipeline.planner import final_planner, planner_llm
-from grasp_core.pipeline.workspace import Workspace
+from grasp_core.components import Components
 from grasp_core.planner.inference import plan_queries
 from grasp_core.profiles import get_profile
 
@@ -36,9 +35,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    ws = Workspace(Artifacts.for_dataset(args.dataset, args.artifacts), get_profile("cpu"))
-    name, path = final_planner(ws)
-    planner = planner_llm(ws, path)
+    ws = Components(Artifacts.for_dataset(args.dataset, args.artifacts), get_profile("cpu"))
+    name, path = ws.final_planner()
+    planner = ws.planner_llm(path)
     test = ws.split("test").head(args.queries)
     queries, tables = test["query"].tolist(), [ws.entity_tables[int(q)] for q in test["qid"]]
     schema = ws.skb.schema

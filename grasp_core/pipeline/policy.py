@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.pipeline.plots import line_plot
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.policy import PlanPolicy, load_policy, new_policy, path_keys
 from grasp_core.planner.policy_train import (
     Outcomes,
@@ -28,15 +28,16 @@ from grasp_core.planner.policy_train import (
     validation_hit1,
 )
 from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries
+from grasp_core.planner.rounds import Gate
 from grasp_core.ranking import Ranking
 
-VAL_FILE = "val.json"
+VAL_FILE = "val.json"  # as the LM planner writes it: validation fused Hit@1 of a kept planner
 
 
 class PolicyData:
     """Training and validation queries of a dataset, featurized for one policy, with their executed plans."""
 
-    def __init__(self, ws: Workspace, policy: PlanPolicy | None = None):
+    def __init__(self, ws: Components, policy: PlanPolicy | None = None):
         from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 
         self.ws, self.env = ws, planner_env(ws)
@@ -79,7 +80,7 @@ class PolicyData:
         return [pos[q] for q in qids if q in pos]
 
 
-def read_executed(ws: Workspace) -> dict[tuple[int, str], tuple[Ranking, int]]:
+def read_executed(ws: Components) -> dict[tuple[int, str], tuple[Ranking, int]]:
     """The teacher's executed candidates: (qid, plan text) -> (graph ranking, candidate count)."""
     path = ws.art.require("teacher_plans") / "executed.parquet"
     if not path.exists():
@@ -100,20 +101,20 @@ def executed_frame(qids, taught) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "plan", "node_ids", "scores", "n_candidates"])
 
 
-def _save(policy: PlanPolicy, ws: Workspace, path, val_hit1: float, extra: dict | None = None) -> None:
+def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, extra: dict | None = None) -> None:
     with atomic_dir(path) as tmp:
         policy.save(tmp, ws.profile.teacher, extra)
         write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1})
 
 
-def policy_base_step(ws: Workspace) -> dict:
+def policy_base_step(ws: Components) -> dict:
     """The policy's base is the frozen offline encoder: the artifact records which one."""
     with atomic_dir(ws.art.path("planner_base")) as tmp:
         write_json(tmp / "base.json", {"kind": "policy", "encoder": ws.encoder.identity})
     return {"kind": "policy", "encoder": ws.encoder.identity}
 
 
-def policy_sft_step(ws: Workspace, log_fn=None) -> dict:
+def policy_sft_step(ws: Components, log_fn=None) -> dict:
     t0 = time.perf_counter()
     data = PolicyData(ws)
     targets, keep = data.sft_targets()
@@ -147,7 +148,7 @@ def policy_sft_step(ws: Workspace, log_fn=None) -> dict:
     }
 
 
-def policy_samples_step(ws: Workspace, round_key: str) -> dict:
+def policy_samples_step(ws: Components, round_key: str) -> dict:
     from grasp_core.pipeline.planner import load_reward_table, round_start
 
     start = round_start(ws, round_key)
@@ -184,7 +185,7 @@ def policy_samples_step(ws: Workspace, round_key: str) -> dict:
     }
 
 
-def policy_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
+def policy_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO; gated on val."""
     from grasp_core.pipeline.planner import load_reward_table, round_start
 
@@ -239,7 +240,7 @@ def policy_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     with atomic_dir(ws.art.path("planner", round_key)) as tmp:
         data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
         write_json(tmp / VAL_FILE, {"val_fused_hit1": val})
-        write_json(tmp / "gate.json", {"val_fused_hit1": val, "previous": previous, "passed": val >= previous})
+        Gate(val, previous).write(tmp)
     hist, sel = grpo["history"], grpo["selection"]
     return {
         "round": round_key,

@@ -13,6 +13,7 @@ Plans reference entity-table rows (``ref``), so they are the ordinary plan JSON.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,7 +23,15 @@ from grasp_core.plan.relevance import relevance_text
 from grasp_core.planner.metapaths import Metapath, metapaths
 from grasp_core.skb.schema import Schema
 
-__all__ = ["ABSTAIN", "CandidateConfig", "candidate_plans", "intersect", "single_anchor_plans", "zero_hop_plan"]
+__all__ = [
+    "ABSTAIN",
+    "CandidateConfig",
+    "candidate_plans",
+    "intersect",
+    "single_anchor_plans",
+    "zero_hop_plan",
+    "json_text",
+]
 
 
 @dataclass(frozen=True)
@@ -126,3 +135,8 @@ def candidate_plans(
         ]
         out += singles + pairs + [zero_hop_plan(query, target)]
     return out
+
+
+def json_text(plan: dict) -> str:
+    """A candidate's plan JSON text, compact (the form plans are stored, executed and compared in)."""
+    return json.dumps(plan, separators=(",", ":"), ensure_ascii=False)

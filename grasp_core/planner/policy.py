@@ -36,9 +36,8 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans
+from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import PlanAttempt
-from grasp_core.planner.teacher import json_text
 from grasp_core.skb.schema import Schema
 
 HEADS = ("features", "linear", "mlp")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -28,30 +27,12 @@ import torch
 
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.policy import Featurized, PlanPolicy
-from grasp_core.planner.reward import RewardTable, fuse, plan_reward
-from grasp_core.planner.rl import GRPOSettings
+from grasp_core.planner.reward import RewardTable, plan_reward
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.ranking import Ranking
+from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings
+from grasp_core.ranking import Ranking, fuse
 
 LogFn = Callable[[int, dict], None]
-
-
-@dataclass(frozen=True)
-class PolicyTrainSettings:
-    train_queries: int | None = field(
-        default=None,
-        metadata={"help": "training queries taught with every candidate executed, in the SFT order (None: all)"},
-    )
-    epochs: int = field(default=30, metadata={"help": "SFT epochs over the training queries"})
-    learning_rate: float = field(default=3e-3, metadata={"help": "Adam learning rate of SFT and RFT"})
-    weight_decay: float = field(default=1e-4, metadata={"help": "Adam weight decay"})
-    batch_size: int = field(default=64, metadata={"help": "queries per optimizer step"})
-    soft_weight: float = field(
-        default=0.5, metadata={"help": "share of the listwise reward target in the SFT target (0: teacher only)"}
-    )
-    soft_temperature: float = field(default=0.25, metadata={"help": "temperature of the listwise reward target"})
-    validate_every: int = field(default=5, metadata={"help": "SFT epochs between validation checkpoints"})
-    seed: int = field(default=0, metadata={"help": "initialization, data order and sampling seed"})
 
 
 class Outcomes:

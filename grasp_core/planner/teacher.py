@@ -10,12 +10,11 @@ baseline. Every executed candidate's graph ranking is returned too, so RL re-exe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grasp_core.entities.table import EntityTable
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans
+from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.ranking import Ranking
 from grasp_core.skb.schema import Schema
 
@@ -96,7 +95,3 @@ class ProgrammaticTeacher:
             if progress is not None:
                 progress.update(1)
         return out
-
-
-def json_text(plan: dict) -> str:
-    return json.dumps(plan, separators=(",", ":"), ensure_ascii=False)

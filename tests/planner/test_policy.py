@@ -9,7 +9,7 @@ import torch
 from grasp_core.embed.encoder import EncoderConfig, load_encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans
+from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import check_plan, plan_queries
 from grasp_core.planner.policy import PolicyConfig, load_policy, new_policy, path_keys, verbalize
 from grasp_core.planner.policy_train import (
@@ -21,7 +21,6 @@ from grasp_core.planner.policy_train import (
 )
 from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rl import GRPOSettings
-from grasp_core.planner.teacher import json_text
 
 N_FIT = 96  # training queries the SFT test learns from; the rest of the training split is held out
 GRADED = RewardTable(
