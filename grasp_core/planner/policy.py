@@ -62,7 +62,7 @@ WEIGHTS = "policy.pt"
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    head: str = field(default="linear", metadata={"help": f"scoring head on frozen encoder features: {HEADS}"})
+    head: str = field(default="mlp", metadata={"help": f"scoring head on frozen encoder features: {HEADS}"})
     hidden: int = field(default=64, metadata={"help": "hidden units of the mlp head"})
     max_query_tokens: int = field(default=64, metadata={"help": "truncation of the query for the encoder"})
 
