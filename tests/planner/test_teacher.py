@@ -52,7 +52,7 @@ def test_teacher_ranks_gold_first_for_most_training_queries(world):
         mentions = [world.tables[q].row(a.ref).mention for a in plan.anchors if a.ref]
         for m in mentions:  # the anchors' mentions are out of the relevance text
             assert m.lower() not in t.plan["relevance_text"].lower(), (m, t.plan["relevance_text"])
-        if mentions:
+        if any(m.lower() in world.queries[q].lower() for m in mentions):  # a fuzzy mention may not occur verbatim
             assert len(t.plan["relevance_text"]) < len(world.queries[q])
 
 
