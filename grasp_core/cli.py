@@ -6,10 +6,13 @@ import argparse
 import dataclasses
 import sys
 import time
+from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
 from grasp_core.profiles import PROFILE_NAMES, get_profile
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 def _data_build(args: argparse.Namespace) -> None:
@@ -64,10 +67,11 @@ def _pipeline(args: argparse.Namespace) -> None:
         n_queries=args.queries or 0,
     )
     total = time.perf_counter() - start
-    from grasp_core.report import dataset_report
+    from grasp_core.report import dataset_report, dataset_results
 
+    steps = importlib.import_module("grasp_assets.run_records").step_seconds(args.dataset)
     print()
-    print(dataset_report(Artifacts.for_dataset(args.dataset, args.root)))
+    print(dataset_report(dataset_results(Artifacts.for_dataset(args.dataset, args.root), steps)))
     print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
     print(
         "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
@@ -105,12 +109,21 @@ def _retrieve(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from grasp_core.report import cross_dataset_report, dataset_report
+    import importlib
 
-    arts = [Artifacts.for_dataset(d, args.root) for d in args.datasets]
-    text = "\n\n".join(dataset_report(a) for a in arts)
-    if len(arts) > 1:
-        text += "\n\n" + cross_dataset_report(arts)
+    from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
+
+    step_seconds = importlib.import_module("grasp_assets.run_records").step_seconds  # Dagster's run records
+    parts, tests = [], []
+    for dataset in args.datasets:
+        results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
+        for path in write_results(results, args.results_dir):
+            print(f"wrote {path}", file=sys.stderr)
+        parts.append(dataset_report(results))
+        tests += [results["test"]] if "test" in results else []
+    text = "\n\n".join(parts)
+    if len(args.datasets) > 1:
+        text += "\n\n" + cross_dataset_report(tests)
     if args.out:
         from grasp_core.io import atomic_file
 
@@ -166,11 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser(
         "report",
-        help="print datasets' results tables (from their evaluation assets); with "
-        "several datasets also the ablations across them (Stouffer)",
+        help="write datasets' results documents (JSON, from their evaluation assets and Dagster's run records) and "
+        "print the tables rendered from them; with several datasets also the settings across them (Stouffer)",
     )
     report.add_argument("datasets", nargs="+")
     report.add_argument("--out", default=None, help="also write the markdown to this file")
+    report.add_argument(
+        "--results-dir",
+        default=str(RESULTS_DIR),
+        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written "
+        "(default: the checkout's benchmarks/results)",
+    )
     report.set_defaults(func=_report)
     return parser
 
