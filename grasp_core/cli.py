@@ -129,6 +129,10 @@ def _report(args: argparse.Namespace) -> None:
 
         with atomic_file(args.out) as handle:
             handle.write(text + "\n")
+    if args.readme:
+        from grasp_core.report import replace_readme_block
+
+        replace_readme_block(args.readme, text)
     print(text)
 
 
@@ -184,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("datasets", nargs="+")
     report.add_argument("--out", default=None, help="also write the markdown to this file")
+    report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
     report.add_argument(
         "--results-dir",
         default=str(RESULTS_DIR),

@@ -8,11 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.errors import GraspError
 from grasp_core.eval.results import SPLITS, build_results, compared, read_per_query, render_markdown
 from grasp_core.eval.significance import stouffer
 from grasp_core.io import atomic_file, is_complete, read_json
 
 EVALUATION_ASSETS = ("eval_metrics", "ablations")  # the assets whose per-query rows make up the settings
+README_BEGIN, README_END = "<!-- results:begin (grasp report --readme) -->", "<!-- results:end -->"
 
 
 def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) -> dict[str, dict]:
@@ -88,3 +90,13 @@ def cross_dataset_report(docs: Sequence[dict]) -> str:
         f"Stouffer across {', '.join(f'`{n}`' for n in names)})\n\n"
     )
     return head + "\n".join(lines)
+
+
+def replace_readme_block(readme: Path, rendered: str) -> None:
+    """Put ``rendered`` between the README's results markers (the README's results are never typed by hand)."""
+    text = Path(readme).read_text()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise GraspError(f"{readme} has no results block: add the lines {README_BEGIN!r} and {README_END!r}")
+    with atomic_file(readme) as handle:
+        handle.write(text[: begin + len(README_BEGIN)] + "\n" + rendered + "\n" + text[end:])

@@ -10,7 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import is_complete, read_json
+from grasp_core.io import is_complete
 
 DATASET = "synth-prime"
 
@@ -54,35 +54,75 @@ def test_every_asset_is_built(trained):
     ):
         assert is_complete(art.path(name)), name
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
-    metrics = read_json(art.path("eval_metrics") / "metrics.json")
-    assert {r["reranker"] for r in metrics["rows"]} == {"no", "yes"}
-    assert [r["setting"].rsplit(" ", 1)[-1] for r in metrics["rows"][1:]] == ["K=10", "K=5"]  # deepest first
-    assert all(r["s/query"] > 0 for r in metrics["rows"][1:])  # each depth timed, the shallower one without the cache
-    # every pair the reranker scored is kept for the ablations; the served top K is made of such pairs
-    import pandas as pd
 
-    run = pd.read_parquet(art.path("eval_metrics") / "test_run.parquet")
-    for nodes, scores, served in zip(run["pair_nodes"], run["pair_scores"], run["reranked_ids"]):
-        assert len(nodes) == len(scores) == len(set(nodes)) and set(served[: len(nodes)]) == set(nodes)
-    settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
-    assert {
-        "text only",
-        "graph only",
-        "no entity table",
-        "no relevance text (whole query)",
-        "SFT only",
-        "teacher (oracle-guided)",
-        "fixed-ratio fusion (AF-Retriever)",
-        "router (HybGRAG)",
-    } <= settings
-    progression = read_json(art.path("ablations") / "ablations.json")["progression"]
-    assert [(r["split"], r["planner"]) for r in progression] == [
-        (split, p)
-        for split in ("val", "test")
-        for p in ("text only", "teacher (oracle-guided)", "SFT", "SFT + RL round 1", "SFT + RL round 2")
-        if p != "SFT + RL round 2" or is_complete(art.path("planner", "2"))
-    ]
-    assert all(0 <= r["fused hit@1"] <= 100 for r in progression)
+
+def test_report_writes_the_results_document_from_the_assets_and_run_records(trained, capsys):
+    tmp, _ = trained
+    from grasp_core.cli import main
+    from grasp_core.pipeline.workspace import Workspace
+    from grasp_core.profiles import get_profile
+
+    art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    out = tmp / "results"
+    assert (
+        main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "report", DATASET, "--results-dir", str(out)])
+        == 0
+    )
+    md = capsys.readouterr().out
+    doc = json.loads((out / f"pipeline_{DATASET}.json").read_text())
+    assert doc["split"] == "test" and doc["profile"] == "smoke" and doc["dataset"] == DATASET
+    assert doc["n_queries"] == len(Workspace(art, get_profile("smoke")).split("test")) > 12  # every test query
+    rounds = ["rl1"] + (["rl2"] if is_complete(art.path("planner", "2")) else [])
+    required = {"text", "graph", "teacher", "sft", *rounds, "served", "served+rerank"}
+    assert required <= set(doc["settings"])
+    assert {"no entity table", "no relevance text", "fixed-ratio fusion", "router", "bm25", "dense", "mfar"} <= set(
+        doc["settings"]
+    )
+    assert all(0 <= v <= 100 for m in doc["settings"].values() for v in m.values())
+    assert doc["settings"]["mfar"] == doc["settings"]["text"]  # the smoke profile's text branch is mFAR
+    assert {"served vs text", "served vs sft", "served+rerank vs served"} <= set(doc["mcnemar"])
+    assert all(0 <= p <= 1 for p in doc["mcnemar"].values())
+    assert {"text", "planning", "reranking", "total"} <= set(doc["latency"])
+    assert {"skb", "teacher_plans", "sft_adapter", "planner/1", "reranker", "eval_metrics", "ablations"} <= set(
+        doc["steps"]
+    )
+    assert all(v > 0 for v in doc["steps"].values())
+    served = doc["settings"]["served"]
+    assert f"| served | {served['hit@1']:.1f} | {served['hit@5']:.1f} |" in md and "| eval_metrics |" in md
+
+
+def test_no_trained_artifact_saw_a_held_out_query(trained):
+    """The inputs of everything trained (the planner's tokenizer, SFT and RFT examples, GRPO's and the reranker's
+    queries) hold training queries only."""
+    tmp, _ = trained
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from grasp_core.pipeline.planner import sft_examples, tokenizer_examples
+    from grasp_core.pipeline.workspace import Workspace
+    from grasp_core.planner.base import base_model_path
+    from grasp_core.profiles import get_profile
+
+    art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    ws = Workspace(art, get_profile("smoke"))
+    queries = ws.skb.queries
+    train = set(queries.loc[queries["split"] == "train", "qid"].astype(int))
+    train_text = set(queries.loc[queries["split"] == "train", "query"])
+    held_out = set(queries.loc[queries["split"].isin(["val", "test", "test-human"]), "query"]) - train_text
+    assert held_out
+    prompts, plans = tokenizer_examples(ws)
+    sft = sft_examples(ws, AutoTokenizer.from_pretrained(base_model_path(art.require("planner_base"))))
+    texts = prompts + [e["prompt"] for e in sft]
+    assert len(prompts) > 0 and len(sft) > 0
+    assert not [q for q in held_out if any(q in t for t in texts)]
+    for r in ("1", "2"):
+        if is_complete(art.path("rft_samples", r)):
+            assert set(pd.read_parquet(art.path("rft_samples", r) / "samples.parquet")["qid"].astype(int)) <= train
+    negatives = pd.read_parquet(art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    assert set(negatives["qid"].astype(int)) <= train
+    # the test split's teacher plans exist (the oracle-guided setting) but only training ones were taught from
+    teacher = pd.read_parquet(art.require("teacher_plans") / "plans.parquet")
+    assert set(teacher["split"]) == {"train", "test"} | ({"test-human"} & set(queries["split"]))
 
 
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):

@@ -124,3 +124,15 @@ def test_stouffer_combines_signed_mcnemar_p_values_across_datasets():
     assert lines["text"].endswith(f"| {stouffer([p, p], [-40.0, 40.0]):.3g} |") and stouffer([p, p], [-1, 1]) == 1.0
     assert lines["graph"].startswith("| graph | — | — | 30.0")
     assert cross_dataset_report([]) == "(no dataset has its evaluation built yet)"
+
+
+def test_readme_block_is_replaced_and_a_readme_without_one_is_refused(tmp_path):
+    from grasp_core.report import README_BEGIN, README_END, replace_readme_block
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n{README_BEGIN}\nold table\n{README_END}\n## next\n")
+    replace_readme_block(readme, "| new | table |")
+    assert readme.read_text() == f"# title\n{README_BEGIN}\n| new | table |\n{README_END}\n## next\n"
+    (tmp_path / "other.md").write_text("# no block\n")
+    with pytest.raises(GraspError, match="has no results block"):
+        replace_readme_block(tmp_path / "other.md", "x")
