@@ -1,0 +1,196 @@
+"""Processed STaRK directories made by stark-qa's own processing and save code from tiny synthetic raw inputs
+(only its network downloads are stubbed), in stark-qa's own download layout, loaded by our loader."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from grasp_core.skb.format import validate
+from grasp_core.skb.stark import find_stark_dirs, load_stark_graph, load_stark_skb
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Every network download stark-qa (and TDC under it) could start fails the test."""
+    import stark_qa.retrieval.dataset as qa_dataset
+    import stark_qa.skb.prime as prime
+    import tdc.utils.load as tdc_load
+
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"stark-qa tried to download: {args}")
+
+    for module, name in ((prime, "hf_hub_download"), (prime, "download_hf_file"), (tdc_load, "dataverse_download")):
+        monkeypatch.setattr(module, name, no_network)
+
+    # load_qa lists the Hugging Face folder before reading it: the files are already in place
+    monkeypatch.setattr(
+        qa_dataset, "download_hf_folder", lambda repo, folder, repo_type, save_as_folder: save_as_folder
+    )
+
+
+def write_stark_qa(root: Path, name: str, rows: list[tuple[int, str, list[int]]], splits: dict, human: list) -> None:
+    """QA files where stark-qa's ``load_qa(name, root)`` keeps them: ``<root>/<name>/{stark_qa,split}``."""
+    base = root / name
+    (base / "stark_qa").mkdir(parents=True)
+    (base / "split").mkdir()
+    for file, data in (("stark_qa.csv", rows), ("stark_qa_human_generated_eval.csv", human)):
+        pd.DataFrame(data, columns=["id", "query", "answer_ids"]).to_csv(base / "stark_qa" / file, index=False)
+    for split, ids in {**splits, "test-0.1": splits["test"][:1]}.items():
+        (base / "split" / f"{split}.index").write_text("\n".join(map(str, ids)) + "\n")
+
+
+PRIME_NODES = [  # (index, id, type, name)
+    (0, "9796", "gene/protein", "PHYHIP"),
+    (1, "7918", "gene/protein", "GPANK1"),
+    (2, "DB00001", "drug", "Lepirudin"),
+    (3, "5009", "disease", "heart failure"),
+    (4, "R-HSA-1", "pathway", "Signal transduction"),
+    (5, "GO:0005515", "molecular_function", "protein binding"),
+    (6, "HP:0001635", "effect/phenotype", "Congestive heart failure"),
+    (7, "UBERON:0000948", "anatomy", "heart"),
+    (8, "GO:0007165", "biological_process", "signal transduction"),
+    (9, "GO:0005737", "cellular_component", "cytoplasm"),
+    (10, "CHEBI:1", "exposure", "tobacco smoke"),
+]  # stark-qa's processing needs at least one node of each of Prime's ten types
+PRIME_EDGES = [  # (x, relation, display_relation, y), listed in both directions as kg.csv does
+    (0, "protein_protein", "ppi", 1),
+    (2, "drug_protein", "target", 0),
+    (2, "indication", "indication", 3),
+    (2, "contraindication", "contraindication", 3),  # a second relation on the pair (drug 2, disease 3)
+    (0, "pathway_protein", "interacts with", 4),
+    (1, "molfunc_protein", "interacts with", 5),
+    (3, "disease_phenotype_positive", "phenotype present", 6),
+    (7, "anatomy_protein_present", "expression present", 0),
+    (8, "bioprocess_protein", "interacts with", 1),
+    (9, "cellcomp_protein", "interacts with", 0),
+    (10, "exposure_disease", "linked to", 3),
+]
+
+
+def write_prime_raw(raw: Path) -> None:
+    """kg.csv, the metadata pickle and TDC's local copies (primekg.tab and the drug/disease feature tables)."""
+    raw.mkdir(parents=True)
+    by_index = {n[0]: n for n in PRIME_NODES}
+    rows = []
+    for x, relation, display, y in PRIME_EDGES:
+        for a, b in ((x, y), (y, x)):
+            ia, ida, ta, na = by_index[a]
+            ib, idb, tb, nb = by_index[b]
+            rows.append([relation, display, ia, ida, ta, na, "SRC", ib, idb, tb, nb, "SRC"])
+    kg = pd.DataFrame(
+        rows,
+        columns=["relation", "display_relation", "x_index", "x_id", "x_type", "x_name", "x_source"]
+        + ["y_index", "y_id", "y_type", "y_name", "y_source"],
+    )
+    kg.to_csv(raw / "kg.csv", index=False)
+    kg.to_csv(raw / "primekg.tab", index=False)  # TDC's PrimeKG loader reads its own copy (comma-separated)
+    meta = {
+        "gene/protein": {"PHYHIP": {"summary": "phytanoyl-CoA hydroxylase interacting protein", "alias": ["PAHX-AP1"]}},
+        "pathway": {0: {"name": ["Signal transduction"], "summary": "signalling cascades"}},
+        "molecular_function": {"GO:0005515": {"definition": "binding to a protein"}},
+        "biological_process": {},
+        "cellular_component": {},
+    }
+    with open(raw / "primekg_metadata_extended.pkl", "wb") as handle:
+        pickle.dump(meta, handle)
+    pd.DataFrame([{"node_index": 2, "description": "an anticoagulant", "half_life": "1.3 hours"}]).to_csv(
+        raw / "primekg_drug_feature.tab", sep="\t", index=False
+    )
+    pd.DataFrame([{"node_index": 3, "mondo_definition": "the heart fails to pump enough blood"}]).to_csv(
+        raw / "primekg_disease_feature.tab", sep="\t", index=False
+    )
+
+
+def test_prime_processed_by_stark_qa_loads_in_its_own_layout(tmp_path, offline):
+    from stark_qa import load_qa
+    from stark_qa.skb.prime import PrimeSKB
+
+    root = tmp_path / "stark"  # the root given to stark-qa's load_skb / load_qa: <root>/prime/...
+    write_prime_raw(root / "prime" / "raw")
+    theirs = PrimeSKB(root=str(root / "prime"), download_processed=False)  # processes raw/ and saves processed/
+    assert (root / "prime" / "processed" / "node_info.pkl").is_file()
+    write_stark_qa(
+        root,
+        "prime",
+        rows=[
+            (0, "Which drug targets PHYHIP?", [2]),
+            (1, "What treats heart failure?", [2]),
+            (2, "PHYHIP partner?", [1]),
+        ],
+        splits={"train": [0], "val": [1], "test": [2]},
+        human=[(0, "Proteins in signal transduction?", [0])],
+    )
+    their_qa = load_qa("prime", str(root))
+
+    skb_dir, qa_dir = find_stark_dirs("prime", root, root)
+    assert (skb_dir, qa_dir) == (root / "prime", root / "prime")
+    skb = load_stark_skb("prime", skb_dir, qa_dir)
+    validate(skb)
+    assert skb.nodes["name"].tolist() == [n[3] for n in PRIME_NODES]
+    assert skb.nodes["type"].tolist() == [theirs.get_node_type_by_id(i) for i in range(len(PRIME_NODES))]
+    assert skb.nodes.loc[2, "description"] == "an anticoagulant" and skb.nodes.loc[2, "half_life"] == "1.3 hours"
+    assert skb.nodes.loc[0, "summary"] == "phytanoyl-CoA hydroxylase interacting protein"
+    assert skb.nodes.loc[5, "definition"] == "binding to a protein"
+    edges = {(r, min(s, d), max(s, d)) for s, r, d in skb.edges.itertuples(index=False, name=None)}
+    assert edges == {(display, min(x, y), max(x, y)) for x, _, display, y in PRIME_EDGES}
+    # stark-qa collapses the two relations of (drug 2, disease 3) into one edge whose type is their mean id
+    # (to_undirected(..., reduce="mean")), which here reads as the relation with the lower id; we keep both
+    theirs_pair = {
+        theirs.edge_type_dict[int(t)]
+        for (a, b), t in zip(theirs.edge_index.t().tolist(), theirs.edge_types)
+        if {a, b} == {2, 3}
+    }
+    assert theirs_pair == {"contraindication"}
+    assert {r for r, a, b in edges if (a, b) == (2, 3)} == {"indication", "contraindication"}
+    # the queries stark-qa reads are ours, split for split
+    q = skb.queries.set_index("qid")
+    for split, idx in their_qa.get_idx_split().items():
+        if split == "test-0.1":
+            continue
+        for i in idx.tolist():
+            query, qid, answers, _ = their_qa[i]
+            assert q.loc[qid, "split"] == split and q.loc[qid, "query"] == query
+            assert list(q.loc[qid, "answer_ids"]) == answers
+
+
+def test_qa_is_found_in_the_hugging_face_and_github_layouts(tmp_path):
+    for layout in ("qa/prime", "primekg", "qa/primekg"):
+        root = tmp_path / layout.replace("/", "_")
+        base = root / layout
+        (base / "stark_qa").mkdir(parents=True)
+        (base / "stark_qa" / "stark_qa.csv").write_text("id,query,answer_ids\n")
+        skb_dir, qa_dir = find_stark_dirs("prime", root, root)
+        assert qa_dir == base and skb_dir == root / "prime"
+    (tmp_path / "hf" / "skb" / "mag" / "processed").mkdir(parents=True)
+    (tmp_path / "hf" / "skb" / "mag" / "processed" / "node_info.pkl").write_bytes(b"")
+    (tmp_path / "hf" / "qa" / "mag" / "stark_qa").mkdir(parents=True)
+    (tmp_path / "hf" / "qa" / "mag" / "stark_qa" / "stark_qa.csv").write_text("id,query,answer_ids\n")
+    assert find_stark_dirs("mag", tmp_path / "hf", tmp_path / "hf") == (
+        tmp_path / "hf" / "skb" / "mag",
+        tmp_path / "hf" / "qa" / "mag",
+    )
+
+
+def test_missing_qa_names_every_place_looked(tmp_path):
+    from grasp_core.errors import SKBFormatError
+
+    with pytest.raises(SKBFormatError) as err:
+        find_stark_dirs("prime", tmp_path, tmp_path)
+    for place in ("prime", "primekg", "qa/prime", "qa/primekg"):
+        assert str(tmp_path / place) in str(err.value)
+    assert "GRASP_STARK_QA_ROOT" in str(err.value)
+
+
+def test_graph_loads_from_the_processed_folder_directly(tmp_path, offline):
+    from stark_qa.skb.prime import PrimeSKB
+
+    write_prime_raw(tmp_path / "prime" / "raw")
+    PrimeSKB(root=str(tmp_path / "prime"), download_processed=False)
+    schema, nodes, _ = load_stark_graph("prime", tmp_path / "prime" / "processed")
+    assert len(nodes) == len(PRIME_NODES) and schema.connects("target", "drug", "gene/protein")
