@@ -139,15 +139,13 @@ def test_prime_processed_by_stark_qa_loads_in_its_own_layout(tmp_path, offline):
     assert skb.nodes.loc[5, "definition"] == "binding to a protein"
     edges = {(r, min(s, d), max(s, d)) for s, r, d in skb.edges.itertuples(index=False, name=None)}
     assert edges == {(display, min(x, y), max(x, y)) for x, _, display, y in PRIME_EDGES}
-    # stark-qa collapses the two relations of (drug 2, disease 3) into one edge whose type is their mean id
-    # (to_undirected(..., reduce="mean")), which here reads as the relation with the lower id; we keep both
-    theirs_pair = {
-        theirs.edge_type_dict[int(t)]
+    # kg.csv lists both directions, so stark-qa's edge_index is already undirected and keeps every relation of a
+    # pair (here indication and contraindication of drug 2 for disease 3), as we do
+    theirs_edges = {
+        (theirs.edge_type_dict[int(t)], min(a, b), max(a, b))
         for (a, b), t in zip(theirs.edge_index.t().tolist(), theirs.edge_types)
-        if {a, b} == {2, 3}
     }
-    assert theirs_pair == {"contraindication"}
-    assert {r for r, a, b in edges if (a, b) == (2, 3)} == {"indication", "contraindication"}
+    assert theirs_edges == edges and {r for r, a, b in edges if (a, b) == (2, 3)} == {"indication", "contraindication"}
     # the queries stark-qa reads are ours, split for split
     q = skb.queries.set_index("qid")
     for split, idx in their_qa.get_idx_split().items():
