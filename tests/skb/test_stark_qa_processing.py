@@ -19,13 +19,21 @@ pytestmark = pytest.mark.slow
 def offline(monkeypatch):
     """Every network download stark-qa (and TDC under it) could start fails the test."""
     import stark_qa.retrieval.dataset as qa_dataset
+    import stark_qa.skb.amazon as amazon
     import stark_qa.skb.prime as prime
     import tdc.utils.load as tdc_load
 
     def no_network(*args, **kwargs):
         raise AssertionError(f"stark-qa tried to download: {args}")
 
-    for module, name in ((prime, "hf_hub_download"), (prime, "download_hf_file"), (tdc_load, "dataverse_download")):
+    for module, name in (
+        (prime, "hf_hub_download"),
+        (prime, "download_hf_file"),
+        (tdc_load, "dataverse_download"),
+        (amazon, "hf_hub_download"),
+        (amazon, "download_hf_file"),
+        (amazon, "download_url"),
+    ):
         monkeypatch.setattr(module, name, no_network)
 
     # load_qa lists the Hugging Face folder before reading it: the files are already in place
@@ -192,3 +200,107 @@ def test_graph_loads_from_the_processed_folder_directly(tmp_path, offline):
     PrimeSKB(root=str(tmp_path / "prime"), download_processed=False)
     schema, nodes, _ = load_stark_graph("prime", tmp_path / "prime" / "processed")
     assert len(nodes) == len(PRIME_NODES) and schema.connects("target", "drug", "gene/protein")
+
+
+AMAZON_PRODUCTS = 22  # stark-qa keeps a colour only when more than 20 products have it
+
+
+def write_amazon_raw(root: Path) -> None:
+    """The UCSD Amazon files of one category (reviews, metadata, Q&A) and STaRK's sub-category list."""
+    import gzip
+    import json
+
+    raw = root / "raw"
+    raw.mkdir(parents=True)
+    (root / "category_list.json").write_text(json.dumps(["running", "camping & hiking"]))
+    asins = [f"B{i:09d}" for i in range(AMAZON_PRODUCTS)]
+    meta, reviews = [], []
+    for i, asin in enumerate(asins):
+        meta.append(
+            {
+                "asin": asin,
+                "title": f"Trail shoe {i}",
+                "category": ["Sports & Outdoors", "Running" if i % 2 else "Camping & Hiking"],
+                "price": "$50.00",
+                "brand": "Salomon" if i < 11 else "by Merrell",
+                "feature": [f"grip level {i}"],
+                "rank": "1 in Sports",
+                "details": {"Item Weight:": f"{i} ounces"},
+                "description": [f"A shoe for trails, model {i}."],
+                # product 0: both also-bought and also-viewed with product 1 (two relations on one pair)
+                "also_buy": [asins[1]] if i == 0 else [],
+                "also_view": [asins[1], asins[2]] if i == 0 else [],
+            }
+        )
+        reviews.append(
+            {
+                "asin": asin,
+                "reviewerID": f"R{i}",
+                "summary": "good",
+                "style": {"Color:": " Black"},
+                "reviewText": f"Comfortable on long runs ({i}).",
+                "vote": "2",
+                "overall": 5.0,
+                "verified": True,
+                "reviewTime": "01 1, 2018",
+            }
+        )
+    qa = [
+        {
+            "asin": asins[0],
+            "questionType": "yes/no",
+            "answerType": "Y",
+            "question": "Waterproof?",
+            "answer": "Yes.",
+            "answerTime": "Jan 1, 2018",
+        }
+    ]
+    category = "Sports_and_Outdoors"
+    for file, rows, dump in (
+        (f"{category}.json.gz", reviews, json.dumps),
+        (f"meta_{category}.json.gz", meta, json.dumps),
+        (f"qa_{category}.json.gz", qa, repr),  # stark-qa reads Q&A lines with eval()
+    ):
+        with gzip.open(raw / file, "wt") as handle:
+            handle.writelines(dump(r) + "\n" for r in rows)
+
+
+def test_amazon_processed_by_stark_qa_loads_from_its_cache_folder(tmp_path, offline, monkeypatch):
+    from stark_qa.skb.amazon import AmazonSKB
+
+    root = tmp_path / "stark"
+    write_amazon_raw(root / "amazon")
+    # with download_processed=False stark-qa never sets the sub-category path it then reads (a stark-qa bug)
+    monkeypatch.setattr(AmazonSKB, "sub_category_path", str(root / "amazon" / "category_list.json"), raising=False)
+    theirs = AmazonSKB(root=str(root / "amazon"), download_processed=False)
+    assert (root / "amazon" / "processed" / "cache" / "brand-category-color" / "node_info.pkl").is_file()
+    write_stark_qa(
+        root,
+        "amazon",
+        rows=[(0, "A Salomon trail shoe?", [0]), (1, "A Merrell shoe for running?", [11]), (2, "Black shoe?", [3])],
+        splits={"train": [0], "val": [1], "test": [2]},
+        human=[(0, "Shoes bought with trail shoe 1?", [0])],
+    )
+    skb = load_stark_skb("amazon", *find_stark_dirs("amazon", root, root))
+    validate(skb)
+    nodes = skb.nodes
+    assert nodes["type"].value_counts().to_dict() == {"product": AMAZON_PRODUCTS, "category": 2, "brand": 2, "color": 1}
+    assert nodes["type"].tolist() == [theirs.get_node_type_by_id(i) for i in range(len(nodes))]
+    assert nodes.loc[0, "name"] == "Trail shoe 0" and set(nodes.loc[nodes["type"] == "brand", "name"]) == {
+        "Salomon",
+        "Merrell",
+    }
+    assert "Comfortable on long runs (0)." in skb.document(0) and "Waterproof?" in skb.document(0)
+    edges = {(r, min(s, d), max(s, d)) for s, r, d in skb.edges.itertuples(index=False, name=None)}
+    assert {r for r, a, b in edges if (a, b) == (0, 1)} == {"also_buy", "also_view"}
+    assert ("also_view", 0, 2) in edges
+    assert sum(r == "has_color" for r, _, _ in edges) == AMAZON_PRODUCTS
+    # stark-qa stores these edges one way and makes the graph undirected when it loads it
+    # (torch_geometric's to_undirected(..., reduce="mean")): the two relations of the pair (0, 1) collapse into
+    # one edge whose type id is the mean of theirs, rounded down: also_buy (0) and also_view (1) -> also_buy
+    theirs_edges = [
+        (theirs.edge_type_dict[int(t)], min(a, b), max(a, b))
+        for (a, b), t in zip(theirs.edge_index.t().tolist(), theirs.edge_types)
+    ]
+    assert {r for r, a, b in theirs_edges if (a, b) == (0, 1)} == {"also_buy"}
+    assert set(theirs_edges) == edges - {("also_view", 0, 1)}
