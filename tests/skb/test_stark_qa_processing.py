@@ -304,3 +304,114 @@ def test_amazon_processed_by_stark_qa_loads_from_its_cache_folder(tmp_path, offl
     ]
     assert {r for r, a, b in theirs_edges if (a, b) == (0, 1)} == {"also_buy"}
     assert set(theirs_edges) == edges - {("also_view", 0, 1)}
+
+
+MAG_RELATIONS = {  # ogbn-mag relation folder -> (reltype id as ogbn-mag numbers it, (src, dst) ogbn ids)
+    "author___affiliated_with___institution": (0, [(0, 0), (1, 0)]),
+    "paper___cites___paper": (1, [(1, 0), (2, 0), (2, 1)]),
+    "paper___has_topic___field_of_study": (2, [(0, 0), (1, 1), (2, 0)]),
+    "author___writes___paper": (3, [(0, 0), (1, 0), (1, 1), (0, 2)]),
+}
+
+
+def write_mag_raw(root: Path) -> None:
+    """ogbn-mag's relation and mapping files, the papers' English titles/abstracts (stark-qa's paper100M cache)
+    and the MAG attribute tables as stark-qa caches them after merging the MAG dump (``processed/mag_cache``)."""
+    ogbn = root / "raw" / "ogbn_mag"
+    for rel, (type_id, pairs) in MAG_RELATIONS.items():
+        folder = ogbn / "raw" / "relations" / rel
+        folder.mkdir(parents=True)
+        pd.DataFrame(pairs).to_csv(folder / "edge.csv.gz", header=False, index=False)
+        pd.DataFrame([type_id] * len(pairs)).to_csv(folder / "edge_reltype.csv.gz", header=False, index=False)
+        pd.DataFrame([len(pairs)]).to_csv(folder / "num-edge-list.csv.gz", header=False, index=False)
+    (ogbn / "mapping").mkdir()
+    pd.DataFrame({"ent idx": [0, 1, 2], "ent name": [901, 902, 903]}).to_csv(
+        ogbn / "mapping" / "paper_entidx2name.csv.gz", index=False
+    )
+    text = root / "processed" / "paper100M_cache"
+    text.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "mag_id": [901, 902, 903],
+            "title": ["Notes on the engine", "On computable numbers", "A mathematical theory of communication"],
+            "abstract": ["We describe the engine.", "Numbers a machine can write.", "Entropy of a source."],
+        }
+    ).to_csv(text / "idx_title_abs.tsv", sep="\t", index=False)
+    cache = root / "processed" / "mag_cache"
+    cache.mkdir()
+    counts = {"PaperCount": [12, -1], "CitationCount": [-1, 40]}
+    pd.DataFrame(
+        {"id": [0, 1], "AuthorId": [2100, 2101], "DisplayName": ["Ada Lovelace", "Alan Turing"], **counts}
+    ).to_csv(cache / "author_data.csv", index=False)
+    pd.DataFrame(
+        {
+            "id": [0],
+            "AffiliationId": [77],
+            "DisplayName": ["University of London"],
+            "PaperCount": [500],
+            "CitationCount": [9000],
+        }
+    ).to_csv(cache / "institution_data.csv", index=False)
+    pd.DataFrame({"id": [0, 1], "FieldOfStudyId": [88, 89], "DisplayName": ["Computing", "Logic"], **counts}).to_csv(
+        cache / "field_of_study_data.csv", index=False
+    )
+    pd.DataFrame(
+        {
+            "id": [0, 1, 2],
+            "PaperId": [901, 902, 903],
+            "Date": ["1843-01-01", "1936-11-12", -1],
+            "OriginalVenue": ["Scientific Memoirs", -1, -1],
+            "JournalDisplayName": [-1, "Proceedings of the LMS", -1],
+            "ConferenceSeriesDisplayName": [-1, -1, -1],
+            "ConferenceInstancesDisplayName": [-1, -1, -1],
+        }
+    ).to_csv(cache / "paper_data.csv", index=False)
+    (root / "schema").mkdir()  # MagSKB fetches the MAG dump's schema unless the folder exists
+
+
+def test_mag_processed_by_stark_qa_loads_in_its_own_layout(tmp_path, offline, monkeypatch):
+    import stark_qa.skb.mag as mag
+
+    root = tmp_path / "stark"
+    write_mag_raw(root / "mag")
+
+    def ogbn_mag_download(name: str, root: str) -> None:  # fetches ogbn-mag, whose files are in place; unused
+        assert name == "ogbn-mag" and (Path(root) / "ogbn_mag" / "raw" / "relations").is_dir()
+
+    monkeypatch.setattr(mag, "NodePropPredDataset", ogbn_mag_download)
+    for name in ("hf_hub_download", "download_hf_file", "download_hf_folder", "download_url"):
+        monkeypatch.setattr(mag, name, lambda *a, **k: pytest.fail(f"stark-qa tried to download: {a}"))
+    theirs = mag.MagSKB(root=str(root / "mag"), download_processed=False)  # processes raw/ and saves processed/
+    assert (root / "mag" / "processed" / "node_info.pkl").is_file()
+    write_stark_qa(
+        root,
+        "mag",
+        rows=[
+            (5, "Papers by Ada Lovelace?", [5]),
+            (6, "Papers on logic?", [6]),
+            (7, "Papers citing the notes?", [6, 7]),
+        ],
+        splits={"train": [5], "val": [6], "test": [7]},
+        human=[(0, "Turing's papers on computing?", [6])],
+    )
+    skb = load_stark_skb("mag", *find_stark_dirs("mag", root, root))
+    validate(skb)
+    nodes = skb.nodes
+    assert nodes["type"].tolist() == [theirs.get_node_type_by_id(i) for i in range(len(nodes))]
+    assert nodes["type"].value_counts().to_dict() == {"author": 2, "institution": 1, "field_of_study": 2, "paper": 3}
+    by_name = dict(zip(nodes["name"], range(len(nodes))))
+    assert {"Ada Lovelace", "University of London", "Logic", "On computable numbers"} <= set(by_name)
+    paper = by_name["Notes on the engine"]
+    assert (
+        nodes.loc[paper, "abstract"] == "We describe the engine." and nodes.loc[paper, "venue"] == "Scientific Memoirs"
+    )
+    assert nodes.loc[by_name["On computable numbers"], "venue"] == "Proceedings of the LMS"
+    edges = {(r, min(s, d), max(s, d)) for s, r, d in skb.edges.itertuples(index=False, name=None)}
+    assert ("author___writes___paper", by_name["Ada Lovelace"], paper) in edges
+    assert sum(r == "paper___cites___paper" for r, _, _ in edges) == 3
+    theirs_edges = {
+        (theirs.edge_type_dict[int(t)], min(a, b), max(a, b))
+        for (a, b), t in zip(theirs.edge_index.t().tolist(), theirs.edge_types)
+    }
+    assert theirs_edges == edges  # MAG's relations never share a node pair: nothing collapses
+    assert skb.queries.set_index("qid").loc[7, "split"] == "test"
