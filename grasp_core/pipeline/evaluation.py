@@ -222,7 +222,8 @@ def ablations_step(ws: Workspace) -> dict:
             run.add("fixed-ratio fusion", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
             run.add("router", [route(t, g, tr) for t, g, tr in zip(run.text, graph, traces)])
             frames.append(run.write(tmp))
-    return _summary(ws, pd.concat(frames, ignore_index=True), "ablations")
+    served = pd.read_parquet(eval_dir / per_query_file("test"))  # so that the metadata table has its McNemar p
+    return _summary(ws, pd.concat([served, *frames], ignore_index=True), "ablations")
 
 
 def latency_step(ws: Workspace) -> dict:
