@@ -59,7 +59,7 @@ def test_every_asset_is_built(trained):
 def test_report_writes_the_results_document_from_the_assets_and_run_records(trained, capsys):
     tmp, _ = trained
     from grasp_core.cli import main
-    from grasp_core.pipeline.workspace import Workspace
+    from grasp_core.components import Components
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
@@ -71,7 +71,7 @@ def test_report_writes_the_results_document_from_the_assets_and_run_records(trai
     md = capsys.readouterr().out
     doc = json.loads((out / f"pipeline_{DATASET}.json").read_text())
     assert doc["split"] == "test" and doc["profile"] == "smoke" and doc["dataset"] == DATASET
-    assert doc["n_queries"] == len(Workspace(art, get_profile("smoke")).split("test")) > 12  # every test query
+    assert doc["n_queries"] == len(Components(art, get_profile("smoke")).split("test")) > 12  # every test query
     rounds = ["rl1"] + (["rl2"] if is_complete(art.path("planner", "2")) else [])
     required = {"text", "graph", "teacher", "sft", *rounds, "served", "served+rerank"}
     assert required <= set(doc["settings"])
@@ -98,13 +98,13 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
     import pandas as pd
     from transformers import AutoTokenizer
 
+    from grasp_core.components import Components
     from grasp_core.pipeline.planner import sft_examples, tokenizer_examples
-    from grasp_core.pipeline.workspace import Workspace
     from grasp_core.planner.base import base_model_path
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
-    ws = Workspace(art, get_profile("smoke"))
+    ws = Components(art, get_profile("smoke"))
     queries = ws.skb.queries
     train = set(queries.loc[queries["split"] == "train", "qid"].astype(int))
     train_text = set(queries.loc[queries["split"] == "train", "query"])

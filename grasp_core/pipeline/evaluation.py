@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from grasp_core.components import TEXT_RETRIEVERS, Components
 from grasp_core.eval.results import (
     RERANKED,
     SERVED,
@@ -27,21 +28,18 @@ from grasp_core.eval.results import (
     render_markdown,
 )
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.pipeline.planner import ROUNDS, final_planner, load_teacher_plans, planner_env, planner_llm
+from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 from grasp_core.pipeline.plots import bar_plot
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.inference import plan_queries
-from grasp_core.planner.reward import fuse
-from grasp_core.ranking import Ranking
+from grasp_core.planner.rounds import ROUNDS
+from grasp_core.ranking import Ranking, fuse
 from grasp_core.text.rankings_io import read_rankings
-
-TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 
 
 class SplitRun:
     """Per-setting rankings of every query of one split, computed lazily and shared by all settings."""
 
-    def __init__(self, ws: Workspace, split: str):
+    def __init__(self, ws: Components, split: str):
         self.ws, self.split = ws, split
         q = ws.split(split)
         self.qids = q["qid"].astype(int).tolist()
@@ -57,7 +55,7 @@ class SplitRun:
         """Plans of the planner at ``checkpoint`` (cached under ``key``; one generation pass per planner)."""
         key = key if tables is None else f"{key}/no-table"
         if key not in self.plans:
-            llm = planner_llm(self.ws, checkpoint)
+            llm = self.ws.planner_llm(checkpoint)
             attempts = plan_queries(
                 llm, self.ws.skb.schema, self.queries, tables or self.tables, self.ws.profile.inference
             )
@@ -82,7 +80,7 @@ class SplitRun:
         return rows
 
 
-def splits(ws: Workspace) -> list[str]:
+def splits(ws: Components) -> list[str]:
     """The evaluated splits this dataset has (``test``, and ``test-human`` where it exists)."""
     return [s for s in SPLITS if len(ws.split(s))]
 
@@ -137,7 +135,7 @@ def route(text: Ranking, graph: Ranking, trace, max_candidates: int = 100) -> Ra
     return text
 
 
-def _summary(ws: Workspace, rows: pd.DataFrame, step: str) -> dict:
+def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
     """Asset metadata of an evaluation step: its test-split table and Hit@1 per setting."""
     test = rows[rows["qid"].isin(ws.split("test")["qid"].astype(int))]
     results = build_results(test, dataset=ws.dataset, profile=ws.profile.name, commit=code_commit(), split="test")
@@ -151,13 +149,12 @@ def _summary(ws: Workspace, rows: pd.DataFrame, step: str) -> dict:
     }
 
 
-def eval_metrics_step(ws: Workspace) -> dict:
+def eval_metrics_step(ws: Components) -> dict:
     """The served system with and without the reranker, its graph branch alone, and every text retriever."""
-    from grasp_core.pipeline.reranker import load_reranker
     from grasp_core.rerank.inference import rerank_batch
 
-    name, ckpt = final_planner(ws)
-    scorer, builder, (w, k) = load_reranker(ws)
+    name, ckpt = ws.final_planner()
+    scorer, builder, (w, k) = ws.reranker()
     K = ws.profile.rerank.top_k
     text_rankings = {r: read_rankings(ws.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS}
     frames, info = [], {}
@@ -185,7 +182,7 @@ def eval_metrics_step(ws: Workspace) -> dict:
     return {"planner": name, **_summary(ws, pd.concat(frames, ignore_index=True), "eval_metrics")}
 
 
-def kept_planners(ws: Workspace) -> list[tuple[str, str, Path]]:
+def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
     """(setting, plan-cache key, checkpoint) of the SFT planner and of each RL round that wrote a planner (its
     gate passed or not); the keys are :func:`final_planner`'s names, so the served planner's plans are reused."""
     from grasp_core.io import is_complete
@@ -196,10 +193,10 @@ def kept_planners(ws: Workspace) -> list[tuple[str, str, Path]]:
     ]
 
 
-def ablations_step(ws: Workspace) -> dict:
+def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / DESIGN §3, fused with the text list without the reranker."""
-    name, ckpt = final_planner(ws)
+    name, ckpt = ws.final_planner()
     eval_dir = ws.art.require("eval_metrics")
     teacher = load_teacher_plans(ws).set_index("qid")
     frames = []
@@ -226,7 +223,7 @@ def ablations_step(ws: Workspace) -> dict:
     return _summary(ws, pd.concat([served, *frames], ignore_index=True), "ablations")
 
 
-def latency_step(ws: Workspace) -> dict:
+def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import STAGES, GraspRetriever
 
