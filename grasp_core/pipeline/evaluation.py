@@ -2,8 +2,8 @@
 
 Each step scores every query of the ``test`` split (and of ``test-human`` where the dataset has one) and writes,
 per split, one row per (setting, query) (``per_query_<split>.parquet``, see :mod:`grasp_core.eval.results`).
-``eval_metrics`` runs the served planner once per query and stores its plans (``plans_<split>.parquet``);
-``ablations`` reuses them and adds the other planners, the teacher and the ablated systems. Nothing here is
+``eval_metrics`` runs the served planner once per query and stores its plans, graph rankings and execution traces
+(``plans_<split>.parquet``, ``graph_<split>.parquet``); ``ablations`` reuses them and adds the other planners, the teacher and the ablated systems. Nothing here is
 selected: the planner, its checkpoints and the reranker's (w, k) were chosen on validation by earlier steps.
 """
 
@@ -33,7 +33,7 @@ from grasp_core.pipeline.plots import bar_plot
 from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.rounds import ROUNDS
 from grasp_core.ranking import Ranking, fuse
-from grasp_core.text.rankings_io import read_rankings
+from grasp_core.text.rankings_io import read_rankings, write_rankings
 
 
 class SplitRun:
@@ -128,9 +128,10 @@ def fixed_ratio_merge(text: Ranking, graph: Ranking, graph_share: float = 0.5, t
     return Ranking(np.asarray(out, np.int64), np.linspace(1.0, 0.0, len(out), dtype=np.float32))
 
 
-def route(text: Ranking, graph: Ranking, trace, max_candidates: int = 100) -> Ranking:
-    """HybGRAG-style router: one branch per query — the graph ranking when the plan is valid and selective."""
-    if trace.error is None and len(graph) and trace.candidates <= max_candidates:
+def route(text: Ranking, graph: Ranking, error: str | None, candidates: int, max_candidates: int = 100) -> Ranking:
+    """HybGRAG-style router: one branch per query — the graph ranking when the plan is valid and selective
+    (``error`` and ``candidates`` are the plan's execution trace's)."""
+    if error is None and len(graph) and candidates <= max_candidates:
         return graph
     return text
 
@@ -162,7 +163,7 @@ def eval_metrics_step(ws: Components) -> dict:
         for split in splits(ws):
             run = SplitRun(ws, split)
             plans = run.planner_plans(name, ckpt)
-            graph, _ = run.graph(plans)
+            graph, traces = run.graph(plans)
             fused = run.fused(graph)
             t0 = time.perf_counter()
             reranked = rerank_batch(fused, run.queries, scorer, builder, K, w, k)
@@ -174,7 +175,16 @@ def eval_metrics_step(ws: Components) -> dict:
             run.add(SERVED, fused)
             run.add(RERANKED, [r.ranking for r in reranked])
             frames.append(run.write(tmp))
-            pd.DataFrame({"qid": run.qids, "plan": plans}).to_parquet(tmp / f"plans_{split}.parquet")
+            # the served planner's plans, graph rankings and traces, reused by the ablations
+            pd.DataFrame(
+                {
+                    "qid": run.qids,
+                    "plan": plans,
+                    "error": [t.error for t in traces],
+                    "candidates": [t.candidates for t in traces],
+                }
+            ).to_parquet(tmp / f"plans_{split}.parquet")
+            write_rankings(tmp / f"graph_{split}.parquet", run.qids, graph)
         write_json(
             tmp / "metrics.json",
             {"planner": name, "profile": ws.profile.name, "commit": code_commit(), "rerank_K": K, "splits": info},
@@ -203,10 +213,13 @@ def ablations_step(ws: Components) -> dict:
     with atomic_dir(ws.art.path("ablations")) as tmp:
         for split in splits(ws):
             run = SplitRun(ws, split)
-            run.plans[name] = pd.read_parquet(eval_dir / f"plans_{split}.parquet")["plan"].tolist()
-            graph, traces = run.graph(run.plans[name])
+            served = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
+            run.plans[name] = served["plan"].tolist()
+            by_qid = read_rankings(eval_dir / f"graph_{split}.parquet")
+            graph = [by_qid[q] for q in run.qids]
             for setting, key, path in kept_planners(ws):
-                run.add(setting, run.fused(run.graph(run.planner_plans(key, path))[0]))
+                planner_graph = graph if key == name else run.graph(run.planner_plans(key, path))[0]
+                run.add(setting, run.fused(planner_graph))
             teacher_plans = [
                 teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids
             ]
@@ -217,10 +230,16 @@ def ablations_step(ws: Components) -> dict:
             )
             run.add("no relevance text", run.fused(run.graph(run.plans[name], drop_relevance=True)[0]))
             run.add("fixed-ratio fusion", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
-            run.add("router", [route(t, g, tr) for t, g, tr in zip(run.text, graph, traces)])
+            run.add(
+                "router",
+                [
+                    route(t, g, None if pd.isna(e) else e, int(c))
+                    for t, g, e, c in zip(run.text, graph, served["error"], served["candidates"])
+                ],
+            )
             frames.append(run.write(tmp))
-    served = pd.read_parquet(eval_dir / per_query_file("test"))  # so that the metadata table has its McNemar p
-    return _summary(ws, pd.concat([served, *frames], ignore_index=True), "ablations")
+    served_rows = pd.read_parquet(eval_dir / per_query_file("test"))  # so that the metadata table has McNemar p
+    return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
 def latency_step(ws: Components) -> dict:
