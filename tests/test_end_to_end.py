@@ -122,7 +122,7 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
     assert set(negatives["qid"].astype(int)) <= train
     # the test split's teacher plans exist (the oracle-guided setting) but only training ones were taught from
     teacher = pd.read_parquet(art.require("teacher_plans") / "plans.parquet")
-    assert set(teacher["split"]) == {"train", "test"} | ({"test-human"} & set(queries["split"]))
+    assert set(teacher["split"]) == {"train", "test"}
 
 
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):

@@ -220,10 +220,9 @@ def ablations_step(ws: Components) -> dict:
             for setting, key, path in kept_planners(ws):
                 planner_graph = graph if key == name else run.graph(run.planner_plans(key, path))[0]
                 run.add(setting, run.fused(planner_graph))
-            teacher_plans = [
-                teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids
-            ]
-            run.add("teacher", run.fused(run.graph(teacher_plans)[0]))
+            if split == "test":  # the teacher taught the test queries only (never test-human)
+                plans = [teacher.loc[q, "plan"] if teacher.loc[q, "plan"] else "{}" for q in run.qids]
+                run.add("teacher", run.fused(run.graph(plans)[0]))
             empty = [type(t)() for t in run.tables]
             run.add(
                 "no entity table", run.fused(run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0])

@@ -88,14 +88,15 @@ def round_start(ws: Components, round_key: str) -> Path:
 
 # ------------------------------------------------------------------------------------------ steps
 def teacher_plans_step(ws: Components) -> dict:
-    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every evaluated
-    query (test, test-human), whose plans are the oracle-guided upper bound of the evaluation (never trained on)."""
+    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
+    query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
+    ``test-human`` queries are never taught: no step before the evaluation touches them."""
     profile = ws.profile
     teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
     queries = ws.skb.queries.set_index("qid")
     tables = ws.entity_tables
     train_order = shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)
-    eval_qids = [int(q) for s in ("test", "test-human") for q in ws.split(s)["qid"]]
+    eval_qids = [int(q) for q in ws.split("test")["qid"]]
     rows, usable = [], 0
     budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
