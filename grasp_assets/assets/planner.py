@@ -50,7 +50,7 @@ class GRPORunConfig(dg.Config):
     save_every: int | None = None
 
 
-@dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], code_version="1", **DATASET)
+@dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], code_version="2", **DATASET)
 def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
     return run_step(context, settings, mlflow, TEACHER_PLANS, steps.teacher_plans_step)

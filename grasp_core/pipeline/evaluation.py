@@ -27,6 +27,7 @@ from grasp_core.eval.results import (
     per_query_rows,
     render_markdown,
 )
+from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 from grasp_core.pipeline.plots import bar_plot
@@ -221,6 +222,12 @@ def ablations_step(ws: Components) -> dict:
                 planner_graph = graph if key == name else run.graph(run.planner_plans(key, path))[0]
                 run.add(setting, run.fused(planner_graph))
             if split == "test":  # the teacher taught the test queries only (never test-human)
+                missing = set(run.qids) - set(teacher.index)
+                if missing:
+                    raise GraspError(
+                        f"teacher_plans of {ws.dataset!r} lack {len(missing)} test queries (built by an older version "
+                        "that taught 100): rematerialize teacher_plans and what depends on it"
+                    )
                 plans = [teacher.loc[q, "plan"] if teacher.loc[q, "plan"] else "{}" for q in run.qids]
                 run.add("teacher", run.fused(run.graph(plans)[0]))
             empty = [type(t)() for t in run.tables]
