@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.errors import GraspError
 from grasp_core.eval.results import (
     RERANKED,
     SERVED,
@@ -27,7 +28,6 @@ from grasp_core.eval.results import (
     per_query_rows,
     render_markdown,
 )
-from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 from grasp_core.pipeline.plots import bar_plot
