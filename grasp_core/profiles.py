@@ -13,6 +13,7 @@ field by field below (``# cpu:`` comments).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,9 @@ from grasp_core.planner.rl import GRPOSettings, RLSettings
 from grasp_core.planner.sft import SFTSettings
 from grasp_core.planner.teacher import TeacherConfig
 from grasp_core.rerank.documents import DocumentConfig
+from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
+from grasp_core.rerank.ltr import LTRConfig
 from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
 from grasp_core.rerank.train import RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
@@ -76,7 +79,9 @@ class Profile:
     reward: RewardConfig = field(default_factory=RewardConfig)
     rl: RLSettings = field(default_factory=RLSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
-    reranker_backend: str = "cross-encoder"  # cross-encoder (cpu) | causal-lm (gpu)
+    reranker_kind: str = "ltr"  # ltr (cpu: LightGBM over features) | cross-encoder | causal-lm (gpu: Qwen3-Reranker)
+    ltr: LTRConfig = field(default_factory=LTRConfig)
+    rerank_features: FeatureConfig = field(default_factory=FeatureConfig)
     cross_encoder: CrossEncoderScorerConfig = field(default_factory=CrossEncoderScorerConfig)
     causal_reranker: CausalLMScorerConfig = field(default_factory=CausalLMScorerConfig)
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
@@ -162,7 +167,7 @@ def _gpu() -> Profile:
             base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")
         ),
         planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
-        reranker_backend="causal-lm",
+        reranker_kind="causal-lm",
         causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),
     )
 
@@ -194,7 +199,8 @@ def _smoke() -> Profile:
             val_queries=8,
         ),
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
-        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),
+        ltr=dataclasses.replace(cpu.ltr, max_rounds=50, early_stopping_rounds=10, min_data_in_leaf=5),
+        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, math.inf), grid_k=(60.0,)),
         eval=EvalSettings(max_test_queries=12, latency_queries=3, rerank_k_values=(5, 10)),
     )
 

@@ -40,6 +40,7 @@ class Answer:
     graph_rank: int | None = None
     fused_rank: int | None = None
     reranker_score: float | None = None
+    reranker_contributions: list[tuple[str, float]] = field(default_factory=list)  # ltr: top features, explain=True
     paths: list[list[str]] = field(default_factory=list)  # node names from an anchor binding to this answer
 
     @property
@@ -89,7 +90,7 @@ class GraspRetriever:
         if rerank:
             from grasp_core.pipeline.reranker import load_reranker
 
-            self.scorer, self.builder, (self.w, self.k) = load_reranker(ws)
+            self.reranker = load_reranker(ws)
 
     @classmethod
     def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
@@ -138,18 +139,20 @@ class GraspRetriever:
                 for t, g in zip(text, graph)
             ]
         scores: list[dict[int, float]] = [{} for _ in range(n)]
+        contributions: list[dict[int, list]] = [{} for _ in range(n)]
         final = fused
         if self.use_rerank:
-            from grasp_core.rerank.inference import rerank_batch
+            from grasp_core.rerank.features import RerankInput
 
+            tables = [r.entity_table for r in results]
+            inputs = [RerankInput.of(*a) for a in zip(queries, fused, text, graph, traces, tables)]
             with clock("reranking"):
-                reranked = rerank_batch(
-                    fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k
-                )
+                reranked = self.reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
             final = [r.ranking for r in reranked]
-            scores = [
-                dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)
-            ]
+            for i, (f, r) in enumerate(zip(fused, reranked)):
+                ids = f.node_ids[: len(r.scores)].tolist()
+                scores[i] = dict(zip(ids, r.scores.tolist()))
+                contributions[i] = dict(zip(ids, r.contributions or []))
         nodes = self.ws.skb.nodes
         for i, res in enumerate(results):
             top = final[i].top(k)
@@ -166,6 +169,7 @@ class GraspRetriever:
                     g_rank.get(node_id),
                     f_rank.get(node_id),
                     scores[i].get(node_id),
+                    contributions[i].get(node_id, []),
                 )
                 res.answers.append(ans)
             if explain and traces[i] is not None and traces[i].plan is not None:

@@ -71,17 +71,22 @@ class TestRun:
             self._reranker = load_reranker(self.ws)
         return self._reranker
 
-    def rerank(self, rankings: list[Ranking], K: int, cached: bool = True) -> tuple[list[Ranking], float]:
-        """Reranked rankings and the mean seconds per query (pairs already scored are reused unless ``cached`` is
-        off, which is how per-query times are measured)."""
-        from grasp_core.rerank.inference import rerank_batch
+    def rerank(
+        self, rankings: list[Ranking], K: int, cached: bool = True, graph=None, traces=None
+    ) -> tuple[list[Ranking], float]:
+        """Reranked rankings and the mean seconds per query. ``graph``/``traces`` are the graph branch the
+        rankings were fused from (the ``ltr`` reranker's features read them). Pairs already scored by a pair
+        reranker are reused unless ``cached`` is off, which is how per-query times are measured."""
+        from grasp_core.rerank.features import RerankInput
 
-        scorer, builder, (w, k) = self.reranker
+        n = len(rankings)
+        graph, traces = graph or [None] * n, traces or [None] * n
+        inputs = [
+            RerankInput.of(*a) for a in zip(self.queries[:n], rankings, self.text[:n], graph, traces, self.tables[:n])
+        ]
         t0 = time.perf_counter()
-        out = rerank_batch(
-            rankings, self.queries[: len(rankings)], scorer, builder, K, w, k, cache=self.scores if cached else None
-        )
-        return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, len(rankings))
+        out = self.reranker.rerank(inputs, K, cache=self.scores if cached else None)
+        return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, n)
 
     def metrics(self, rankings: list[Ranking]) -> dict:
         return evaluate(rankings, self.answers, self.ws.skb.num_nodes)
@@ -141,9 +146,10 @@ def eval_metrics_step(ws: Workspace) -> dict:
     # does not depend on K) and is timed on its own, without the cache, on the latency queries
     depths = sorted(ws.profile.eval.rerank_k_values, reverse=True)
     for K in depths:
-        reranked, seconds = run.rerank(fused, K)
+        reranked, seconds = run.rerank(fused, K, graph=graph, traces=traces)
         if K != depths[0]:
-            seconds = run.rerank(fused[: ws.profile.eval.latency_queries], K, cached=False)[1]
+            n = ws.profile.eval.latency_queries
+            seconds = run.rerank(fused[:n], K, cached=False, graph=graph[:n], traces=traces[:n])[1]
         if K == ws.profile.rerank.top_k:
             served = reranked
         rows.append(
@@ -159,11 +165,12 @@ def eval_metrics_step(ws: Workspace) -> dict:
     if len(human):
         hrun = TestRun(ws, "test-human")
         hplans = hrun.planner_plans(name, ckpt)
-        hfused = hrun.fused(hrun.graph(hplans)[0])
+        hgraph, htraces = hrun.graph(hplans)
+        hfused = hrun.fused(hgraph)
         out["human"] = {
             "queries": len(hrun.qids),
             "no-rerank": hrun.metrics(hfused),
-            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0]),
+            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k, graph=hgraph, traces=htraces)[0]),
         }
     with atomic_dir(ws.art.path("eval_metrics")) as tmp:
         write_json(tmp / "metrics.json", out)
@@ -214,7 +221,7 @@ def ablations_step(ws: Workspace) -> dict:
             for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])
         ]
     else:
-        full_rr, _ = run.rerank(full, K)
+        full_rr, _ = run.rerank(full, K, graph=graph, traces=traces)
     ref = {"no": run.hits(full), "yes": run.hits(full_rr)}
     settings: list[tuple[str, str, list[Ranking]]] = [
         (f"GRASP ({name})", "no", full),
