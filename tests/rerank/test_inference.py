@@ -4,6 +4,7 @@ rerank call with the MiniLM cross-encoder."""
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pytest
 
