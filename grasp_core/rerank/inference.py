@@ -54,8 +54,10 @@ class ValItem(NamedTuple):
 def fuse_reranked(fused: Ranking, scores: np.ndarray, w: float, k: float) -> Ranking:
     """RRF of the reranker's order of the fused top ``len(scores)`` (weight ``w``) and the fused list (weight 1).
 
-    ``w = inf`` is the limit: the reranker's order of the top block, then the rest of the fused list."""
-    reranked = Ranking.from_scores(fused.node_ids[: len(scores)], scores)
+    Candidates the reranker scores equally keep their fused order. ``w = inf`` is the limit: the reranker's
+    order of the top block, then the rest of the fused list."""
+    order = np.argsort(-np.asarray(scores, np.float32), kind="stable")
+    reranked = Ranking(fused.node_ids[: len(scores)][order], np.asarray(scores, np.float32)[order])
     if math.isinf(w):
         rest = fused.node_ids[len(scores) :]
         n = len(reranked) + len(rest)
