@@ -79,8 +79,9 @@ def load_reranker(ws: Workspace):
     return PairReranker(scorer, make_builder(ws), float(rrf["w"]), float(rrf["k"]))
 
 
-def _served(ws: Workspace, split: str, cap: int | None):
-    """The served planner's name, the split's first ``cap`` query ids, their reranker inputs and gold answers."""
+def served_inputs(ws: Workspace, split: str, cap: int | None = None):
+    """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the
+    planner runs once per query) and gold answers."""
     from grasp_core.pipeline.planner import final_planner, planner_env, planner_llm
 
     name, ckpt = final_planner(ws)
@@ -101,7 +102,7 @@ def _train_cap(ws: Workspace) -> int | None:
 def hard_negatives_step(ws: Workspace) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
-    planner, qids, inputs, gold = _served(ws, "train", _train_cap(ws))
+    planner, qids, inputs, gold = served_inputs(ws, "train", _train_cap(ws))
     negs = mine_hard_negatives(qids, [x.fused for x in inputs], gold)
     with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
         negs.to_parquet(tmp / "hard_negatives.parquet")
@@ -171,7 +172,7 @@ def _ltr_step(ws: Workspace) -> dict:
     K = ws.profile.rerank.top_k
     frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
     train_qids, train_inputs = _inputs_of(ws, frame)
-    _, _, val_inputs, val_gold = _served(ws, "val", ws.profile.ltr.val_queries)
+    _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
     features = make_features(ws)
     t0 = time.perf_counter()
     gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
@@ -237,7 +238,7 @@ def _pair_step(ws: Workspace, log_fn=None) -> dict:
 
     negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
     scorer, builder = make_scorer(ws), make_builder(ws)
-    _, _, val, val_answers = _served(ws, "val", ws.profile.grpo.val_queries)
+    _, _, val, val_answers = served_inputs(ws, "val", ws.profile.grpo.val_queries)
     val_fused, val_queries = [x.fused for x in val], [x.query for x in val]
     K = ws.profile.rerank.top_k
     validation = RerankValidation(val_fused, val_queries, val_answers, builder, K)

@@ -144,15 +144,16 @@ class FeatureBuilder:
         return len(self.names)
 
     def build(self, inputs: Sequence[RerankInput], K: int) -> list[np.ndarray]:
-        """float32 [min(K, len(fused)), F] per input, rows in fused order."""
+        """float32 [min(K, len(fused)), F] per input, rows in fused order (queries encoded in one batch)."""
         inputs = list(inputs)
         if not inputs:
             return []
         tokens, vecs = self.text_model.encode_queries([x.query for x in inputs])
-        return [self._one(x, tok, vec, K) for x, tok, vec in zip(inputs, tokens, vecs)]
+        return [self.featurize(x, tok, vec, K) for x, tok, vec in zip(inputs, tokens, vecs)]
 
-    # -- one query ------------------------------------------------------------------------------------
-    def _one(self, x: RerankInput, query_tokens: list[str], qvec: np.ndarray, K: int) -> np.ndarray:
+    def featurize(self, x: RerankInput, query_tokens: list[str], qvec: np.ndarray, K: int) -> np.ndarray:
+        """The feature matrix of one already encoded query (its BM25 tokens and query vector)."""
+
         ids = np.asarray(x.fused.node_ids[:K], np.int64)
         n = len(ids)
         if n == 0:
