@@ -19,9 +19,9 @@ fused from, the plan's target type and anchor bindings, and the entity table's l
   cosine of a linked node adjacent to it, overall and per relation type, and the number of entity rows
   with a linked node adjacent to it;
 * neighbour context, per relation type: log(1 + number of neighbours), and the max and mean cosine between
-  the query vector and the neighbours' document vectors (dot products with the node embeddings already
-  built; at most ``max_neighbour_cosines`` neighbours per relation, lowest node ids first). The relevance
-  text's cosine to the candidate is already inside the graph score, so no other text is embedded.
+  the query vector and all the neighbours' document vectors (dot products with the node embeddings already
+  built). The relevance text's cosine to the candidate is already inside the graph score, so no other text
+  is embedded.
 
 Edges are undirected. A candidate with no neighbours gets 0 for its neighbour and adjacency features; an
 empty fused list gives a ``[0, F]`` matrix; a list shorter than K gives that many rows.
@@ -31,21 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
-from grasp_core.text.bm25 import tokenize
 
 
 @dataclass(frozen=True)
 class FeatureConfig:
-    max_neighbour_cosines: int = field(
-        default=200, metadata={"help": "Neighbours per (candidate, relation) whose cosine to the query is computed."}
-    )
     rank_sentinel: int = field(
         default=101, metadata={"help": "Rank given to a candidate missing from the text or graph list (lists: 100)."}
     )
@@ -94,6 +92,9 @@ class RerankInput:
         )
 
 
+GATHER_SHARE = 16  # neighbour rows gathered at most per query, as a share of all nodes (1/16), before one product
+
+
 class FeatureBuilder:
     """Feature matrices of fused top-K lists over one SKB (see the module docstring for the columns).
 
@@ -119,10 +120,14 @@ class FeatureBuilder:
             self.adjacency.append(a)
         self.log_degree = np.log1p(skb.degrees).astype(np.float32)
         self.types = skb.nodes["type"].to_numpy()
-        self._names = skb.nodes["name"].astype(str).to_numpy()
-        self._fields = skb.schema.text_fields
-        self._tokens: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-        self.scorer_names = list(text_model.fields.scorer_names)
+        fields = text_model.fields
+        self._attribute_fields = set(skb.schema.text_fields)
+        self._members = {}  # lexical field -> bool [N] "node has this field" (BM25L/BM25+ baselines only)
+        for f, index in fields.lexical.items():
+            if index.nonoccurrence is not None:
+                self._members[f] = np.zeros(n, bool)
+                self._members[f][index.rows] = True
+        self.scorer_names = list(fields.scorer_names)
         self.names = (
             ["fused rank", "fused score", "fused score / top"]
             + ["text rank", "text score", "text missing", "graph rank", "graph score", "graph missing"]
@@ -153,7 +158,6 @@ class FeatureBuilder:
 
     def featurize(self, x: RerankInput, query_tokens: list[str], qvec: np.ndarray, K: int) -> np.ndarray:
         """The feature matrix of one already encoded query (its BM25 tokens and query vector)."""
-
         ids = np.asarray(x.fused.node_ids[:K], np.int64)
         n = len(ids)
         if n == 0:
@@ -165,10 +169,19 @@ class FeatureBuilder:
         for ranking in (x.text, x.graph):
             rank, score = self._lookup(ranking, ids)
             cols += [rank, score, (rank == self.cfg.rank_sentinel).astype(np.float32)]
-        cols += self._plan(x, ids)
-        cols += [self.log_degree[ids], *self._overlap(query_tokens, ids)]
-        cols += self._graph_context(x, ids, qvec)
-        cols += self._text_scores(query_tokens, qvec, ids)
+        text_scores, name_hits, field_hits = self._text(query_tokens, qvec, ids)
+        graph = self._graph(x, ids, qvec)
+        if x.target_type is None:
+            cols += [np.zeros(n), np.ones(n)]
+        else:
+            cols += [self.types[ids] == x.target_type, np.zeros(n)]
+        cols += [graph["bindings"], graph["binding cosine"], _member(ids, [b for b, _ in x.bindings])]
+        size = max(1, len(set(query_tokens)))
+        cols += [self.log_degree[ids], name_hits / size, name_hits, field_hits / size, field_hits]
+        link_ids = [node for _, node, _ in x.links]
+        own = _best_by_node(link_ids, [score for _, _, score in x.links])
+        cols += [_member(ids, own.ids), own.get(ids), graph["linked"], graph["linked rows"]]
+        cols += graph["linked per relation"] + graph["neighbours"] + text_scores
         return np.stack(cols, axis=1).astype(np.float32)
 
     def _lookup(self, ranking: Ranking, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,104 +195,137 @@ class FeatureBuilder:
             score[found] = ranking.scores[order[pos[found]]]
         return rank, score
 
-    def _plan(self, x: RerankInput, ids: np.ndarray) -> list[np.ndarray]:
+    def _graph(self, x: RerankInput, ids: np.ndarray, qvec: np.ndarray) -> dict:
+        """Per relation, one gather of the candidates' neighbours answers every graph feature."""
         n = len(ids)
-        if x.target_type is None:
-            target, no_plan = np.zeros(n, np.float32), np.ones(n, np.float32)
-        else:
-            target, no_plan = (self.types[ids] == x.target_type).astype(np.float32), np.zeros(n, np.float32)
-        count, best, is_binding = np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.float32)
-        if x.bindings:
-            b_ids = np.asarray([b for b, _ in x.bindings], np.int64)
-            b_scores = np.asarray([s for _, s in x.bindings], np.float32)
-            adjacent = self._adjacent_to(ids, b_ids)  # [n, bindings] bool, any relation
-            count = adjacent.sum(1).astype(np.float32)
-            best = np.where(adjacent, b_scores[None, :], 0.0).max(1).astype(np.float32)
-            is_binding = np.isin(ids, b_ids).astype(np.float32)
-        return [target, no_plan, count, best, is_binding]
-
-    def _adjacent_to(self, ids: np.ndarray, others: np.ndarray) -> np.ndarray:
-        """bool [len(ids), len(others)]: is ids[i] a neighbour of others[j] by any relation."""
-        out = np.zeros((len(ids), len(others)), bool)
-        for a in self.adjacency:
-            out |= a[ids][:, others].toarray() > 0
+        links = _best_by_node([node for _, node, _ in x.links], [score for _, _, score in x.links])
+        row_bits = _or_by_node([node for _, node, _ in x.links], [1 << min(row, 62) for row, _, _ in x.links])
+        bindings = _best_by_node([b for b, _ in x.bindings], [s for _, s in x.bindings])
+        paths = _sum_by_node([b for b, _ in x.bindings], [1.0] * len(x.bindings))
+        out = {"linked per relation": [], "neighbours": []}
+        linked, rows = np.zeros(n, np.float32), np.zeros(n, np.int64)
+        n_paths, binding_cos = np.zeros(n, np.float32), np.zeros(n, np.float32)
+        gathered = [_rows_of(a, ids) for a in self.adjacency]
+        nbrs = [a.indices[pos] for a, (_, pos) in zip(self.adjacency, gathered)]
+        total = sum(len(x) for x in nbrs)
+        # the neighbours' cosines to the query: gathered rows times the query vector, or, when the candidates have
+        # many neighbours (hubs), one product with every node's vector (faster than gathering that many rows)
+        every = self.doc @ qvec if total * GATHER_SHARE > len(self.doc) else None
+        for (lens, _), nb in zip(gathered, nbrs):
+            rel_linked = _segment(np.maximum, links.get(nb), lens)
+            rows |= _segment(np.bitwise_or, row_bits.get(nb), lens, np.int64)
+            binding_cos = np.maximum(binding_cos, _segment(np.maximum, bindings.get(nb), lens))
+            n_paths += _segment(np.add, paths.get(nb), lens)
+            linked = np.maximum(linked, rel_linked)
+            out["linked per relation"].append(rel_linked)
+            cos = every[nb] if every is not None else self.doc[nb] @ qvec
+            out["neighbours"] += [
+                np.log1p(lens),
+                _segment(np.maximum, cos, lens),
+                _segment(np.add, cos, lens) / np.maximum(lens, 1),
+            ]
+        out["linked"], out["bindings"], out["binding cosine"] = linked, n_paths, binding_cos
+        out["linked rows"] = np.asarray([bin(int(m)).count("1") for m in rows], np.float32)
         return out
 
-    def _overlap(self, query_tokens: list[str], ids: np.ndarray) -> list[np.ndarray]:
-        q = set(query_tokens)
-        missing = [int(i) for i in ids if int(i) not in self._tokens]
-        if missing:
-            names = tokenize([self._names[i] for i in missing])
-            fields = tokenize([self._field_text(i) for i in missing])
-            for i, a, b in zip(missing, names, fields):
-                self._tokens[i] = (frozenset(a), frozenset(b))
-        name_hits = np.asarray([len(q & self._tokens[int(i)][0]) for i in ids], np.float32)
-        field_hits = np.asarray([len(q & self._tokens[int(i)][1]) for i in ids], np.float32)
-        size = max(1, len(q))
-        return [name_hits / size, name_hits, field_hits / size, field_hits]
-
-    def _field_text(self, node_id: int) -> str:
-        row = self.skb.nodes.iloc[node_id]
-        return " ".join(str(row[f]) for f in self._fields if isinstance(row[f], str))
-
-    def _graph_context(self, x: RerankInput, ids: np.ndarray, qvec: np.ndarray) -> list[np.ndarray]:
-        n = len(ids)
-        is_linked, linked_cos = np.zeros(n, np.float32), np.zeros(n, np.float32)
-        link_score: dict[int, float] = {}
-        link_rows: dict[int, int] = {}  # node id -> bit mask of the entity rows linking it
-        for row, node, score in x.links:
-            link_score[node] = max(link_score.get(node, 0.0), score)
-            link_rows[node] = link_rows.get(node, 0) | (1 << min(row, 62))
-        if link_score:
-            for j, i in enumerate(ids.tolist()):
-                if i in link_score:
-                    is_linked[j], linked_cos[j] = 1.0, link_score[i]
-            l_ids = np.fromiter(link_score, np.int64, len(link_score))
-            l_scores = np.fromiter(link_score.values(), np.float32, len(link_score))
-            l_rows = np.fromiter(link_rows.values(), np.int64, len(link_rows))
-        per_rel_linked, neighbour_cols = [], []
-        any_linked = np.zeros(n, np.float32)
-        rows_mask = np.zeros(n, np.int64)
-        cap = self.cfg.max_neighbour_cosines
-        for a in self.adjacency:
-            starts, ends = a.indptr[ids], a.indptr[ids + 1]
-            lens = (ends - starts).astype(np.int64)
-            rel_best = np.zeros(n, np.float32)
-            if link_score:
-                adjacent = a[ids][:, l_ids].toarray() > 0  # [n, links]
-                rel_best = np.where(adjacent, l_scores[None, :], 0.0).max(1).astype(np.float32)
-                rows_mask |= np.bitwise_or.reduce(np.where(adjacent, l_rows[None, :], 0), axis=1)
-            any_linked = np.maximum(any_linked, rel_best)
-            per_rel_linked.append(rel_best)
-            kept = np.minimum(lens, cap)
-            nbrs = a.indices[_gather_positions(starts, kept)]
-            cos = self.doc[nbrs] @ qvec if len(nbrs) else np.zeros(0, np.float32)
-            nb_max, nb_mean = _segment_max_mean(cos, kept)
-            neighbour_cols += [np.log1p(lens).astype(np.float32), nb_max, nb_mean]
-        rows_adjacent = np.asarray([bin(int(m)).count("1") for m in rows_mask], np.float32)
-        return [is_linked, linked_cos, any_linked, rows_adjacent, *per_rel_linked, *neighbour_cols]
-
-    def _text_scores(self, query_tokens: list[str], qvec: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
-        raw, total = self.text_model.candidate_scores(query_tokens, qvec, ids)
-        return [*raw.T.astype(np.float32), total.astype(np.float32)]
+    def _text(self, query_tokens: list[str], qvec: np.ndarray, ids: np.ndarray):
+        """mFAR's raw score of every (field, scorer) and its total, and the number of distinct query tokens in the
+        candidate's name and in any of its text fields; one gather of the candidates' BM25 rows per field."""
+        fields = self.text_model.fields
+        distinct = list(dict.fromkeys(query_tokens))
+        name_hits = np.zeros((len(ids), len(distinct)), bool)
+        field_hits = np.zeros((len(ids), len(distinct)), bool)
+        raw = []
+        for f, kind in fields.scorers:
+            if kind != "lexical":
+                raw.append(fields.dense[f][ids] @ qvec)
+                continue
+            index = fields.lexical[f]
+            known = [i for i, t in enumerate(distinct) if t in index.vocab]  # distinct query tokens in this field
+            vocab_ids = np.asarray([index.vocab[distinct[i]] for i in known], np.int64)
+            order = np.argsort(vocab_ids)
+            counts = np.asarray([query_tokens.count(distinct[i]) for i in known], np.float32)[order]
+            tokens = _ByNode(vocab_ids[order], np.asarray(known, np.int64)[order])
+            lens, pos = _rows_of(index.weights, ids)
+            found, at = tokens.find(index.weights.indices[pos])
+            weight = np.where(found, index.weights.data[pos] * counts[at] if len(counts) else 0.0, 0.0)
+            score = _segment(np.add, weight, lens)
+            if f in self._members:
+                score = score + float(np.dot(counts, index.nonoccurrence[tokens.ids])) * self._members[f][ids]
+            raw.append(score)
+            if f == "name" or f in self._attribute_fields:
+                seg = np.repeat(np.arange(len(ids)), lens)
+                target = name_hits if f == "name" else field_hits
+                target[seg[found], tokens.values[at[found]]] = True
+        raw_matrix = np.stack(raw, axis=1).astype(np.float32)
+        with torch.no_grad():
+            total = self.text_model.model(
+                torch.from_numpy(np.asarray(qvec, np.float32)[None]), torch.from_numpy(raw_matrix[None])
+            )[0].numpy()
+        return [*raw_matrix.T, total], name_hits.sum(1).astype(np.float32), field_hits.sum(1).astype(np.float32)
 
 
-def _gather_positions(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Positions ``starts[i] .. starts[i] + lens[i] - 1`` of every segment, concatenated."""
+class _ByNode(NamedTuple):
+    """A small set of node ids (sorted, distinct) with one value each, searched by binary search."""
+
+    ids: np.ndarray
+    values: np.ndarray
+
+    def find(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found: bool per node, index of each found node's value)."""
+        if not len(self.ids):
+            return np.zeros(len(nodes), bool), np.zeros(len(nodes), np.int64)
+        at = np.clip(np.searchsorted(self.ids, nodes), 0, len(self.ids) - 1)
+        return self.ids[at] == nodes, at
+
+    def get(self, nodes: np.ndarray) -> np.ndarray:
+        """The value of each node, 0 for a node not in the set."""
+        if not len(self.ids):
+            return np.zeros(len(nodes), self.values.dtype)
+        found, at = self.find(nodes)
+        return np.where(found, self.values[at], 0)
+
+
+def _by_node(nodes, values, ufunc, dtype) -> _ByNode:
+    nodes = np.asarray(nodes, np.int64)
+    values = np.asarray(values, dtype)
+    ids, inverse = np.unique(nodes, return_inverse=True)
+    out = np.zeros(len(ids), dtype)
+    ufunc.at(out, inverse, values)
+    return _ByNode(ids, out)
+
+
+def _best_by_node(nodes, values) -> _ByNode:
+    return _by_node(nodes, values, np.maximum, np.float32)
+
+
+def _sum_by_node(nodes, values) -> _ByNode:
+    return _by_node(nodes, values, np.add, np.float32)
+
+
+def _or_by_node(nodes, values) -> _ByNode:
+    return _by_node(nodes, values, np.bitwise_or, np.int64)
+
+
+def _member(ids: np.ndarray, nodes) -> np.ndarray:
+    return np.isin(ids, np.asarray(nodes, np.int64)).astype(np.float32)
+
+
+def _rows_of(csr: sp.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row lengths, positions of the rows' entries in ``csr.indices``/``data``, concatenated in ``ids`` order)."""
+    starts = csr.indptr[ids].astype(np.int64)
+    lens = csr.indptr[ids + 1].astype(np.int64) - starts
     total = int(lens.sum())
     if total == 0:
-        return np.zeros(0, np.int64)
+        return lens, np.zeros(0, np.int64)
     offsets = np.repeat(np.cumsum(lens) - lens, lens)
-    return np.repeat(starts, lens) + (np.arange(total) - offsets)
+    return lens, np.repeat(starts, lens) + (np.arange(total) - offsets)
 
 
-def _segment_max_mean(values: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per segment of ``values`` (lengths ``lens``): max and mean, 0 for an empty segment."""
-    n = len(lens)
-    mx, mean = np.zeros(n, np.float32), np.zeros(n, np.float32)
+def _segment(ufunc, values: np.ndarray, lens: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """``ufunc`` reduced over each segment of ``values`` (consecutive, lengths ``lens``); 0 for an empty one."""
+    out = np.zeros(len(lens), dtype)
     nonempty = lens > 0
     if nonempty.any():
-        starts = (np.cumsum(lens) - lens)[nonempty]
-        mx[nonempty] = np.maximum.reduceat(values, starts)
-        mean[nonempty] = np.add.reduceat(values, starts) / lens[nonempty]
-    return mx, mean
+        out[nonempty] = ufunc.reduceat(np.asarray(values, dtype), (np.cumsum(lens) - lens)[nonempty])
+    return out

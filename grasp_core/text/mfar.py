@@ -399,17 +399,6 @@ class MFARRetriever:
             scores = self.model(torch.from_numpy(vecs), torch.from_numpy(pools.raw)).numpy()
         return np.where(pools.valid, scores, -np.inf).astype(np.float32)
 
-    def candidate_scores(
-        self, query_tokens: Sequence[str], query_vec: np.ndarray, node_ids: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One encoded query's raw score of each given node by every scorer (float32 [n, scorers], in
-        ``fields.scorer_names`` order) and the model's total score (float32 [n]); the reranker's text features."""
-        vec = torch.from_numpy(np.asarray(query_vec, np.float32)[None])
-        with torch.no_grad():
-            raw = self.fields.scores_at([list(query_tokens)], vec, np.asarray(node_ids, np.int64))
-            total = self.model(vec, raw)
-        return raw[0].numpy(), total[0].numpy()
-
     def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]:
         queries = list(queries)
         out: list[Ranking] = []

@@ -6,31 +6,31 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.skb.format import SKB
 from grasp_core.text.bm25 import tokenize
+from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARConfig, MFARRetriever
 
-QUERY = "which disease causes tall stature"  # tokens: which diseas caus tall statur (5)
+QUERY = "which disease causes tall stature and height"  # tokens: which diseas caus tall statur height (6)
 
 
-class FixedQueryText:
-    """The text branch seen through the three calls the feature builder makes, with the query vector fixed to
-    [1, 0] so that neighbour cosines are the cosines of the fixture's angles; one scorer, which scores a node by
-    its id (enough to see that the text columns land on the right rows)."""
+class FixedQueryEncoder:
+    """Embeds every query as [1, 0], so that neighbour cosines are the cosines of the fixture's angles."""
 
-    class fields:  # noqa: N801 - mirrors MFARRetriever.fields
-        scorer_names = ["doc/lexical"]
+    dim, identity = 2, "fixed-2d"
 
     @staticmethod
-    def encode_queries(queries):
-        return tokenize(queries), np.tile(np.array([1.0, 0.0], np.float32), (len(queries), 1))
+    def encode(texts, max_tokens):
+        return np.tile(np.array([1.0, 0.0], np.float32), (len(texts), 1))
 
-    @staticmethod
-    def candidate_scores(tokens, vec, ids):
-        ids = np.asarray(ids, np.float32)
-        return ids[:, None], 2 * ids
+
+def text_model(skb):
+    """A real mFAR over the toy SKB (BM25 per field, untrained uniform weights) on the fixed query encoder."""
+    fields = FieldIndex.build(skb, None, FixedQueryEncoder(), MFARConfig(dense_fields=()))
+    return MFARRetriever(fields, FieldWeights(2, fields.num_scorers), FixedQueryEncoder())
 
 
 def cos(deg: float) -> float:
@@ -39,7 +39,7 @@ def cos(deg: float) -> float:
 
 @pytest.fixture(scope="module")
 def builder(tiny_skb, doc_vectors):
-    return FeatureBuilder(tiny_skb, doc_vectors, FixedQueryText())
+    return FeatureBuilder(tiny_skb, doc_vectors, text_model(tiny_skb))
 
 
 def example(fused_ids=(0, 6, 3, 5)) -> RerankInput:
@@ -72,9 +72,10 @@ def test_feature_values_match_hand_computation(builder):
     np.testing.assert_allclose(f["binding adjacent cosine"], [0.9, 0, 0, 0], rtol=1e-6)
     np.testing.assert_allclose(f["is binding"], [0, 0, 1, 0])
     np.testing.assert_allclose(f["log degree"], np.log1p([5, 2, 2, 2]), rtol=1e-6)
-    np.testing.assert_allclose(f["name overlap"], [0, 0, 0.4, 0])  # tall, statur of 5 query tokens
+    np.testing.assert_allclose(f["name overlap"], [0, 0, 2 / 6, 0], rtol=1e-6)  # tall, statur of 6 query tokens
     np.testing.assert_allclose(f["name overlap count"], [0, 0, 2, 0])
-    np.testing.assert_allclose(f["field overlap"], [0, 0, 0, 0])
+    np.testing.assert_allclose(f["field overlap"], [0, 0, 1 / 6, 0], rtol=1e-6)  # "Height above average."
+    np.testing.assert_allclose(f["field overlap count"], [0, 0, 1, 0])
     np.testing.assert_allclose(f["is linked"], [0, 0, 1, 0])
     np.testing.assert_allclose(f["linked cosine"], [0, 0, 0.8, 0], rtol=1e-6)
     # Marfan is next to both linked phenotypes; Tall stature is next to Lens dislocation (parent-child)
@@ -96,13 +97,22 @@ def test_feature_values_match_hand_computation(builder):
         rtol=1e-5,
     )
     np.testing.assert_allclose(f["neighbour max cos: parent-child"], [0, 0, cos(60), 0], rtol=1e-5)
-    np.testing.assert_allclose(f["mfar doc/lexical"], [0, 6, 3, 5])
-    np.testing.assert_allclose(f["mfar total"], [0, 12, 6, 10])
+    # the text columns are mFAR's own per-field BM25 scores and total for these candidates
+    model = builder.text_model
+    tokens = tokenize([QUERY])
+    ids = np.array([0, 6, 3, 5])
+    raw = np.stack([model.fields.lexical[fld].scores_at(tokens, ids)[0] for fld, _ in model.fields.scorers], axis=1)
+    assert raw[:, model.fields.scorer_names.index("name/lexical")].tolist()[2] > 0  # Tall stature's name matches
+    for j, name in enumerate(model.fields.scorer_names):
+        np.testing.assert_allclose(f[f"mfar {name}"], raw[:, j], rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        total = model.model(torch.tensor([[1.0, 0.0]]), torch.from_numpy(raw[None]))[0].numpy()
+    np.testing.assert_allclose(f["mfar total"], total, rtol=1e-5, atol=1e-6)
 
 
 def test_short_and_empty_lists_and_a_node_without_neighbours(tiny_skb, doc_vectors):
     isolated = SKB(tiny_skb.schema, tiny_skb.nodes, tiny_skb.edges.iloc[1:], tiny_skb.queries)  # FBN1 loses its edge
-    builder = FeatureBuilder(isolated, doc_vectors, FixedQueryText())
+    builder = FeatureBuilder(isolated, doc_vectors, text_model(isolated))
     empty = RerankInput(QUERY, Ranking.empty())
     short, no_plan = builder.build([example(fused_ids=(1, 0)), empty], K=50)
     assert no_plan.shape == (0, builder.num_features)
