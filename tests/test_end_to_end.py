@@ -118,6 +118,7 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries["query"][0]]) == 0
     out = capsys.readouterr().out
     assert "Plan (" in out and "found by" in out and "Answers:" in out
+    assert "reranker score" in out and "reranker: " in out  # the ltr reranker's three largest contributions
 
     src = tmp / "in.jsonl"
     lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
