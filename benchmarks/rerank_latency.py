@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.io import write_json
-from grasp_core.pipeline.reranker import load_reranker, served_inputs
-from grasp_core.pipeline.workspace import Workspace
+from grasp_core.pipeline.reranker import served_inputs
 from grasp_core.profiles import get_profile
 from grasp_core.rerank.inference import fuse_reranked
 
@@ -43,9 +43,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--K", type=int, default=50)
     args = parser.parse_args()
-    ws = Workspace(Artifacts(args.dataset, args.root), get_profile(args.profile))
+    ws = Components(Artifacts(args.dataset, args.root), get_profile(args.profile))
     planner, _, inputs, _ = served_inputs(ws, "test", args.queries)
-    reranker = load_reranker(ws)
+    reranker = ws.reranker()
     features = reranker.features
     for x in inputs[:5]:  # warm-up: the first calls load lazy state (LightGBM, the stemmer)
         reranker.rerank([x], args.K)

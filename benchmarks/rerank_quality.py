@@ -17,25 +17,25 @@ from pathlib import Path
 import numpy as np
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
 from grasp_core.io import is_complete, write_json
 from grasp_core.metrics import evaluate, per_query_hits
-from grasp_core.pipeline.reranker import hard_negatives_step, load_reranker, reranker_step, served_inputs
-from grasp_core.pipeline.workspace import Workspace
+from grasp_core.pipeline.reranker import hard_negatives_step, reranker_step, served_inputs
 from grasp_core.profiles import get_profile
 
 RESULTS = Path(__file__).parent / "results"
 OWN = ("reranker_hard_negatives", "reranker", "reranker_work")
 
 
-def scratch_workspace(dataset: str, source: Path, scratch: Path, profile: str) -> Workspace:
+def scratch_workspace(dataset: str, source: Path, scratch: Path, profile: str) -> Components:
     """A workspace whose artifacts are links to ``source``'s finished ones, except the reranker's own."""
     (scratch / dataset).mkdir(parents=True, exist_ok=True)
     for item in (source / dataset).iterdir():
         link = scratch / dataset / item.name
         if item.name not in OWN and not item.name.startswith(".") and not link.exists():
             link.symlink_to(item.resolve())
-    return Workspace(Artifacts(dataset, scratch), get_profile(profile))
+    return Components(Artifacts(dataset, scratch), get_profile(profile))
 
 
 def _plain(result: dict) -> dict:
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[20, 50])
     args = parser.parse_args()
     ws = scratch_workspace(args.dataset, args.source_root, args.scratch, args.profile)
-    out: dict = {"dataset": args.dataset, "profile": args.profile, "kind": ws.profile.reranker_kind}
+    out: dict = {"dataset": args.dataset, "profile": args.profile, "kind": ws.reranker_kind}
     t0 = time.perf_counter()
     if not is_complete(ws.art.path("reranker_hard_negatives")):
         out["hard_negatives"] = hard_negatives_step(ws)
@@ -65,7 +65,7 @@ def main() -> None:
     fused = [x.fused for x in inputs]
     fused_hits = per_query_hits(fused, gold, n)
     out.update(planner=planner, test_queries=len(qids), fused=evaluate(fused, gold, n), reranked={})
-    reranker = load_reranker(ws)
+    reranker = ws.reranker()
     out["rrf"] = {"w": reranker.w, "k": reranker.k}
     for K in args.k:
         t0 = time.perf_counter()

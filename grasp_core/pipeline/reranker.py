@@ -2,8 +2,9 @@
 
 ``Profile.reranker_kind`` chooses the reranker: ``ltr`` (the ``cpu`` default: LightGBM lambdarank over
 :mod:`grasp_core.rerank.features`), ``cross-encoder`` (MiniLM) or ``causal-lm`` (the ``gpu`` profile's
-Qwen3-Reranker + LoRA). Both steps and :func:`load_reranker` follow it; the ``reranker`` artifact records its
-kind in ``rrf.json``, so a model of another kind is refused with a message instead of being misread.
+Qwen3-Reranker + LoRA). Both steps and :meth:`Components.reranker` (which loads the result) follow it; the
+``reranker`` artifact records its kind in ``rrf.json``, so a model of another kind is refused with a message
+instead of being misread.
 """
 
 from __future__ import annotations
@@ -16,78 +17,26 @@ import time
 import numpy as np
 import pandas as pd
 
-from grasp_core.errors import GraspError
-from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.components import Components
+from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.scoring import evaluate_planner
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import RerankInput
+from grasp_core.rerank.weights import RRF_FILE
 
-RRF_FILE = "rrf.json"
 LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
-KINDS = ("ltr", "cross-encoder", "causal-lm")
 
 
-def _kind(ws: Workspace) -> str:
-    if ws.profile.reranker_kind not in KINDS:
-        raise GraspError(f"unknown reranker_kind {ws.profile.reranker_kind!r}: choose one of {KINDS}")
-    return ws.profile.reranker_kind
-
-
-def make_scorer(ws: Workspace):
-    from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
-
-    if _kind(ws) == "causal-lm":
-        return CausalLMScorer(ws.profile.causal_reranker)
-    return CrossEncoderScorer(ws.profile.cross_encoder)
-
-
-def make_builder(ws: Workspace):
-    from grasp_core.rerank.documents import CandidateDocumentBuilder
-
-    return CandidateDocumentBuilder(ws.skb, ws.embeddings.doc, ws.profile.reranker_docs, encoder=ws.encoder)
-
-
-def make_features(ws: Workspace):
-    from grasp_core.pipeline.text import load_text_retriever
-    from grasp_core.rerank.features import FeatureBuilder
-
-    return FeatureBuilder(ws.graph, ws.embeddings.doc, load_text_retriever(ws, "mfar"), ws.profile.rerank_features)
-
-
-def load_reranker(ws: Workspace):
-    """The trained reranker of the finished ``reranker`` artifact, with its ``(w, k)``: an
-    :class:`~grasp_core.rerank.ranker.LTRReranker` or a :class:`~grasp_core.rerank.inference.PairReranker`."""
-    path = ws.art.require("reranker")
-    rrf = read_json(path / RRF_FILE)
-    kind = rrf.get("kind", "cross-encoder")
-    if kind != _kind(ws):
-        raise GraspError(
-            f"the reranker artifact at {path} holds a {kind!r} reranker but the profile asks for "
-            f"{ws.profile.reranker_kind!r}; rematerialize the reranker asset"
-        )
-    if kind == "ltr":
-        from grasp_core.rerank.ranker import LTRReranker
-
-        return LTRReranker.load(path, make_features(ws), float(rrf["w"]), float(rrf["k"]))
-    from grasp_core.rerank.inference import PairReranker
-    from grasp_core.rerank.train import load_trained_weights
-
-    scorer = make_scorer(ws)
-    load_trained_weights(scorer, path)
-    return PairReranker(scorer, make_builder(ws), float(rrf["w"]), float(rrf["k"]))
-
-
-def served_inputs(ws: Workspace, split: str, cap: int | None = None):
+def served_inputs(ws: Components, split: str, cap: int | None = None):
     """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the
     planner runs once per query) and gold answers."""
-    from grasp_core.pipeline.planner import final_planner, planner_env, planner_llm
+    from grasp_core.pipeline.planner import planner_env
 
-    name, ckpt = final_planner(ws)
+    name, ckpt = ws.final_planner()
     env = planner_env(ws)
     qids = ws.split(split)["qid"].astype(int).head(cap).tolist()
-    result = evaluate_planner(planner_llm(ws, ckpt), env, qids, ws.profile.inference)
+    result = evaluate_planner(ws.planner_llm(ckpt), env, qids, ws.profile.inference)
     inputs = [
         RerankInput.of(env.queries[q], f, env.text[q], g, t, env.tables[q])
         for q, f, g, t in zip(qids, result["fused_rankings"], result["graph_rankings"], result["traces"])
@@ -95,11 +44,11 @@ def served_inputs(ws: Workspace, split: str, cap: int | None = None):
     return name, qids, inputs, [env.gold[q] for q in qids]
 
 
-def _train_cap(ws: Workspace) -> int | None:
-    return ws.profile.ltr.train_queries if _kind(ws) == "ltr" else ws.profile.rl.max_queries
+def _train_cap(ws: Components) -> int | None:
+    return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
 
 
-def hard_negatives_step(ws: Workspace) -> dict:
+def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
     planner, qids, inputs, gold = served_inputs(ws, "train", _train_cap(ws))
@@ -139,7 +88,7 @@ def _inputs_frame(qids, inputs: list[RerankInput]) -> pd.DataFrame:
     )
 
 
-def _inputs_of(ws: Workspace, frame: pd.DataFrame) -> tuple[list[int], list[RerankInput]]:
+def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[RerankInput]]:
     queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
     tables = ws.entity_tables
     out = []
@@ -158,13 +107,13 @@ def _inputs_of(ws: Workspace, frame: pd.DataFrame) -> tuple[list[int], list[Rera
     return frame["qid"].astype(int).tolist(), out
 
 
-def reranker_step(ws: Workspace, log_fn=None) -> dict:
-    if _kind(ws) == "ltr":
+def reranker_step(ws: Components, log_fn=None) -> dict:
+    if ws.reranker_kind == "ltr":
         return _ltr_step(ws)
     return _pair_step(ws, log_fn)
 
 
-def _ltr_step(ws: Workspace) -> dict:
+def _ltr_step(ws: Components) -> dict:
     from grasp_core.rerank.inference import ValItem, select_rrf_params
     from grasp_core.rerank.ltr import labels_of, train_ranker
     from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
@@ -173,7 +122,7 @@ def _ltr_step(ws: Workspace) -> dict:
     frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
     train_qids, train_inputs = _inputs_of(ws, frame)
     _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
-    features = make_features(ws)
+    features = ws.reranker_features()
     t0 = time.perf_counter()
     gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
     train_X = features.build(train_inputs, K)
@@ -232,12 +181,12 @@ def _ltr_step(ws: Workspace) -> dict:
     }
 
 
-def _pair_step(ws: Workspace, log_fn=None) -> dict:
+def _pair_step(ws: Components, log_fn=None) -> dict:
     from grasp_core.rerank.inference import RerankValidation, ValItem, rerank_batch, select_rrf_params
     from grasp_core.rerank.train import train_reranker
 
     negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
-    scorer, builder = make_scorer(ws), make_builder(ws)
+    scorer, builder = ws.reranker_scorer(), ws.reranker_documents()
     _, _, val, val_answers = served_inputs(ws, "val", ws.profile.grpo.val_queries)
     val_fused, val_queries = [x.fused for x in val], [x.query for x in val]
     K = ws.profile.rerank.top_k
@@ -263,12 +212,14 @@ def _pair_step(ws: Workspace, log_fn=None) -> dict:
     w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
     with atomic_dir(ws.art.path("reranker")) as tmp:
         shutil.copytree(result.best_dir, tmp, dirs_exist_ok=True)
-        write_json(tmp / RRF_FILE, {"kind": _kind(ws), "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K})
+        write_json(
+            tmp / RRF_FILE, {"kind": ws.reranker_kind, "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K}
+        )
     shutil.rmtree(work, ignore_errors=True)
     losses = [(h["step"], h["val"]) for h in result.history]
     fused_hit1 = 100 * float(np.mean([f.rank_of(a) == 1 for f, a in zip(val_fused, val_answers)]))
     return {
-        "kind": _kind(ws),
+        "kind": ws.reranker_kind,
         "train_queries": len(negs),
         "best_step": result.best_step,
         "val_hit1_reranker_order": result.best_val,

@@ -11,36 +11,13 @@ deterministic for a given seed (``deterministic``, row-wise histograms, fixed ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import lightgbm as lgb
 import numpy as np
 
 from grasp_core.errors import GraspError
-
-
-@dataclass(frozen=True)
-class LTRConfig:
-    num_leaves: int = field(default=31, metadata={"help": "Leaves per tree."})
-    learning_rate: float = field(default=0.05, metadata={"help": "Shrinkage per boosting round."})
-    max_rounds: int = field(default=1000, metadata={"help": "Boosting rounds at most (early stopping ends sooner)."})
-    early_stopping_rounds: int = field(
-        default=50, metadata={"help": "Stop after this many rounds without a better validation NDCG@1."}
-    )
-    min_data_in_leaf: int = field(default=20, metadata={"help": "Candidates per leaf at least."})
-    feature_fraction: float = field(default=0.8, metadata={"help": "Share of features each tree sees."})
-    bagging_fraction: float = field(default=0.8, metadata={"help": "Share of candidates each tree sees."})
-    lambda_l2: float = field(default=1.0, metadata={"help": "L2 regularization of leaf values."})
-    seed: int = field(default=0, metadata={"help": "Seed of bagging and feature sampling."})
-    num_threads: int = field(default=2, metadata={"help": "LightGBM threads."})
-    train_queries: int | None = field(
-        default=None, metadata={"help": "Training queries whose fused lists are mined (None: every train query)."}
-    )
-    val_queries: int | None = field(
-        default=None,
-        metadata={"help": "Validation queries for early stopping and the (w, k) grid (None: every val query)."},
-    )
+from grasp_core.rerank.train_config import LTRConfig
 
 
 class TrainedRanker(NamedTuple):
