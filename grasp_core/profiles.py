@@ -104,7 +104,7 @@ def _cpu() -> Profile:
             # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0; batch 32 x 10 epochs gave 33.0 on
             # 100 val queries in session 2's main job. So: batch 16 x 10 epochs (~320 steps, as many tokens as batch 32)
             epochs=10.0,
-            use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
+            use_lora=False,  # cpu: from scratch, so all weights train (docs/design.md)
             per_device_batch=16,
             effective_batch=16,
             max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)

@@ -1,4 +1,4 @@
-"""Per node type, one faiss index over node names and one over node documents (``DESIGN.md`` §3).
+"""Per node type, one faiss index over node names and one over node documents (``docs/design.md``).
 
 Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
 ``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``

@@ -1,4 +1,4 @@
-"""The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``DESIGN.md`` §3).
+"""The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``docs/design.md``).
 
 Built once per SKB: a dictionary from normalized strings (node names, plus the aliases of alias fields such as
 hpo's ``synonyms``) to the nodes they name. Extraction of a query:

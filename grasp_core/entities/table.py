@@ -1,7 +1,7 @@
 """The entity table (paper §3.1, Figure A8): the query's mentions, each linked to its most similar nodes.
 
 Every row has an id (``E1``, ``E2``, …) that a plan anchor may reference instead of copying a name
-(``{"var": "a1", "ref": "E2", "match_mode": "name"}``, ``DESIGN.md`` §3). Attribute rows carry no links.
+(``{"var": "a1", "ref": "E2", "match_mode": "name"}``, ``docs/design.md``). Attribute rows carry no links.
 The table renders to the text block the planner reads; ``to_json``/``from_json`` store it.
 """
 

@@ -192,7 +192,7 @@ def eval_metrics_step(ws: Components) -> dict:
 
 
 def ablations_step(ws: Components) -> dict:
-    """Every ablation of paper Table 2 / DESIGN §3, with McNemar p-values against the full system."""
+    """Every ablation of paper Table 2 (docs/design.md, Evaluation), with McNemar p-values against the full system."""
     run = TestRun(ws)
     cached = pd.read_parquet(ws.art.require("eval_metrics") / "test_run.parquet")
     name, ckpt = ws.final_planner()

@@ -1,4 +1,4 @@
-"""Compile a validated plan into one Cypher query (paper §3.1 step 3, ``DESIGN.md`` §3).
+"""Compile a validated plan into one Cypher query (paper §3.1 step 3, ``docs/design.md``).
 
 A plan is a tree rooted at ``target`` whose leaves are anchors (see :mod:`grasp_core.plan.validate`).
 Semantics: a target node's anchor score is the sum of the binding scores of the anchors on a matching

@@ -1,4 +1,4 @@
-"""Plan execution (paper §3.1, ``DESIGN.md`` §3): validate -> link anchors -> traverse -> dense rescoring.
+"""Plan execution (paper §3.1, ``docs/design.md``): validate -> link anchors -> traverse -> dense rescoring.
 
 ``PlanExecutor.execute`` is on the serving and reward path, so it never raises: a plan that does not parse
 or validate, an anchor with nothing to bind, a plan that reaches nothing or a failing store all give an

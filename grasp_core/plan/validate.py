@@ -1,4 +1,4 @@
-"""Check a plan against the SKB schema and the entity table (paper §3.1 step 1, ``DESIGN.md`` §3).
+"""Check a plan against the SKB schema and the entity table (paper §3.1 step 1, ``docs/design.md``).
 
 :func:`validate_plan` raises :class:`PlanError` with one of these reasons, checked in this order:
 

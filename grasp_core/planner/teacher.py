@@ -1,4 +1,4 @@
-"""Teachers that write plans for training queries (paper §3.2, ``DESIGN.md`` §3 "Teacher").
+"""Teachers that write plans for training queries (paper §3.2, ``docs/design.md`` "Teacher").
 
 :class:`ProgrammaticTeacher` is the offline teacher: it enumerates metapath plans from the query's entity
 table and the schema (1–3 hops, one or two anchors, name or doc match mode; relevance text = the query minus

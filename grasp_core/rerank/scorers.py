@@ -1,6 +1,6 @@
 """Pointwise reranker scorers: one relevance logit per (query, candidate document) pair.
 
-Two backends behind one interface (``DESIGN.md`` §4):
+Two backends behind one interface (``docs/design.md``):
 
 * :class:`CausalLMScorer` (``gpu`` profile) — Qwen3-Reranker style: the chat prompt of Qwen3-Reranker
   with our instruction (``grasp_core/prompts/reranker_instruction.txt``), the score is

@@ -1,4 +1,4 @@
-"""Query synthesis by the STaRK protocol, no LLM (``DESIGN.md`` §2), for ``hpo`` and the ``synth-*`` SKBs.
+"""Query synthesis by the STaRK protocol, no LLM (``docs/design.md``), for ``hpo`` and the ``synth-*`` SKBs.
 
 One query is made in four steps:
 

@@ -1,4 +1,4 @@
-"""Synthetic SKBs with the exact STaRK schemas (``DESIGN.md`` §2): ``synth-amazon``, ``synth-mag``, ``synth-prime``.
+"""Synthetic SKBs with the exact STaRK schemas (``docs/design.md``): ``synth-amazon``, ``synth-mag``, ``synth-prime``.
 
 ``build_synth_skb(kind, scale, seed)`` returns an :class:`SKB` (no queries; ``querygen.py`` adds them).
 
