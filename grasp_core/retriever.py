@@ -81,16 +81,23 @@ class GraspRetriever:
                 (planner, ws.art.require(*planner.split(":"))) if planner else ws.final_planner()
             )
             self.llm = ws.planner_llm(checkpoint)
+            ws.extractor  # noqa: B018
             ws.executor  # noqa: B018
         if rerank:
             self.scorer, self.builder, (self.w, self.k) = ws.reranker()
 
     @classmethod
-    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
+    def from_artifacts(
+        cls, dataset: str, root=None, profile: str = "cpu", extractor: str | None = None, **kwargs
+    ) -> GraspRetriever:
+        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm)."""
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
-        return cls(Components(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
+        chosen = get_profile(profile)
+        if extractor is not None:
+            chosen = chosen.replace(extractor=extractor)
+        return cls(Components(Artifacts.for_dataset(dataset, root), chosen), **kwargs)
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         queries = list(queries)

@@ -51,6 +51,7 @@ class LLMExtractorConfig:
     example_names: int = field(default=3, metadata={"help": "Example node names per type listed in the rules."})
     rules: tuple[str, ...] = field(default=(), metadata={"help": "Extra SKB-specific rules for the prompt."})
     batch_size: int = field(default=64, metadata={"help": "Queries per generate() call."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Longest answer (the JSON list of mentions)."})
 
 
 class Extraction(NamedTuple):
