@@ -7,25 +7,7 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import (
-    ABLATIONS,
-    ENTITY_TABLES,
-    EVAL_METRICS,
-    GRAPH_STORE,
-    LATENCY,
-    MFAR_MODEL,
-    NODE_EMBEDDINGS,
-    PLANNER,
-    PLANNER_BASE,
-    RERANKER,
-    RERANKER_HARD_NEGATIVES,
-    REWARD_TABLE,
-    RFT_SAMPLES,
-    SFT_ADAPTER,
-    TEACHER_PLANS,
-    TEXT_INDEX,
-    VECTOR_INDEXES,
-)
+from grasp_assets.versions import config_of
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 
@@ -92,29 +74,8 @@ def profile_override(settings: GraspSettings, section: str, config: dg.Config) -
 
 def _params(profile, step: str) -> dict:
     """The profile section(s) a step depends on, flattened for MLflow params."""
-    import dataclasses
-
-    sections = {
-        NODE_EMBEDDINGS: ["encoder"],
-        VECTOR_INDEXES: ["index"],
-        GRAPH_STORE: ["graph_store"],
-        ENTITY_TABLES: ["gazetteer"],
-        TEXT_INDEX: ["bm25", "mfar"],
-        MFAR_MODEL: ["mfar"],
-        TEACHER_PLANS: ["teacher"],
-        PLANNER_BASE: ["planner_model"],
-        SFT_ADAPTER: ["sft"],
-        REWARD_TABLE: ["reward"],
-        RFT_SAMPLES: ["rl", "inference"],
-        PLANNER: ["sft", "grpo", "reward"],
-        RERANKER_HARD_NEGATIVES: ["rl"],
-        RERANKER: ["reranker_train", "rerank", "reranker_docs"],
-        EVAL_METRICS: ["eval", "rerank"],
-        ABLATIONS: ["eval"],
-        LATENCY: ["eval"],
-    }.get(step, [])
     out = {"profile": profile.name}
-    for section in sections:
-        for key, value in dataclasses.asdict(getattr(profile, section)).items():
-            out[f"{section}.{key}"] = value
+    for section, value in config_of(step, profile).items():
+        for key, v in value.items() if isinstance(value, dict) else [("", value)]:
+            out[f"{section}.{key}" if key else section] = v
     return out

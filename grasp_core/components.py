@@ -164,7 +164,7 @@ class Components:
 
         kind, base = planner_kind(checkpoint)
         device = self.profile.device
-        if kind == "lora":
+        if base is not None:  # a LoRA adapter over its recorded base
             return TransformersLLM(
                 base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
             )

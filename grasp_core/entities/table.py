@@ -64,6 +64,13 @@ class EntityTable:
     def row(self, ref: str) -> EntityRow | None:
         return next((r for r in self.rows if r.ref == ref), None)
 
+    def require_row(self, ref: str) -> EntityRow:
+        """The row ``ref`` names (a ref already checked against this table)."""
+        row = self.row(ref)
+        if row is None:
+            raise KeyError(f"entity table has no row {ref!r} (rows: {self.refs})")
+        return row
+
     @property
     def refs(self) -> list[str]:
         return [r.ref for r in self.rows]

@@ -119,7 +119,10 @@ class _Compiler:
         self.params: dict[str, Any] = {}
 
     def label(self, var: str) -> str:
-        return quote(self.tables.node[self.types[var]])
+        node_type = self.types[var]
+        if node_type is None:
+            raise PlanError("schema", f"variable {var!r} has no type: compile only validated plans")
+        return quote(self.tables.node[node_type])
 
     def ids_param(self, anchor: str) -> str:
         key = f"ids{self.anchor_index[anchor]}"

@@ -80,7 +80,7 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
     rename = {"a1": "a2", **{f"x{i}": f"x{i + n_inter}" for i in range(1, 4)}}
     for h in plan_b["hops"]:
         hops_b.append({**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])})
-    mentions = [table.row(ra).mention, table.row(rb).mention]
+    mentions = [table.require_row(ra).mention, table.require_row(rb).mention]
     return {
         "target": plan_a["target"],
         "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],

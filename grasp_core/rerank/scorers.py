@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -90,7 +90,7 @@ class _PairScorer:
     """What both backends share: batching, train/eval modes, and the trainable state."""
 
     model: torch.nn.Module
-    tokenizer: object
+    tokenizer: Any
     max_length: int
     batch_size: int
     device: torch.device

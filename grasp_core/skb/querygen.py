@@ -687,13 +687,15 @@ def _make_query(graph: _Graph, tpl: Template, dataset: str, r: random.Random, cf
         anchors.append(anchor)
     if min(graph.degree(p[1], a) for p, a in zip(tpl.paths, anchors)) > cfg.max_anchor_degree:
         return None
-    candidates = None
+    candidates: np.ndarray | None = None
     for path, anchor in zip(tpl.paths, anchors):
         reached = _walk_forward(graph, path, anchor, cfg.max_frontier)
         if reached is None:
             return None
         candidates = reached if candidates is None else np.intersect1d(candidates, reached, assume_unique=True)
-    candidates = np.setdiff1d(candidates, anchors, assume_unique=True)
+    if candidates is None:
+        return None
+    candidates = np.setdiff1d(candidates, np.asarray(anchors), assume_unique=True)
     if gold not in candidates:
         return None
     if not graph.describable(tpl.target):  # a name-only type (a brand, an hpo gene): the relation is the query
