@@ -1,5 +1,6 @@
 """Run a library pipeline step inside an asset: components, MLflow run, metadata — the same for every asset."""
 
+import dataclasses
 from collections.abc import Callable
 
 import dagster as dg
@@ -7,6 +8,7 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import PREVIOUS_ROUND_READS
 from grasp_assets.versions import config_of
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
@@ -34,7 +36,7 @@ def run_step(
     profile = settings.get_profile()
     if profile_changes:
         profile = profile.replace(**profile_changes)
-    ws = Components(settings.artifacts(dataset), profile)
+    ws = Components(dataclasses.replace(settings.artifacts(dataset), readable=readable(context, step)), profile)
     tracker = mlflow.tracker()
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
     parent = None
@@ -62,10 +64,14 @@ def run_step(
     )
 
 
+def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
+    """What a step may read: the assets upstream of it in the graph (its deps, transitively) and itself."""
+    upstream = context.job_def.asset_layer.asset_graph.get_ancestor_asset_keys(context.asset_key)
+    return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
+
+
 def profile_override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
     """``profile_changes`` for :func:`run_step`: the run config's set fields replace that profile section's values."""
-    import dataclasses
-
     changes = {k: v for k, v in config.model_dump().items() if v is not None}
     if not changes:
         return None

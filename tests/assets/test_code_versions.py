@@ -70,3 +70,16 @@ def test_every_asset_states_what_it_reads_and_versions_follow_it():
     # the encoder differs between profiles: node embeddings change version, the graph store does not
     assert code_version(assets["node_embeddings"], cpu) != code_version(assets["node_embeddings"], gpu)
     assert code_version(assets["graph_store"], cpu) == code_version(assets["graph_store"], gpu)
+
+
+def test_a_step_reads_only_what_its_asset_declares(tmp_path):
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.errors import GraspError
+
+    art = Artifacts("hpo", tmp_path, readable=frozenset({SKB}))
+    with pytest.raises(
+        GraspError, match="reads 'queries', which its asset does not declare: add it to the asset's deps"
+    ):
+        art.require(QUERIES)
+    with pytest.raises(GraspError, match="has not been built yet"):  # declared: the usual missing-artifact error
+        art.require(SKB)
