@@ -65,8 +65,11 @@ def run_step(
 
 
 def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
-    """What a step may read: the assets upstream of it in the graph (its deps, transitively) and itself."""
-    upstream = context.job_def.asset_layer.asset_graph.get_ancestor_asset_keys(context.asset_key)
+    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively; a
+    run's own job graph may hold only the selected assets and their parents) and itself."""
+    from grasp_assets.definitions import defs  # the code location imports this module: read it at run time
+
+    upstream = defs.resolve_asset_graph().get_ancestor_asset_keys(context.asset_key)
     return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
 
 
