@@ -89,7 +89,6 @@ def _retriever(args: argparse.Namespace):
 
 def _query(args: argparse.Namespace) -> None:
     from grasp_core.explain import format_result
-
     from grasp_core.textnorm import normalize_text
 
     text = normalize_text(args.text, "the question argument")
