@@ -10,6 +10,7 @@ lets one heavy run at a time use the machine; failed steps retry with exponentia
 
 import dagster as dg
 
+from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.partitions import DATASET, ROUNDS, dataset_partitions
 from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
@@ -106,6 +107,13 @@ def dataset_registry(context: dg.SensorEvaluationContext):
     )
 
 
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
+    """Fails the runs whose worker processes are gone and frees their pool slots (see ``release_dead_runs``)."""
+    released = release_dead_runs(context.instance)
+    return dg.SkipReason(f"released {len(released)} dead run(s): {released}" if released else "no dead run")
+
+
 jobs = [prepare_job, rl_round_job, finish_job]
 schedules = [weekly_retraining]
-sensors = [chain_training_stages, dataset_registry]
+sensors = [chain_training_stages, dataset_registry, release_dead_runs_sensor]

@@ -9,12 +9,14 @@ rebuilds all. Code and configuration changes are best seen in the UI, which mark
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import dagster as dg
 
 from grasp_assets.automation import FINISH, PREPARE, RL_ROUND
+from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.definitions import defs
 from grasp_assets.partitions import DATASET, ROUNDS
 from grasp_assets.resources import GraspSettings, MLflowTracking
@@ -24,7 +26,6 @@ from grasp_core.errors import GraspError
 from grasp_core.io import is_complete
 
 ROUND_ASSETS = {"rft_samples", "planner"}
-PID_TAG = "grasp/pid"  # the process that runs a materialization (dead ones get their runs released)
 
 
 def _missing(
@@ -52,30 +53,8 @@ def _gate_failed(art: Artifacts, round_key: str) -> bool:
     return is_complete(path) and not read_json(path / "gate.json")["passed"]
 
 
-def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Mark runs of earlier `grasp pipeline` processes that died mid-run (killed, crashed) as failed and free their
-    pool slots, which Dagster would otherwise hold forever (a later heavy step then waits for the `heavy` pool)."""
-    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
-
-    released = []
-    for run in instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
-        pid = run.tags.get(PID_TAG)
-        if pid is None or _alive(int(pid)):
-            continue
-        instance.report_run_failed(run, f"the grasp pipeline process {pid} that ran it is gone")
-        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-        released.append(run.run_id)
-    return released
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def run_pipeline(
@@ -88,6 +67,7 @@ def run_pipeline(
     n_queries: int = 0,
 ) -> dict:
     check_dataset(dataset)
+    signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM stops like Ctrl-C: the run is marked failed, we exit
     os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
     instance = dg.DagsterInstance.get()
     for run_id in release_dead_runs(instance):
@@ -133,7 +113,7 @@ def run_pipeline(
             instance=instance,
             resources=resources,
             raise_on_error=False,
-            tags={"grasp/stage": name, PID_TAG: str(os.getpid())},
+            tags={"grasp/stage": name},
         )
         timings[name] = time.perf_counter() - t0
         if not result.success and round_key is not None and _gate_failed(art, round_key):
