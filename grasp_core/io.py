@@ -85,6 +85,12 @@ def check_writable(path: str | os.PathLike) -> Path:
     return path
 
 
+def withdraw(path: str | os.PathLike) -> None:
+    """Mark a written directory incomplete again (its checks failed): no later step trusts it, the next run
+    rebuilds it."""
+    (Path(path) / COMPLETE_MARKER).unlink(missing_ok=True)
+
+
 def is_complete(path: str | os.PathLike) -> bool:
     """True when ``path`` is a directory written to the end by :func:`atomic_dir`."""
     return (Path(path) / COMPLETE_MARKER).exists()

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grasp_core.redact import MASK, is_secret_key, redact
+
 _HOME = Path(__file__).resolve().parent.parent / "dagster_home"
 
 
@@ -43,8 +45,9 @@ class TrackedRun:
         self.client, self.run_id = client, run_id
 
     def log_params(self, params: Mapping[str, object]) -> None:
+        """Log ``params``; a credential is logged as ``***`` (by key, or inside a value such as a URI)."""
         for k, v in params.items():
-            self.client.log_param(self.run_id, k, str(v)[:6000])
+            self.client.log_param(self.run_id, k, MASK if is_secret_key(k) and v else redact(str(v))[:6000])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         for k, v in metrics.items():
@@ -62,7 +65,7 @@ class TrackedRun:
 
     def set_tags(self, tags: Mapping[str, object]) -> None:
         for k, v in tags.items():
-            self.client.set_tag(self.run_id, k, str(v))
+            self.client.set_tag(self.run_id, k, redact(str(v)))
 
 
 def _metric_key(key: str) -> str:
