@@ -15,12 +15,12 @@ def format_result(result: Result, show: int = 10) -> str:
         cuts = "; ".join(f"{model} {note}" for model, note in result.truncated.items())
         lines += [f"Truncated to fit the models' windows: {cuts}", ""]
     if result.entity_table is not None:
-        lines += ["Entity table:", *("  " + l for l in result.entity_table.render().splitlines()), ""]
+        lines += ["Entity table:", *("  " + line for line in result.entity_table.render().splitlines()), ""]
     if result.plan is not None:
         state = "valid" if result.plan_valid else f"invalid ({result.plan_error})"
         lines += [f"Plan ({state}): {result.plan}"]
         if result.cypher:
-            lines += ["Cypher:", *("  " + l for l in result.cypher.splitlines())]
+            lines += ["Cypher:", *("  " + line for line in result.cypher.splitlines())]
         for var, bindings in result.bindings.items():
             shown = ", ".join(f"{name} ({score:.2f})" for _, name, score in bindings[:5])
             lines.append(f"Bindings of {var}: {shown}")

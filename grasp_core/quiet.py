@@ -7,8 +7,11 @@ developers; only its errors are shown. Our own messages, warnings and progress b
 
 from __future__ import annotations
 
+import os
+import sys
+
 
 def quiet_libraries() -> None:
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers is first imported
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.set_verbosity_error()
