@@ -7,7 +7,8 @@ computes every question's gold with :func:`grasp_core.skb.human_queries.human_qu
 counts per target type, the shapes and the registers. When the dataset's trained parts are there, it also
 runs :class:`GraspRetriever` (``--branches``, reranker only with ``--rerank``) on the questions and on the
 first 200 synthetic ``test`` queries for reference, and writes Hit@1, Hit@5, R@20 and MRR per target type
-and shape. Output: ``benchmarks/results/test_human_hpo_<branches>[_rerank].json`` and ``.md``.
+and shape; with the graph branch, McNemar's p on Hit@1 against the text branch alone. Output:
+``benchmarks/results/test_human_hpo_<branches>[_rerank].json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -74,21 +75,39 @@ def main() -> None:
 
 
 def _retrieval(root: Path, graph, human: pd.DataFrame, table: pd.DataFrame, branches: str, rerank: bool) -> dict:
+    from grasp_core.eval.significance import mcnemar
+    from grasp_core.metrics import per_query_hits
     from grasp_core.retriever import GraspRetriever
 
     start = time.perf_counter()
     retriever = GraspRetriever.from_artifacts("hpo", root, branches=branches, rerank=rerank)
     synth = retriever.ws.split("test").head(N_SYNTH)
     out: dict = {"branches": branches, "rerank": rerank, "text_retriever": retriever.ws.profile.text_retriever}
+    if branches != "text":
+        out["planner"] = retriever.planner_name
+    gold = [list(map(int, a)) for a in human["answer_ids"]]
     for split, queries in (("test-human", human), (f"test (first {N_SYNTH})", synth)):
         rankings = [r.ranking for r in retriever.retrieve(queries["query"].tolist())]
-        gold = [list(map(int, a)) for a in queries["answer_ids"]]
-        out[split] = {k: round(v, 1) for k, v in evaluate(rankings, gold, graph.num_nodes).items()}
+        answers = [list(map(int, a)) for a in queries["answer_ids"]]
+        out[split] = {k: round(v, 1) for k, v in evaluate(rankings, answers, graph.num_nodes).items()}
         if split == "test-human":
             hits = per_query(rankings, gold, graph.num_nodes).assign(target=table["target"], shape=table["shape"])
             for col in ("target", "shape"):
                 means = (100 * hits.groupby(col)[["hit@1", "hit@5"]].mean()).round(1)
                 out[f"test-human by {col}"] = means.assign(n=hits.groupby(col).size()).to_dict("index")
+            human_rankings = rankings
+    if branches != "text":  # paired against the text branch alone on the same questions
+        text = GraspRetriever(retriever.ws, branches="text", rerank=False)
+        text_rankings = [r.ranking for r in text.retrieve(human["query"].tolist())]
+        ours, base = (per_query_hits(r, gold, graph.num_nodes) for r in (human_rankings, text_rankings))
+        _, p = mcnemar(ours, base)
+        out["test-human vs text alone"] = {
+            "text hit@1": round(100 * float(base.mean()), 1),
+            "hit@1": round(100 * float(ours.mean()), 1),
+            "wins": int((ours & ~base).sum()),
+            "losses": int((~ours & base).sum()),
+            "mcnemar_p": round(p, 4),
+        }
     out["seconds"] = round(time.perf_counter() - start, 1)
     return out
 
@@ -101,11 +120,18 @@ def _markdown(out: dict) -> str:
     ret = out["retrieval"]
     if isinstance(ret, str):
         return "\n".join([*lines, ret, ""])
-    lines += [f"Retrieval (branches={ret['branches']}, rerank={ret['rerank']}, text={ret['text_retriever']}):", ""]
-    splits = {k: v for k, v in ret.items() if k.startswith("test") and " by " not in k}
+    planner = f", planner={ret['planner']}" if "planner" in ret else ""
+    lines += [
+        f"Retrieval (branches={ret['branches']}, rerank={ret['rerank']}, text={ret['text_retriever']}{planner}):",
+        "",
+    ]
+    splits = {k: v for k, v in ret.items() if k.startswith("test") and " by " not in k and " vs " not in k}
     lines += [pd.DataFrame(splits).T.to_markdown(), ""]
     for col in ("target", "shape"):
         lines += [pd.DataFrame(ret[f"test-human by {col}"]).T.to_markdown(), ""]
+    if "test-human vs text alone" in ret:
+        lines += ["test-human, paired with text alone (McNemar on Hit@1):", ""]
+        lines += [pd.DataFrame([ret["test-human vs text alone"]]).to_markdown(index=False), ""]
     return "\n".join(lines)
 
 

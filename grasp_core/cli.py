@@ -9,6 +9,7 @@ import sys
 import time
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
 from grasp_core.profiles import PROFILE_NAMES, get_profile
 from grasp_core.textnorm import check_unicode
@@ -92,7 +93,12 @@ def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
     return GraspRetriever.from_artifacts(
-        args.dataset, args.root, args.profile, branches=args.branches, rerank=not args.no_rerank
+        args.dataset,
+        args.root,
+        args.profile,
+        extractor=args.extractor,
+        branches=args.branches,
+        rerank=not args.no_rerank,
     )
 
 
@@ -165,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("dataset")
         p.add_argument("--branches", choices=("text", "graph", "both"), default="both", help="which branches to run")
         p.add_argument("--no-rerank", action="store_true", help="skip the reranker")
+        p.add_argument(
+            "--extractor",
+            choices=EXTRACTORS,
+            default=None,
+            help="entity extractor (default: the profile's); llm asks $GRASP_EXTRACTOR_URL",
+        )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)

@@ -118,6 +118,7 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries["query"][0]]) == 0
     out = capsys.readouterr().out
     assert "Plan (" in out and "found by" in out and "Answers:" in out
+    assert "reranker score" in out and "reranker: " in out  # the ltr reranker's three largest contributions
 
     src = tmp / "in.jsonl"
     lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
@@ -170,23 +171,25 @@ def test_a_long_vignette_is_truncated_per_model_and_answered_with_its_batch(trai
 
     queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")
     src, out = tmp / "vignette.jsonl", tmp / "vignette_out.jsonl"
+    long_case = VIGNETTE + " " + VIGNETTE.replace("34-year-old woman", "her 12-year-old son")  # 1,203 characters
     lines = [
         {"qid": 1, "query": queries["query"][0]},
         {"qid": 2, "query": VIGNETTE},
-        {"qid": 3, "query": queries["query"][1]},
+        {"qid": 3, "query": long_case},
+        {"qid": 4, "query": queries["query"][1]},
     ]
     src.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert len(VIGNETTE) >= 600 and _retrieve(root, src, out, "--batch-size", "3") == 0
+    assert len(VIGNETTE) >= 600 and _retrieve(root, src, out, "--batch-size", "4") == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["qid"] for r in rows] == [1, 2, 3] and all(r.get("ranking") for r in rows)
-    assert "truncated" not in rows[0] and "truncated" not in rows[2]
-    # the smoke reranker reads 128 tokens: the vignette is cut for it, the planner's 1,024-token context holds it
-    assert set(rows[1]["truncated"]) == {"reranker"} and rows[1]["truncated"]["reranker"].startswith("read ")
+    assert [r["qid"] for r in rows] == [1, 2, 3, 4] and all(r.get("ranking") for r in rows)
+    assert "truncated" not in rows[0] and "truncated" not in rows[3]
+    # the tiny planner's 1,024-token context holds the prompt of the 600-character case, not of the long one
+    assert "truncated" not in rows[1] and rows[2]["truncated"]["planner"].startswith("read ")
 
     from grasp_core.cli import main
 
-    assert main(["--profile", "smoke", "--root", root, "query", DATASET, VIGNETTE]) == 0
-    assert "Truncated to fit the models' windows: reranker read " in capsys.readouterr().out
+    assert main(["--profile", "smoke", "--root", root, "query", DATASET, long_case]) == 0
+    assert "Truncated to fit the models' windows: planner read " in capsys.readouterr().out
 
 
 def test_a_batch_with_broken_text_answers_its_good_lines(trained, capsys):
@@ -229,3 +232,41 @@ def test_a_query_that_fails_costs_only_its_own_record(trained, monkeypatch):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[0]["qid"] == "a" and rows[0]["ranking"]
     assert rows[1] == {"qid": "b", "error": "RuntimeError: reranker input too long (password=***)"}
+
+
+def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):
+    """`extractor=llm` (profile or `--extractor`) asks the endpoint; mentions it returns are linked and planned on."""
+    tmp, _ = trained
+    import pandas as pd
+
+    from grasp_core.cli import main
+    from grasp_core.entities.llm_extractor import mentions_to_json
+    from grasp_core.retriever import GraspRetriever
+    from tests.llm.openai_server import OpenAIServer
+
+    root = str(tmp / "artifacts")
+    art = Artifacts.for_dataset(DATASET, root)
+    queries = pd.read_parquet(art.path("queries") / "queries.parquet").query("split == 'test'")["query"].head(3)
+    queries = queries.tolist()
+    gazetteer = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False)
+
+    def answer(messages):  # an LLM that answers with the gazetteer's mentions, except for one query
+        query = messages[-1]["content"].rsplit("Query: ", 1)[1].removesuffix("\nMentions:")
+        if query == queries[2]:
+            return "I cannot tell."
+        return mentions_to_json(gazetteer.ws.gazetteer.find_mentions([query])[0])
+
+    with OpenAIServer(answer) as server:
+        monkeypatch.setenv("GRASP_EXTRACTOR_URL", server.url)
+        llm = GraspRetriever.from_artifacts(DATASET, root, "smoke", extractor="llm", rerank=False)
+        got, want = llm.retrieve(queries, k=5), gazetteer.retrieve(queries, k=5)
+        assert len(server.requests) == 3 and server.requests[0]["model"] == "Qwen3-1.7B"
+        demos = len(llm.ws.extractor.demonstrations)
+        assert demos > 0 and server.requests[0]["messages"][0]["content"].count("\nMentions: ") == demos
+        assert [r.entity_table.to_json() for r in got] == [r.entity_table.to_json() for r in want]
+        assert [[a.node_id for a in r.answers] for r in got] == [[a.node_id for a in r.answers] for r in want]
+        assert [e.source for e in llm.ws.extractor.extract_detailed(queries)] == ["llm", "llm", "gazetteer"]
+
+        capsys.readouterr()
+        assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
+        assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,17 +71,22 @@ class TestRun:
             self._reranker = self.ws.reranker()
         return self._reranker
 
-    def rerank(self, rankings: list[Ranking], K: int, cached: bool = True) -> tuple[list[Ranking], float]:
-        """Reranked rankings and the mean seconds per query (pairs already scored are reused unless ``cached`` is
-        off, which is how per-query times are measured)."""
-        from grasp_core.rerank.inference import rerank_batch
+    def rerank(
+        self, rankings: list[Ranking], K: int, cached: bool = True, graph=None, traces=None
+    ) -> tuple[list[Ranking], float]:
+        """Reranked rankings and the mean seconds per query. ``graph``/``traces`` are the graph branch the
+        rankings were fused from (the ``ltr`` reranker's features read them). Pairs already scored by a pair
+        reranker are reused unless ``cached`` is off, which is how per-query times are measured."""
+        from grasp_core.rerank.features import RerankInput
 
-        scorer, builder, (w, k) = self.reranker
+        n = len(rankings)
+        graph, traces = graph or [None] * n, traces or [None] * n
+        inputs = [
+            RerankInput.of(*a) for a in zip(self.queries[:n], rankings, self.text[:n], graph, traces, self.tables[:n])
+        ]
         t0 = time.perf_counter()
-        out = rerank_batch(
-            rankings, self.queries[: len(rankings)], scorer, builder, K, w, k, cache=self.scores if cached else None
-        )
-        return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, len(rankings))
+        out = self.reranker.rerank(inputs, K, cache=self.scores if cached else None)
+        return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, n)
 
     def metrics(self, rankings: list[Ranking]) -> dict:
         return evaluate(rankings, self.answers, self.ws.skb.num_nodes)
@@ -139,9 +146,10 @@ def eval_metrics_step(ws: Components) -> dict:
     # does not depend on K) and is timed on its own, without the cache, on the latency queries
     depths = sorted(ws.profile.eval.rerank_k_values, reverse=True)
     for K in depths:
-        reranked, seconds = run.rerank(fused, K)
+        reranked, seconds = run.rerank(fused, K, graph=graph, traces=traces)
         if K != depths[0]:
-            seconds = run.rerank(fused[: ws.profile.eval.latency_queries], K, cached=False)[1]
+            n = ws.profile.eval.latency_queries
+            seconds = run.rerank(fused[:n], K, cached=False, graph=graph[:n], traces=traces[:n])[1]
         if K == ws.profile.rerank.top_k:
             served = reranked
         rows.append(
@@ -157,11 +165,12 @@ def eval_metrics_step(ws: Components) -> dict:
     if len(human):
         hrun = TestRun(ws, "test-human")
         hplans = hrun.planner_plans(name, ckpt)
-        hfused = hrun.fused(hrun.graph(hplans)[0])
+        hgraph, htraces = hrun.graph(hplans)
+        hfused = hrun.fused(hgraph)
         out["human"] = {
             "queries": len(hrun.qids),
             "no-rerank": hrun.metrics(hfused),
-            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0]),
+            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k, graph=hgraph, traces=htraces)[0]),
         }
     with atomic_dir(ws.art.path("eval_metrics")) as tmp:
         write_json(tmp / "metrics.json", out)
@@ -192,7 +201,7 @@ def eval_metrics_step(ws: Components) -> dict:
 
 
 def ablations_step(ws: Components) -> dict:
-    """Every ablation of paper Table 2 / DESIGN §3, with McNemar p-values against the full system."""
+    """Every ablation of paper Table 2 (docs/design.md, Evaluation), with McNemar p-values against the full system."""
     run = TestRun(ws)
     cached = pd.read_parquet(ws.art.require("eval_metrics") / "test_run.parquet")
     name, ckpt = ws.final_planner()
@@ -212,7 +221,7 @@ def ablations_step(ws: Components) -> dict:
             for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])
         ]
     else:
-        full_rr, _ = run.rerank(full, K)
+        full_rr, _ = run.rerank(full, K, graph=graph, traces=traces)
     ref = {"no": run.hits(full), "yes": run.hits(full_rr)}
     settings: list[tuple[str, str, list[Ranking]]] = [
         (f"GRASP ({name})", "no", full),
@@ -272,7 +281,7 @@ def ablations_step(ws: Components) -> dict:
 PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
 
 
-def kept_planners(ws: Components) -> list[tuple[str, str, object]]:
+def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
     """(label, plan-cache key, checkpoint) of the SFT planner and each written RL round; the keys are the ones
     eval_metrics and the ablations use, so a planner already run on the test queries is not run again."""
     from grasp_core.io import is_complete
@@ -302,16 +311,16 @@ def planner_progression(ws: Components, runs: dict[str, TestRun] | None = None) 
             settings.append((name, run.graph(plans)[0], plans))
         fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
         ref = run.hits(fused["SFT"])
-        for name, graph, plans in settings:
+        for name, graph, written in settings:
             row = {
                 "split": split,
                 "planner": name,
                 "queries": len(run.qids),
                 "fused hit@1": run.metrics(fused[name])["hit@1"],
-                "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
+                "graph hit@1": None if written is None else run.metrics(graph)["hit@1"],
                 "valid plans": None
-                if plans is None
-                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(plans, run.tables)])), 1),
+                if written is None
+                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(written, run.tables)])), 1),
             }
             row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
             rows.append(row)
@@ -329,7 +338,7 @@ def latency_step(ws: Components) -> dict:
     retriever = GraspRetriever(ws)
     queries = ws.split("test")["query"].head(ws.profile.eval.latency_queries).tolist()
     retriever.retrieve(queries[:2])  # warm-up (lazy model loading, caches)
-    per_stage = {s: [] for s in STAGES}
+    per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
     totals = []
     for q in queries:
         t0 = time.perf_counter()
@@ -337,7 +346,7 @@ def latency_step(ws: Components) -> dict:
         totals.append(time.perf_counter() - t0)
         for s in STAGES:
             per_stage[s].append(res.seconds[s])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "stage": s,
             "mean (s)": float(np.mean(v)),

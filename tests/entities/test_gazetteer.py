@@ -32,6 +32,13 @@ def test_two_names_give_two_exactly_linked_anchors(gazetteer, skb):
     assert [r.mention for r in table.rows] == ["genes", "Marfan syndrome", "Tall stature"]  # query order
 
 
+def test_a_type_word_ending_the_query_is_the_target(gazetteer):
+    table = gazetteer.extract(["Patient with tall stature and a variant in FBN1: which diseases?"])[0]
+    rows = rows_by_mention(table)
+    assert rows["diseases"].role == "target" and rows["diseases"].types == ("disease",)
+    assert {"Tall stature", "FBN1"} <= set(rows)
+
+
 def test_synonym_match_is_written_as_the_node_name(gazetteer, skb):
     rows = rows_by_mention(gazetteer.extract(["disease with increased body height or nyctalopia"])[0])
     assert set(rows) == {"Tall stature", "Night blindness"}
