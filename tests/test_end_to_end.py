@@ -210,28 +210,30 @@ def test_a_batch_with_broken_text_answers_its_good_lines(trained, capsys):
 
 
 def test_a_query_that_fails_costs_only_its_own_record(trained, monkeypatch):
-    """A failure inside one query's retrieval (here: its reranker input) becomes that query's error record."""
+    """A failure inside one query's retrieval (here: its text branch) becomes that query's error record."""
     tmp, _ = trained
     root = str(tmp / "artifacts")
-    from grasp_core.rerank import documents
+    from grasp_core.text.mfar import MFARRetriever
 
-    build = documents.CandidateDocumentBuilder.build
+    rank = MFARRetriever.rank
 
-    def fragile(self, query_vec, node_ids, tokenizer, prompt_tokens=0):
-        if prompt_tokens > 20:  # only the long question's reranker input
-            raise RuntimeError("reranker input too long (password=hunter2)")
-        return build(self, query_vec, node_ids, tokenizer, prompt_tokens)
+    def fragile(self, queries, k=100):
+        if any("ataxia" in q for q in queries):
+            raise RuntimeError("text index unreadable (password=hunter2)")
+        return rank(self, queries, k)
 
-    monkeypatch.setattr(documents.CandidateDocumentBuilder, "build", fragile)
+    monkeypatch.setattr(MFARRetriever, "rank", fragile)
     src, out = tmp / "fragile.jsonl", tmp / "fragile_out.jsonl"
-    long_q = "which genes and proteins are expressed in the retina and interact with proteins linked to ataxia"
-    src.write_text(
-        "".join(json.dumps(x) + "\n" for x in [{"qid": "a", "query": "ataxia genes"}, {"qid": "b", "query": long_q}])
-    )
+    questions = [
+        {"qid": "a", "query": "retina genes"},
+        {"qid": "b", "query": "ataxia genes"},
+        {"qid": "c", "query": "liver"},
+    ]
+    src.write_text("".join(json.dumps(x) + "\n" for x in questions))
     assert _retrieve(root, src, out) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rows[0]["qid"] == "a" and rows[0]["ranking"]
-    assert rows[1] == {"qid": "b", "error": "RuntimeError: reranker input too long (password=***)"}
+    assert [r["qid"] for r in rows] == ["a", "b", "c"] and rows[0]["ranking"] and rows[2]["ranking"]
+    assert rows[1] == {"qid": "b", "error": "RuntimeError: text index unreadable (password=***)"}
 
 
 def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):
