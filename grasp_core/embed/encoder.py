@@ -78,15 +78,17 @@ class Encoder:
         config = model[0].auto_model.config
         self._max_positions = getattr(config, "max_position_embeddings", None)
 
+    def max_tokens(self, requested: int) -> int:
+        """The truncation length :meth:`encode` applies for ``requested`` (never beyond the model's positions)."""
+        return min(requested, self._max_positions) if self._max_positions else requested
+
     def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
         """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order."""
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        if self._max_positions:
-            max_tokens = min(max_tokens, self._max_positions)
-        tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
+        tokens = self.tokenizer(texts, truncation=True, max_length=self.max_tokens(max_tokens))
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
         order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         device = self.model.device
