@@ -1,30 +1,33 @@
 """Where a dataset's artifacts live on disk, the same for Dagster assets and plain Python use.
 
-``<root>/<dataset>/<artifact>[/<round>]``; the default root is ``$GRASP_HOME`` or
-``dagster_home/artifacts`` in the checkout. Every artifact directory is written with
+``<root>/<dataset>/<artifact>[/<round>]``; the default root is ``$GRASP_HOME``, else ``artifacts/`` in
+:func:`grasp_core.home.grasp_home` (``$DAGSTER_HOME`` or the checkout's ``dagster_home``). Every artifact directory is written with
 :func:`grasp_core.io.atomic_dir`, so a directory without its completion marker is never trusted.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from grasp_core.errors import MissingArtifactError
+from grasp_core.errors import GraspError, MissingArtifactError
+from grasp_core.home import grasp_home
 from grasp_core.io import is_complete
-
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "dagster_home" / "artifacts"
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("GRASP_HOME", DEFAULT_ROOT))
+    return Path(os.environ["GRASP_HOME"]) if os.environ.get("GRASP_HOME") else grasp_home() / "artifacts"
 
 
 @dataclass(frozen=True)
 class Artifacts:
+    """A dataset's artifact directories. ``readable`` (None: all) restricts :meth:`require` to the artifacts a
+    running step declared it reads, so an undeclared read fails instead of silently depending on it."""
+
     dataset: str
-    root: Path = DEFAULT_ROOT
+    root: Path = field(default_factory=default_root)
+    readable: frozenset[str] | None = None
 
     @classmethod
     def for_dataset(cls, dataset: str, root: str | Path | None = None) -> Artifacts:
@@ -36,6 +39,8 @@ class Artifacts:
 
     def require(self, name: str, round_key: str | None = None) -> Path:
         """Path of a finished artifact, or a clear error saying how to build it."""
+        if self.readable is not None and name not in self.readable:
+            raise GraspError(f"this step reads {name!r}, which its asset does not declare: add it to the asset's deps")
         p = self.path(name, round_key)
         if not is_complete(p):
             what = name if round_key is None else f"{name} (round {round_key})"

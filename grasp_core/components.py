@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.errors import GraspError
 from grasp_core.io import read_json
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
@@ -19,6 +20,8 @@ from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
+RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
+EXTRACTORS = ("gazetteer", "llm")
 
 
 class Components:
@@ -42,9 +45,10 @@ class Components:
         """The SKB with its queries, validated against the graph."""
         import pyarrow.parquet as pq
 
-        from grasp_core.skb.format import validate
+        from grasp_core.skb.format import check_built_from, validate
 
         file = self.art.require("queries") / "queries.parquet"
+        check_built_from(self.art.require("skb"), file)
         skb = SKB(self.graph.schema, self.graph.nodes, self.graph.edges, pq.read_table(file).to_pandas())
         validate(skb, where=self.art.require("skb"), queries_file=file)
         return skb
@@ -92,10 +96,31 @@ class Components:
         return PlanExecutor(self.graph, self.index, self.encoder, self.store, self.profile.execution)
 
     @cached_property
-    def extractor(self):
+    def gazetteer(self):
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
         return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
+
+    @cached_property
+    def extractor(self):
+        """The profile's entity extractor: the gazetteer, or the LLM extractor over ``extractor_endpoint``
+        (demonstrations: gazetteer mentions of training queries; unreadable answers fall back to the gazetteer)."""
+        kind = self.profile.extractor
+        if kind == "gazetteer":
+            return self.gazetteer
+        if kind != "llm":
+            raise GraspError(f"extractor must be one of {EXTRACTORS}, got {kind!r}")
+        from grasp_core.entities.llm_extractor import LLMExtractor, gazetteer_demonstrations
+        from grasp_core.llm.backends import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM.from_config(self.profile.extractor_endpoint, "extractor_endpoint")
+        cfg = self.profile.llm_extractor
+
+        def generate(prompts: list[str]) -> list[str]:
+            return [c[0] for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens)]
+
+        demos = gazetteer_demonstrations(self.skb, self.gazetteer, n=cfg.num_demos)
+        return LLMExtractor(self.skb, self.index, self.encoder, generate, demos, self.gazetteer, cfg)
 
     @cached_property
     def entity_tables(self):
@@ -145,36 +170,65 @@ class Components:
             return load_policy(checkpoint, self.skb.schema, self.encoder)
         kind, base = planner_kind(checkpoint)
         device = self.profile.device
-        if kind == "lora":
+        if base is not None:  # a LoRA adapter over its recorded base
             return TransformersLLM(
                 base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
             )
         return TransformersLLM(checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint")
 
     # --------------------------------------------------------------------------------- reranker
+    @property
+    def reranker_kind(self) -> str:
+        """``Profile.reranker_kind``, checked: ``ltr``, ``cross-encoder`` or ``causal-lm``."""
+        if self.profile.reranker_kind not in RERANKER_KINDS:
+            raise GraspError(f"unknown reranker_kind {self.profile.reranker_kind!r}: choose one of {RERANKER_KINDS}")
+        return self.profile.reranker_kind
+
     def reranker_scorer(self):
-        """The reranker model the profile names, untrained (its base weights)."""
+        """The pair reranker model the profile names (cross-encoder or causal LM), untrained (its base weights)."""
         from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
 
-        if self.profile.reranker_backend == "causal-lm":
+        if self.reranker_kind == "causal-lm":
             return CausalLMScorer(self.profile.causal_reranker)
         return CrossEncoderScorer(self.profile.cross_encoder)
 
     def reranker_documents(self):
-        """The reranker's candidate document builder."""
+        """The pair reranker's candidate document builder."""
         from grasp_core.rerank.documents import CandidateDocumentBuilder
 
         return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
 
+    def reranker_features(self):
+        """The ``ltr`` reranker's feature builder (over the graph, the node vectors and the trained mFAR)."""
+        from grasp_core.rerank.features import FeatureBuilder
+
+        return FeatureBuilder(
+            self.graph, self.embeddings.doc, self.text_retriever("mfar"), self.profile.rerank_features
+        )
+
     def reranker(self):
-        """(scorer with trained weights, document builder, (w, k)) from the finished ``reranker`` artifact."""
+        """The trained reranker of the finished ``reranker`` artifact with its ``(w, k)``: an
+        :class:`~grasp_core.rerank.ranker.LTRReranker` or a :class:`~grasp_core.rerank.inference.PairReranker`.
+        An artifact of another kind than the profile asks for is refused."""
+        path = self.art.require("reranker")
+        rrf = read_json(path / RRF_FILE)
+        kind = rrf.get("kind", "cross-encoder")
+        if kind != self.reranker_kind:
+            raise GraspError(
+                f"the reranker artifact at {path} holds a {kind!r} reranker but the profile asks for "
+                f"{self.reranker_kind!r}; rematerialize the reranker asset"
+            )
+        w, k = float(rrf["w"]), float(rrf["k"])
+        if kind == "ltr":
+            from grasp_core.rerank.ranker import LTRReranker
+
+            return LTRReranker.load(path, self.reranker_features(), w, k)
+        from grasp_core.rerank.inference import PairReranker
         from grasp_core.rerank.weights import load_trained_weights
 
-        path = self.art.require("reranker")
         scorer = self.reranker_scorer()
         load_trained_weights(scorer, path)
-        rrf = read_json(path / RRF_FILE)
-        return scorer, self.reranker_documents(), (rrf["w"], rrf["k"])
+        return PairReranker(scorer, self.reranker_documents(), w, k)
 
     def close(self) -> None:
         if "store" in self.__dict__:

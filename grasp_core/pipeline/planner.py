@@ -31,7 +31,7 @@ from grasp_core.planner.rl import (
 from grasp_core.planner.rounds import Gate, previous_round
 from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
 from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
-from grasp_core.planner.teacher import ProgrammaticTeacher
+from grasp_core.planner.teacher import ProgrammaticTeacher, TeacherPlan
 
 VAL_FILE = "val.json"  # validation fused Hit@1 of a kept planner (the next round's gate reference)
 
@@ -88,56 +88,80 @@ def round_start(ws: Components, round_key: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ steps
+def make_teacher(ws: Components):
+    """The LLM teacher when ``teacher_endpoint.base_url`` is set, else the programmatic teacher."""
+    endpoint = ws.profile.teacher_endpoint
+    if endpoint.base_url:
+        from grasp_core.llm.backends import OpenAICompatibleLLM
+        from grasp_core.planner.llm_teacher import LLMTeacher
+
+        llm = OpenAICompatibleLLM.from_config(endpoint, "teacher_endpoint")
+        return LLMTeacher(ws.skb.schema, ws.dataset, llm, ws.executor, ws.profile.inference)
+    return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
+
+
 def teacher_plans_step(ws: Components) -> dict:
-    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test.
+    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
+    query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
+    ``test-human`` queries are never taught: no step before the evaluation touches them.
 
     The ``policy`` planner learns from every taught training query and from all of its executed candidates: then
     ``policy_train.train_queries`` training queries are taught (all when None), every candidate executed, and the
-    executed plans' rankings kept."""
+    executed plans' rankings kept in ``executed.parquet``."""
     from grasp_core.pipeline.policy import executed_frame
 
     policy = ws.profile.planner == "policy"
     profile = ws.profile
-    teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
+    teacher = make_teacher(ws)
+    if policy and not isinstance(teacher, ProgrammaticTeacher):
+        raise GraspError(
+            "planner=policy learns from the programmatic teacher's executed candidates: unset teacher_endpoint.base_url"
+            " ($GRASP_TEACHER_URL) or use planner=lm"
+        )
     queries = ws.skb.queries.set_index("qid")
     tables = ws.entity_tables
-    train_order = shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)
-    eval_cap = profile.eval.max_test_queries
-    eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
+    train_order = [int(q) for q in shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)]
+    eval_qids = [int(q) for q in ws.split("test")["qid"]]
     rows, usable = [], 0
     # usable SFT plans wanted; more training queries are taught until reached (the policy: all of them)
     budget = (profile.policy_train.train_queries or len(train_order)) if policy else profile.sft.n_examples
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
-    taught = []
+    taught: list[tuple[int, TeacherPlan]] = []
 
-    def teach(qid: int) -> dict:
-        row = queries.loc[qid]
-        gold = list(map(int, row["answer_ids"]))
-        train = row["split"] == "train"
-        out = teacher.teach_one(row["query"], tables[qid], gold, execute_all=policy and train)
-        if train:
-            taught.append((qid, out))
-        bar.update(1)
-        return {
-            "qid": qid,
-            "split": row["split"],
-            "plan": json_text(out.plan) if out.plan else None,
-            "gold_rank": out.gold_rank,
-            "n_candidates": out.n_candidates,
-            "n_answers": len(gold),
-            "n_tried": out.n_tried,
-        }
+    def teach(qids: list[int], train: bool = False) -> list[dict]:
+        part = queries.loc[qids]
+        golds = [list(map(int, a)) for a in part["answer_ids"]]
+        args = (part["query"].tolist(), [tables[q] for q in qids], golds)
+        # the policy learns from every executed candidate of a training query
+        plans = teacher.teach(*args, execute_all=True) if policy and train else teacher.teach(*args)
+        if policy and train:
+            taught.extend(zip(qids, plans))
+        bar.update(len(qids))
+        return [
+            {
+                "qid": qid,
+                "split": split,
+                "plan": json_text(out.plan) if out.plan else None,
+                "gold_rank": out.gold_rank,
+                "n_candidates": out.n_candidates,
+                "n_answers": len(gold),
+                "n_tried": out.n_tried,
+            }
+            for qid, split, gold, out in zip(qids, part["split"], golds, plans)
+        ]
 
     start = time.perf_counter()
-    for qid in train_order:
-        if usable >= budget:
-            break
-        rows.append(teach(int(qid)))
-        r = rows[-1]
-        usable += int(
-            policy or (r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
-        )
-    rows += [teach(q) for q in eval_qids]
+    todo = list(train_order)
+    while todo and usable < budget:
+        # at most as many queries as usable plans are still wanted: never more taught than one at a time would
+        chunk, todo = todo[: min(32, budget - usable)], todo[min(32, budget - usable) :]
+        for r in teach(chunk, train=True):
+            rows.append(r)
+            usable += int(
+                policy or (r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+            )
+    for i in range(0, len(eval_qids), 32):
+        rows += teach(eval_qids[i : i + 32])
     bar.close()
     df = pd.DataFrame(rows)
     with atomic_dir(ws.art.path("teacher_plans")) as tmp:
@@ -151,8 +175,12 @@ def teacher_plans_step(ws: Components) -> dict:
             "valid_share": round(float(part["plan"].notna().mean()), 4),
             "gold_first_share": round(float((part["gold_rank"] == 1).mean()), 4),
         }
+    counts = {} if isinstance(teacher, ProgrammaticTeacher) else {"invalid_plans": teacher.invalid}
+    if counts:
+        counts["retried_queries"] = teacher.retried
     return {
-        "teacher": "programmatic",
+        "teacher": "programmatic" if isinstance(teacher, ProgrammaticTeacher) else "llm",
+        **counts,
         "usable_for_sft": usable,
         "per_split": stats,
         "seconds": round(time.perf_counter() - start, 1),
@@ -164,22 +192,30 @@ def load_teacher_plans(ws: Components) -> pd.DataFrame:
     return pd.read_parquet(ws.art.require("teacher_plans") / "plans.parquet")
 
 
-def planner_base_step(ws: Components) -> dict:
-    if ws.profile.planner == "policy":
-        from grasp_core.pipeline.policy import policy_base_step
-
-        return policy_base_step(ws)
+def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
+    """(prompts, plans) of training queries with a teacher plan, for the offline planner's tokenizer: no
+    validation or test query text reaches a trained artifact."""
     teacher = load_teacher_plans(ws)
     tables = ws.entity_tables
-    queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    train = ws.split("train")
+    queries = dict(zip(train["qid"].astype(int), train["query"]))
     compact = ws.profile.inference.compact_prompt
     with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
-    sample = teacher[teacher["plan"].notna()].head(3000)
+    sample = teacher[teacher["plan"].notna() & teacher["qid"].astype(int).isin(queries)].head(limit)
     prompts, plans = [], []
     for r in sample.itertuples():
         messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
         prompts.append("\n".join(m["content"] for m in messages))
         plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
+    return prompts, plans
+
+
+def planner_base_step(ws: Components) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_base_step
+
+        return policy_base_step(ws)
+    prompts, plans = tokenizer_examples(ws)
     return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
 
 

@@ -199,7 +199,7 @@ def policy_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     best = best_positive_samples(samples)
     best_rows, best_targets = [], []
     for r in best.itertuples():
-        (row,) = data.rows([int(r.qid)]) or [None]
+        row = next(iter(data.rows([int(r.qid)])), None)
         if row is not None and r.plan in data.x_train.plans[row]:
             one_hot = torch.zeros(targets.shape[1])
             one_hot[data.x_train.plans[row].index(r.plan)] = 1.0

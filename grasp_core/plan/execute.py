@@ -1,9 +1,10 @@
-"""Plan execution (paper §3.1, ``DESIGN.md`` §3): validate -> link anchors -> traverse -> dense rescoring.
+"""Plan execution (paper §3.1, ``docs/design.md``): validate -> link anchors -> traverse -> dense rescoring.
 
 ``PlanExecutor.execute`` is on the serving and reward path, so it never raises: a plan that does not parse
 or validate, an anchor with nothing to bind, a plan that reaches nothing or a failing store all give an
 empty :class:`Ranking` and a :class:`Trace` whose ``error`` says why (a :class:`PlanError` reason,
-``no_bindings``, ``no_candidates``, ``store`` or ``internal``).
+``no_bindings``, ``no_candidates``, ``store`` or ``internal``), for any plan text, query and entity table (a
+property-based test holds it to that). A lone surrogate in an anchor or relevance text is read as U+FFFD.
 
 Decisions the paper leaves open:
 - An empty relevance text means the query minus the anchors' texts (:mod:`grasp_core.plan.relevance`).
@@ -25,6 +26,7 @@ Decisions the paper leaves open:
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -89,26 +91,56 @@ class PlanExecutor:
         if not len(plans) == len(queries) == len(tables):
             raise ValueError(f"{len(plans)} plans, {len(queries)} queries and {len(tables)} entity tables")
         traces = [self._validate(p, t) for p, t in zip(plans, tables)]
-        texts, slots = [], []  # slots[i] = (anchor texts' rows, relevance row) of plan i
+        texts: list[str] = []
+        slots: list[tuple[list[int], int] | None] = []  # slots[i] = (anchor texts' rows, relevance row) of plan i
         for trace, query, table in zip(traces, queries, tables):
-            if trace.plan is None:
+            own = self._texts(trace, query, table)
+            if own is None:
                 slots.append(None)
                 continue
-            anchors = [len(texts) + i for i in range(len(trace.plan.anchors))]
-            texts += [_anchor_text(a, table) for a in trace.plan.anchors]
-            texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors) :]))
-            slots.append((anchors, len(texts) - 1))
+            slots.append(([len(texts) + i for i in range(len(own) - 1)], len(texts) + len(own) - 1))
+            texts += own
         start = time.perf_counter()
-        vectors = self._encode(texts)
+        vectors = self._encode_each(texts, traces, slots)
         share = (time.perf_counter() - start) / max(1, sum(s is not None for s in slots))
         results = []
         for trace, slot in zip(traces, slots):
-            if slot is None:
+            if slot is None or trace.error is not None:
                 results.append((Ranking.empty(), trace))
                 continue
             trace.seconds["link"] += share
             results.append((self._run(trace, vectors[slot[0]], vectors[slot[1]]), trace))
         return results
+
+    def _texts(self, trace: Trace, query: str, table: EntityTable | None) -> list[str] | None:
+        """The plan's anchor texts then its relevance text, as the encoder can read them (a lone surrogate, e.g.
+        from a broken byte in a pasted text, becomes U+FFFD); None for a plan that does not run."""
+        if trace.plan is None:
+            return None
+        try:
+            anchors = [_readable(_anchor_text(a, table)) for a in trace.plan.anchors]
+            return anchors + [_readable(trace.plan.relevance_text.strip() or relevance_text(str(query), anchors))]
+        except Exception as exc:  # never raise on the serving path
+            log.exception("plan texts failed unexpectedly")
+            trace.plan, trace.error, trace.message = None, "internal", repr(exc)
+            return None
+
+    def _encode_each(self, texts: list[str], traces: list[Trace], slots: list) -> np.ndarray:
+        """:meth:`_encode` of the whole batch; if that fails, plan by plan, so only the failing plans fail."""
+        try:
+            return self._encode(texts)
+        except Exception:
+            log.exception("encoding a batch of plan texts failed; encoding plan by plan")
+        vectors = np.zeros((len(texts), self.encoder.dim), np.float32)
+        for trace, slot in zip(traces, slots):
+            if slot is None:
+                continue
+            rows = [*slot[0], slot[1]]
+            try:
+                vectors[rows] = self._encode([texts[i] for i in rows])
+            except Exception as exc:
+                trace.error, trace.message = "internal", repr(exc)
+        return vectors
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts``; each distinct text is encoded once per process (plans of one query share their
@@ -159,7 +191,9 @@ class PlanExecutor:
         return Ranking.empty()
 
     def _link_traverse_rescore(self, trace: Trace, anchor_vectors: np.ndarray, relevance: np.ndarray) -> Ranking:
-        plan, target_type = trace.plan, trace.plan.target.type
+        plan = trace.plan
+        assert plan is not None  # only validated plans are executed
+        target_type = plan.target.type
         if not plan.hops:
             start = time.perf_counter()
             scores, ids = self.index.search(target_type, "doc", relevance[None], self.cfg.top_k)
@@ -198,7 +232,8 @@ class PlanExecutor:
 
     def _finish(self, trace: Trace, ranking: Ranking) -> Ranking:
         if not len(ranking):
-            trace.error, trace.message = "no_candidates", f"no node of type {trace.plan.target.type!r}"
+            target = trace.plan.target.type if trace.plan is not None else "?"
+            trace.error, trace.message = "no_candidates", f"no node of type {target!r}"
         return ranking
 
     def _link(self, anchor: Anchor, vector: np.ndarray) -> list[Binding]:
@@ -250,6 +285,16 @@ class PlanExecutor:
         return out
 
 
+def _readable(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def _anchor_text(anchor: Anchor, table: EntityTable | None) -> str:
     """The text an anchor links: its own, or its entity row's mention (refs were checked in ``_validate``)."""
-    return anchor.text if anchor.text is not None else table.row(anchor.ref).mention
+    if anchor.text is not None:
+        return anchor.text
+    assert table is not None and anchor.ref is not None  # _validate accepted the ref against this table
+    return table.require_row(anchor.ref).mention

@@ -1,6 +1,6 @@
 """The finite set of plans a query can get: what the programmatic teacher executes and the ``cpu`` policy chooses from.
 
-For each target type asked for (``DESIGN.md`` §3, "The `cpu` planner"):
+For each target type asked for (``docs/design.md``, "The cpu planner"):
 - **single-anchor metapath plans**: one per (entity-table row, linked type, metapath to the target type), in name
   mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type);
 - **pairwise intersections**: for the first ``pair_anchors`` rows that have a one-hop name-mode plan, every two
@@ -102,7 +102,7 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
         "target": plan_a["target"],
         "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],
         "hops": plan_a["hops"] + hops_b,
-        "relevance_text": relevance_text(query, [table.row(ra).mention, table.row(rb).mention]),
+        "relevance_text": relevance_text(query, [table.require_row(ra).mention, table.require_row(rb).mention]),
     }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
+from grasp_core.llm.chat import Message
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
@@ -75,11 +76,15 @@ def plan_queries(
     queries: Sequence[str],
     tables: Sequence[EntityTable],
     cfg: InferenceSettings = InferenceSettings(),
+    prompts: Sequence[list[Message]] | None = None,
 ) -> list[PlanAttempt]:
-    """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed."""
+    """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed.
+
+    ``prompts`` replaces the planner's own chats (the LLM teacher adds its guidance to them)."""
     if hasattr(llm, "plan"):  # the plan-selection policy: every plan it picks is a valid candidate
         return llm.plan(queries, tables)
-    prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
+    if prompts is None:
+        prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
     texts = [
         c[0]

@@ -1,4 +1,4 @@
-"""The ``cpu`` planner: a plan-selection policy on the pretrained encoder (``DESIGN.md`` §3, "The `cpu` planner").
+"""The ``cpu`` planner: a plan-selection policy on the pretrained encoder (``docs/design.md``, "The cpu planner").
 
 ``π(plan | query, table)`` is a softmax over the query's candidates — :func:`candidate_plans` for every node type
 as target, plus :data:`ABSTAIN` — of a score computed from the frozen offline encoder and plan features:
@@ -163,7 +163,7 @@ class Featurizer:
 
     def candidates(self, query: str, table: EntityTable) -> list[dict | None]:
         """None (abstain) first, then every plan; an empty table gets the zero-hop plans only."""
-        plans = candidate_plans(self.schema, table, query, self.types, self.cand_cfg)
+        plans: list[dict | None] = [*candidate_plans(self.schema, table, query, self.types, self.cand_cfg)]
         return plans if not table.rows else [None, *plans]
 
     def _verbal_vectors(self, texts: list[str]) -> np.ndarray:
@@ -210,7 +210,7 @@ class Featurizer:
                 f[col["doc_mode"]] = float(any(a["match_mode"] == "doc" for a in plan["anchors"]))
                 f[col["path_known"]] = float(all(self.paths.get(key, 0) for key in keys))
                 if plan["anchors"]:
-                    rows = [table.row(a["ref"]) for a in plan["anchors"]]
+                    rows = [table.require_row(a["ref"]) for a in plan["anchors"]]
                     links = [r.links[a["type"]][0] for r, a in zip(rows, plan["anchors"])]
                     f[col["link_cosine"]] = min(link.score for link in links)
                     f[col["log_degree"]] = min(math.log1p(link.degree) for link in links) / 5.0
@@ -223,14 +223,14 @@ class Featurizer:
                         )
                     )
                     f[col["mention_share"]] = sum(len(r.mention.split()) for r in rows) / words
-        table = np.concatenate([np.zeros((1, dim), np.float32), self._verbal_vectors(list(texts))])
-        feats[..., col["verbal_cosine"]] = np.einsum("bcd,bd->bc", table[verbal_idx], query_vectors)
+        verbal = np.concatenate([np.zeros((1, dim), np.float32), self._verbal_vectors(list(texts))])
+        feats[..., col["verbal_cosine"]] = np.einsum("bcd,bd->bc", verbal[verbal_idx], query_vectors)
         return Featurized(
             torch.from_numpy(query_vectors.astype(np.float32)),
             torch.from_numpy(type_idx),
             torch.from_numpy(path_idx),
             torch.from_numpy(verbal_idx),
-            torch.from_numpy(table),
+            torch.from_numpy(verbal),
             torch.from_numpy(feats),
             torch.from_numpy(mask),
             plans,

@@ -149,7 +149,7 @@ def fit(
             selection.append({"epoch": epoch, "val_fused_hit1": hit1})
             if log_fn:
                 log_fn(epoch, {"val_fused_hit1": hit1})
-            if hit1 > best[0]:
+            if best is not None and hit1 > best[0]:
                 best = (hit1, epoch, copy.deepcopy(head.state_dict()))
     if best:
         head.load_state_dict(best[2])

@@ -1,4 +1,4 @@
-"""Teachers that write plans for training queries (paper §3.2, ``DESIGN.md`` §3 "Teacher").
+"""Teachers that write plans for training queries (paper §3.2, ``docs/design.md`` "Teacher").
 
 :class:`ProgrammaticTeacher` is the offline teacher: it executes the candidate plans of
 :func:`grasp_core.planner.candidates.candidate_plans` for the query's gold target type (metapath plans of 1–3
@@ -6,6 +6,7 @@ hops from the entity-table rows in name/doc mode, their pairwise intersections, 
 one whose graph ranking places a gold answer highest (ties: fewer anchors, then fewer hops, then fewer
 candidates). It reads the gold answers, so on evaluation splits it is an oracle-guided upper bound, not a fair
 baseline. Every executed candidate's graph ranking is returned too, so RL re-executes only plans never run.
+The LLM teacher is :class:`grasp_core.planner.llm_teacher.LLMTeacher`.
 """
 
 from __future__ import annotations
@@ -87,11 +88,16 @@ class ProgrammaticTeacher:
         return TeacherPlan(plan, ranking.rank_of(gold), trace.candidates, len(runs), executed)
 
     def teach(
-        self, queries: Sequence[str], tables: Sequence[EntityTable], golds: Sequence[Sequence[int]], progress=None
+        self,
+        queries: Sequence[str],
+        tables: Sequence[EntityTable],
+        golds: Sequence[Sequence[int]],
+        progress=None,
+        execute_all: bool = False,
     ) -> list[TeacherPlan]:
         out = []
         for q, t, g in zip(queries, tables, golds):
-            out.append(self.teach_one(q, t, g))
+            out.append(self.teach_one(q, t, g, execute_all))
             if progress is not None:
                 progress.update(1)
         return out
