@@ -29,7 +29,7 @@ from grasp_core.profiles import get_profile
 from grasp_core.ranking import Ranking, fuse
 from grasp_core.text.mfar import QUERY_MAX_TOKENS
 from grasp_core.textnorm import check_unicode
-from grasp_core.truncation import Cut, cut_to_tokens, planner_cut, reranker_cut
+from grasp_core.truncation import Cut, cut_to_tokens, planner_cut, policy_cut, reranker_cut
 
 BRANCHES = ("text", "graph", "both")
 STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
@@ -133,7 +133,9 @@ class GraspRetriever:
             with clock("planning"):
                 schema, inference = self.ws.skb.schema, self.ws.profile.inference
                 cuts = [
-                    planner_cut(
+                    policy_cut(self.llm, q)
+                    if hasattr(self.llm, "plan")  # the plan-selection policy reads the query through its encoder
+                    else planner_cut(
                         self.llm,
                         lambda q, t=t: build_planner_messages(schema, t, q, inference.compact_prompt),
                         q,
