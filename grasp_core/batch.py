@@ -31,13 +31,26 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
             except ValueError as exc:
                 bad.append(f'{path}:{n}: not JSON ({exc.msg}); expected {{"qid": ..., "query": "..."}}')
                 continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
-                bad.append(f'{path}:{n}: needs a string field "query" (and a "qid")')
-            elif not obj["query"].strip():
-                bad.append(f"{path}:{n}: the query is empty")
+            problem = record_problem(obj)
+            if problem:
+                bad.append(f"{path}:{n}: {problem}")
             else:
                 good.append((obj.get("qid", n), obj["query"]))
     return good, bad
+
+
+def record_problem(obj: object) -> str | None:
+    """Why a parsed input record cannot be answered, or None for a good ``{"qid", "query"}`` record."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+        return 'needs a string field "query" (and a "qid")'
+    if not obj["query"].strip():
+        return "the query is empty"
+    return None
+
+
+def output_record(qid: object, result) -> dict:
+    """The output record of one answered query: ``{"qid", "ranking": [{node_id, key, score}…]}``."""
+    return {"qid": qid, "ranking": [a.to_json() for a in result.answers]}
 
 
 def retrieve_file(
@@ -51,5 +64,5 @@ def retrieve_file(
             chunk = good[start : start + batch_size]
             results = retriever.retrieve([q for _, q in chunk], k=k)
             for (qid, _), res in zip(chunk, results):
-                out.write(json.dumps({"qid": qid, "ranking": [a.to_json() for a in res.answers]}) + "\n")
+                out.write(json.dumps(output_record(qid, res)) + "\n")
     return {"answered": len(good), "bad": len(bad)}

@@ -104,6 +104,12 @@ def _retrieve(args: argparse.Namespace) -> None:
     )
 
 
+def _serve(args: argparse.Namespace) -> None:
+    from grasp_core.serve import serve
+
+    serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
+
+
 def _report(args: argparse.Namespace) -> None:
     from grasp_core.report import cross_dataset_report, dataset_report
 
@@ -163,6 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--out", required=True, help='output JSONL, one {"qid", "ranking"} per line')
     retrieve.add_argument("--batch-size", type=int, default=32)
     retrieve.set_defaults(func=_retrieve)
+
+    serve = sub.add_parser(
+        "serve", help="HTTP API on loaded artifacts: POST /retrieve (batch), POST /query (explained), GET /health"
+    )
+    retrieval_flags(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
+    serve.set_defaults(func=_serve)
 
     report = sub.add_parser(
         "report",

@@ -12,12 +12,12 @@ def _rank(value: int | None) -> str:
 def format_result(result: Result, show: int = 10) -> str:
     lines = [f"Query: {result.query}", ""]
     if result.entity_table is not None:
-        lines += ["Entity table:", *("  " + l for l in result.entity_table.render().splitlines()), ""]
+        lines += ["Entity table:", *("  " + line for line in result.entity_table.render().splitlines()), ""]
     if result.plan is not None:
         state = "valid" if result.plan_valid else f"invalid ({result.plan_error})"
         lines += [f"Plan ({state}): {result.plan}"]
         if result.cypher:
-            lines += ["Cypher:", *("  " + l for l in result.cypher.splitlines())]
+            lines += ["Cypher:", *("  " + line for line in result.cypher.splitlines())]
         for var, bindings in result.bindings.items():
             shown = ", ".join(f"{name} ({score:.2f})" for _, name, score in bindings[:5])
             lines.append(f"Bindings of {var}: {shown}")
@@ -34,3 +34,32 @@ def format_result(result: Result, show: int = 10) -> str:
     seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)
     lines += ["", f"Time: {seconds}"]
     return "\n".join(lines)
+
+
+def result_json(result: Result, show: int = 10) -> dict:
+    """The same explanation as :func:`format_result`, as JSON (what ``grasp serve``'s ``/query`` answers)."""
+    answers = [
+        {
+            **a.to_json(),
+            "name": a.name,
+            "type": a.type,
+            "found_by": a.found_by,
+            "text_rank": a.text_rank,
+            "graph_rank": a.graph_rank,
+            "fused_rank": a.fused_rank,
+            "reranker_score": a.reranker_score,
+            "paths": a.paths,
+        }
+        for a in result.answers[:show]
+    ]
+    return {
+        "query": result.query,
+        "answers": answers,
+        "entity_table": result.entity_table.to_json() if result.entity_table is not None else None,
+        "plan": result.plan,
+        "plan_valid": result.plan_valid,
+        "plan_error": result.plan_error,
+        "cypher": result.cypher,
+        "bindings": {v: [{"node_id": i, "name": n, "score": s} for i, n, s in bs] for v, bs in result.bindings.items()},
+        "ms": {k: round(v * 1000, 1) for k, v in result.seconds.items()},
+    }
