@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,9 @@ class GraspRetriever:
         if branches not in BRANCHES:
             raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
         self.ws, self.branches, self.use_rerank = ws, branches, rerank
+        # the text branch runs in this thread while the calling thread runs the graph branch (the paper runs them
+        # in parallel; torch, faiss and the graph store release the GIL)
+        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text")
         from grasp_core.pipeline.planner import final_planner, planner_llm
         from grasp_core.pipeline.text import load_text_retriever
 
@@ -106,10 +110,7 @@ class GraspRetriever:
         n = len(queries)
         results = [Result(q, []) for q in queries]
         clock = _Clock(results)
-        text = [Ranking.empty()] * n
-        if self.text is not None:
-            with clock("text"):
-                text = self.text.rank(queries, k=100)
+        text_branch = self._text_pool.submit(self._rank_text, queries, clock) if self.text is not None else None
         graph = [Ranking.empty()] * n
         traces = [None] * n
         if self.branches != "text":
@@ -132,6 +133,7 @@ class GraspRetriever:
                     tr.cypher,
                     {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()},
                 )
+        text = text_branch.result() if text_branch is not None else [Ranking.empty()] * n
         with clock("fusion"):
             fused = [
                 fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
@@ -173,6 +175,10 @@ class GraspRetriever:
                     if ans.graph_rank is not None:
                         ans.paths = self._paths(traces[i], ans.node_id)
         return results
+
+    def _rank_text(self, queries: list[str], clock: _Clock) -> list[Ranking]:
+        with clock("text"):
+            return self.text.rank(queries, k=100)
 
     def _paths(self, trace, node_id: int) -> list[list[str]]:
         names = self.ws.skb.nodes["name"]

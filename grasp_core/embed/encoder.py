@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,7 @@ class Encoder:
         self.batch_size = batch_size
         config = model[0].auto_model.config
         self._max_positions = getattr(config, "max_position_embeddings", None)
+        self._tokenizer_lock = threading.Lock()
 
     def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
         """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order."""
@@ -86,7 +88,8 @@ class Encoder:
             return out
         if self._max_positions:
             max_tokens = min(max_tokens, self._max_positions)
-        tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
+        with self._tokenizer_lock:  # a fast tokenizer's truncation state is not thread-safe ("Already borrowed")
+            tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
         order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         device = self.model.device

@@ -62,6 +62,11 @@ def test_numeric_constraints_are_unlinked_attributes(gazetteer):
     assert rows["drugs"].role == "target" and rows["drugs"].types[0] == "drug"
 
 
+def test_a_question_ending_in_its_type_word_gets_a_target_row(gazetteer):
+    (row,) = gazetteer.extract(["which drugs?"])[0].rows  # the type word is the last token
+    assert (row.mention, row.role, row.types) == ("drugs", "target", ("drug",))
+
+
 def test_symbols_match_only_when_written_as_symbols(gazetteer, skb):
     assert gazetteer.extract(["patients who met the criteria"])[0].rows == ()
     rows = rows_by_mention(gazetteer.extract(["proteins that interact with MET or fbn1"])[0])
