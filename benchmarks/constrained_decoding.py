@@ -7,7 +7,7 @@ that to 0%. This measures the mechanism, not planner quality.
 
 Options (each a transformers LogitsProcessor; overhead = seconds inside the processor per generated token):
 - ``none``        unconstrained;
-- ``plan_grammar`` ours (grasp_core.llm.constrained): schema + entity-table grammar with hop type consistency;
+- ``plan_grammar`` ours (grasp_core.planner.grammar): schema + entity-table grammar with hop type consistency;
 - ``xgrammar``    xgrammar 0.2.9 with a JSON schema of the plan (enums for types, relations, refs, vars);
 - ``lmfe``        lm-format-enforcer 0.11.3 core (its transformers integration does not import under
                   transformers 5), same JSON schema.
@@ -37,12 +37,12 @@ from grasp_core.entities.table import EntityRow, EntityTable  # noqa: E402
 from grasp_core.errors import PlanError  # noqa: E402
 from grasp_core.io import write_json  # noqa: E402
 from grasp_core.llm.backends import TransformersLLM  # noqa: E402
-from grasp_core.llm.constrained import PlanGrammar, PlanLogitsProcessor, token_strings  # noqa: E402
-from grasp_core.llm.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
-from grasp_core.llm.tokenizer import train_planner_tokenizer  # noqa: E402
 from grasp_core.plan.parse import parse_plan  # noqa: E402
 from grasp_core.plan.validate import validate_plan  # noqa: E402
+from grasp_core.planner.grammar import PlanGrammar, token_strings  # noqa: E402
 from grasp_core.planner.prompt import build_planner_messages  # noqa: E402
+from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
+from grasp_core.planner.tokenizer import train_planner_tokenizer  # noqa: E402
 from grasp_core.skb.synth import build_synth_skb  # noqa: E402
 
 N_PROMPTS, N_SAMPLES, MAX_NEW = 8, 4, 400
@@ -132,7 +132,7 @@ class LMFEProcessor:
 def make_processors(option, llm, grammars, tables, schema, prompt_len):
     row_tables = [t for t in tables for _ in range(N_SAMPLES)]
     if option == "plan_grammar":
-        return PlanLogitsProcessor(grammars, llm.vocab, prompt_len, MAX_NEW, N_SAMPLES)
+        return PlanGrammar.logits_processor(grammars, llm.tokenizer, llm.eos_ids, prompt_len, MAX_NEW, N_SAMPLES)
     if option == "xgrammar":
         import xgrammar as xgr
         from xgrammar.contrib.hf import LogitsProcessor

@@ -56,10 +56,14 @@ def main() -> None:
                 ("faiss (threshold 1)", 1),
             ):
                 faiss.cvar.distance_compute_blas_threshold = threshold
-                row[label] = best_ms(lambda: index.search(queries, K))
+                row[label] = best_ms(lambda index=index, queries=queries: index.search(queries, K))
             faiss.cvar.distance_compute_blas_threshold = default_threshold
-            row["torch matmul+topk"] = best_ms(lambda: torch.topk(torch.from_numpy(queries) @ tensor.T, K))
-            row["numpy matmul+argpartition"] = best_ms(lambda: numpy_topk(queries, vectors))
+            row["torch matmul+topk"] = best_ms(
+                lambda queries=queries, tensor=tensor: torch.topk(torch.from_numpy(queries) @ tensor.T, K)
+            )
+            row["numpy matmul+argpartition"] = best_ms(
+                lambda queries=queries, vectors=vectors: numpy_topk(queries, vectors)
+            )
             rows.append(row)
     result = {
         "unit": "ms per batch (min over repeats)",

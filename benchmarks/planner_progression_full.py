@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
 from grasp_core.pipeline.evaluation import TestRun, kept_planners
 from grasp_core.pipeline.plots import markdown_table
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.profiles import get_profile
 
 COLUMNS = ["split", "planner", "queries", "hit@1", "hit@5", "mrr", "p vs SFT", "p vs text"]
@@ -28,7 +28,7 @@ def main() -> None:
     dataset = sys.argv[1] if len(sys.argv) > 1 else "hpo"
     art = Artifacts.for_dataset(dataset, sys.argv[2] if len(sys.argv) > 2 else None)
     profile = get_profile("cpu")
-    ws = Workspace(art, profile.replace(eval=dataclasses.replace(profile.eval, max_test_queries=None)))
+    ws = Components(art, profile.replace(eval=dataclasses.replace(profile.eval, max_test_queries=None)))
     planners = kept_planners(ws)
     rows = []
     for split in ("val", "test"):

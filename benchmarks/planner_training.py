@@ -27,13 +27,10 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.prompt import (
-    build_planner_messages,
-    canonical_plan_json,
-    render_prompt,
-)
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import train_grpo
 from grasp_core.planner.scoring import PlannerEnv

@@ -106,7 +106,7 @@ def main() -> None:
             dense[f] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         elif args.embed_sample and len(rows):
             sample = [values[i] for i in rng.choice(rows, min(args.embed_sample, len(rows)), replace=False)]
-            _, seconds = timed(lambda: encoder.encode(sample, cfg.field_max_tokens))
+            _, seconds = timed(lambda sample=sample: encoder.encode(sample, cfg.field_max_tokens))
             embed[f] = {
                 "texts": int(len(rows)),
                 "texts_per_s": len(sample) / seconds,

@@ -1,52 +1,37 @@
 """Operations: jobs, the retraining schedule, the stage-chaining sensor, and the dataset registry sensor.
 
-Retraining runs in three stages because its assets have two partitionings (dataset; dataset × round):
-`prepare` (data → SFT → reward table, per dataset), `rl_round` (sampling → RFT → GRPO, per dataset × round)
-and `finish` (reranker → evaluation, per dataset). The weekly schedule launches `prepare` for every registered
-dataset; `chain_training_stages` launches round 1 when `prepare` succeeds, round 2 when round 1 succeeds
-(and its gate passed), and `finish` when the last round succeeds. Dagster's run queue (dagster_home/dagster.yaml)
-lets one heavy run at a time use the machine; failed steps retry with exponential backoff.
+The stages and their order are :mod:`grasp_assets.stages`. The weekly schedule launches `prepare` for every
+registered dataset; `chain_training_stages` launches the next step when one succeeds (a round whose
+validation gate fails does not succeed: the `planner` asset's blocking check stops it). Dagster's run queue
+(dagster_home/dagster.yaml) lets one heavy run at a time use the machine; failed steps retry with
+exponential backoff.
 """
 
 import dagster as dg
 
-from grasp_assets.partitions import DATASET, ROUNDS, dataset_partitions
+from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
+from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, Step, next_step
 from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
-
-PREPARE = dg.AssetSelection.assets(
-    "skb",
-    "queries",
-    "node_embeddings",
-    "vector_indexes",
-    "graph_store",
-    "entity_tables",
-    "text_index",
-    "mfar_model",
-    "text_rankings",
-    "teacher_plans",
-    "planner_base",
-    "sft_adapter",
-    "reward_table",
-)
-RL_ROUND = dg.AssetSelection.assets("rft_samples", "planner")
-FINISH = dg.AssetSelection.assets("reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency")
 
 # Every stage trains something, so each run carries the run-level HEAVY tag the run queue limits to one at
 # a time (asset op_tags do not reach run tags; without these job tags the queue limit never applied).
 prepare_job = dg.define_asset_job(
-    "prepare",
-    selection=PREPARE,
+    PREPARE,
+    selection=Step(PREPARE).selection,
     partitions_def=dataset_partitions,
     tags=HEAVY,
     description="data, indexes, text branch, entity tables, teacher, SFT, reward table",
 )
 rl_round_job = dg.define_asset_job(
-    "rl_round", selection=RL_ROUND, tags=HEAVY, description="one RL round: sampling, RFT, GRPO (dataset × round)"
+    RL_ROUND,
+    selection=Step(RL_ROUND).selection,
+    tags=HEAVY,
+    description="one RL round: sampling, RFT, GRPO (dataset × round)",
 )
 finish_job = dg.define_asset_job(
-    "finish",
-    selection=FINISH,
+    FINISH,
+    selection=Step(FINISH).selection,
     partitions_def=dataset_partitions,
     tags=HEAVY,
     description="reranker training and evaluation",
@@ -71,24 +56,18 @@ def chain_training_stages(context: dg.RunStatusSensorContext):
     run = context.dagster_run
     tags = run.tags
     if run.job_name == prepare_job.name:
-        dataset = tags.get("dagster/partition")
-        return dg.RunRequest(
-            run_key=f"{run.run_id}-r1",
-            job_name=rl_round_job.name,
-            partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": ROUNDS[0]}),
-        )
-    dataset = tags.get(f"dagster/partition/{DATASET}")
-    round_key = tags.get("dagster/partition/round")
-    if dataset is None or round_key is None:
-        return dg.SkipReason("not a dataset × round run")
-    if round_key != ROUNDS[-1]:
-        nxt = ROUNDS[ROUNDS.index(round_key) + 1]
-        return dg.RunRequest(
-            run_key=f"{run.run_id}-r{nxt}",
-            job_name=rl_round_job.name,
-            partition_key=dg.MultiPartitionKey({DATASET: dataset, "round": nxt}),
-        )
-    return dg.RunRequest(run_key=f"{run.run_id}-finish", job_name=finish_job.name, partition_key=dataset)
+        done, dataset = Step(PREPARE), tags.get("dagster/partition")
+    else:
+        dataset, round_key = tags.get(f"dagster/partition/{DATASET}"), tags.get(f"dagster/partition/{ROUND}")
+        if dataset is None or round_key is None:
+            return dg.SkipReason("not a dataset × round run")
+        done = Step(RL_ROUND, round_key)
+    step = next_step(done)
+    if step is None:
+        return dg.SkipReason("the last stage finished")
+    partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: step.round_key}) if step.round_key else dataset
+    suffix = f"r{step.round_key}" if step.round_key else step.stage
+    return dg.RunRequest(run_key=f"{run.run_id}-{suffix}", job_name=step.stage, partition_key=partition)
 
 
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)

@@ -7,15 +7,13 @@ built-in dataset keys are registered like user SKBs (by the `dataset_registry` s
 
 import dagster as dg
 
-from grasp_core.datasets import BUILTIN
+from grasp_core.planner.rounds import ROUNDS
 
-DATASET = "dataset"
-ROUNDS = ("1", "2")
+DATASET, ROUND = "dataset", "round"
 
 dataset_partitions = dg.DynamicPartitionsDefinition(name=DATASET)
 round_partitions = dg.StaticPartitionsDefinition(list(ROUNDS))
-dataset_round_partitions = dg.MultiPartitionsDefinition({DATASET: dataset_partitions, "round": round_partitions})
-BUILTIN_DATASETS = BUILTIN
+dataset_round_partitions = dg.MultiPartitionsDefinition({DATASET: dataset_partitions, ROUND: round_partitions})
 
 
 def dataset_of(context) -> str:
@@ -25,4 +23,4 @@ def dataset_of(context) -> str:
 
 
 def round_of(context) -> str:
-    return context.partition_key.keys_by_dimension["round"]
+    return context.partition_key.keys_by_dimension[ROUND]

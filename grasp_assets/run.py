@@ -14,16 +14,16 @@ from pathlib import Path
 
 import dagster as dg
 
-from grasp_assets.automation import FINISH, PREPARE, RL_ROUND
 from grasp_assets.definitions import defs
-from grasp_assets.partitions import DATASET, ROUNDS
+from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, ROUND_ASSETS
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
 from grasp_core.io import is_complete
+from grasp_core.planner.rounds import gate_failed, previous_round
 
-ROUND_ASSETS = {"rft_samples", "planner"}
 PID_TAG = "grasp/pid"  # the process that runs a materialization (dead ones get their runs released)
 
 
@@ -44,21 +44,11 @@ def _missing(
     return dg.AssetSelection.assets(*missing).downstream() & selection
 
 
-def _gate_failed(art: Artifacts, round_key: str) -> bool:
-    """True when the round's planner was written but its validation gate did not pass."""
-    from grasp_core.io import read_json
-
-    path = art.path("planner", round_key)
-    return is_complete(path) and not read_json(path / "gate.json")["passed"]
-
-
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark runs of earlier `grasp pipeline` processes that died mid-run (killed, crashed) as failed and free their
     pool slots, which Dagster would otherwise hold forever (a later heavy step then waits for the `heavy` pool)."""
-    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
-
     released = []
-    for run in instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
         pid = run.tags.get(PID_TAG)
         if pid is None or _alive(int(pid)):
             continue
@@ -98,26 +88,23 @@ def run_pipeline(
     art = settings.artifacts(dataset)
     resources = {"settings": settings, "mlflow": MLflowTracking()}
     assets = list(defs.assets)
-    plan = []
-    if "prepare" in stages:
-        plan.append(("prepare", PREPARE, dataset, None))
-    if "rl" in stages:
-        plan += [(f"RL round {r}", RL_ROUND, dg.MultiPartitionKey({DATASET: dataset, "round": r}), r) for r in ROUNDS]
-    if "finish" in stages:
-        plan.append(("finish", FINISH, dataset, None))
+    wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
+    plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
     timings = {}
     break_rounds = False
-    for name, selection, partition, round_key in list(plan):
+    for step in plan:
+        name, selection, round_key = step.label, step.selection, step.round_key
+        partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: round_key}) if round_key else dataset
         if break_rounds and round_key is not None:
             continue
-        if round_key is not None and round_key != ROUNDS[0]:
-            previous = ROUNDS[ROUNDS.index(round_key) - 1]
-            if _gate_failed(art, previous):  # a kept planner whose gate failed: later rounds never start from it
-                print(
-                    f"[grasp] {name}: skipped, round {previous}'s validation gate failed (the last passing planner is served)"
-                )
-                break_rounds = True
-                continue
+        previous = previous_round(round_key) if round_key is not None else None
+        if previous is not None and gate_failed(art.path(PLANNER, previous)):
+            # a kept planner whose gate failed: later rounds never start from it
+            print(
+                f"[grasp] {name}: skipped, round {previous}'s validation gate failed (the last passing planner is served)"
+            )
+            break_rounds = True
+            continue
         todo = _missing(selection, art, round_key, force)
         if todo is None:
             print(f"[grasp] {name}: up to date")
@@ -136,7 +123,7 @@ def run_pipeline(
             tags={"grasp/stage": name, PID_TAG: str(os.getpid())},
         )
         timings[name] = time.perf_counter() - t0
-        if not result.success and round_key is not None and _gate_failed(art, round_key):
+        if not result.success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
             print(
                 f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
                 f"and the last passing planner is served"

@@ -1,4 +1,4 @@
-"""Run a library pipeline step inside an asset: workspace, MLflow run, metadata — the same for every asset."""
+"""Run a library pipeline step inside an asset: components, MLflow run, metadata — the same for every asset."""
 
 from collections.abc import Callable
 
@@ -7,8 +7,27 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import (
+    ABLATIONS,
+    ENTITY_TABLES,
+    EVAL_METRICS,
+    GRAPH_STORE,
+    LATENCY,
+    MFAR_MODEL,
+    NODE_EMBEDDINGS,
+    PLANNER,
+    PLANNER_BASE,
+    RERANKER,
+    RERANKER_HARD_NEGATIVES,
+    REWARD_TABLE,
+    RFT_SAMPLES,
+    SFT_ADAPTER,
+    TEACHER_PLANS,
+    TEXT_INDEX,
+    VECTOR_INDEXES,
+)
+from grasp_core.components import Components
 from grasp_core.errors import GraspError
-from grasp_core.pipeline.workspace import Workspace
 
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
 RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
@@ -33,7 +52,7 @@ def run_step(
     profile = settings.get_profile()
     if profile_changes:
         profile = profile.replace(**profile_changes)
-    ws = Workspace(settings.artifacts(dataset), profile)
+    ws = Components(settings.artifacts(dataset), profile)
     tracker = mlflow.tracker()
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
     parent = None
@@ -76,23 +95,23 @@ def _params(profile, step: str) -> dict:
     import dataclasses
 
     sections = {
-        "node_embeddings": ["encoder"],
-        "vector_indexes": ["index"],
-        "graph_store": ["graph_store"],
-        "entity_tables": ["gazetteer"],
-        "text_index": ["bm25", "mfar"],
-        "mfar_model": ["mfar"],
-        "teacher_plans": ["teacher"],
-        "planner_base": ["planner_model"],
-        "sft_adapter": ["sft"],
-        "reward_table": ["reward"],
-        "rft_samples": ["rl", "inference"],
-        "planner": ["sft", "grpo", "reward"],
-        "reranker_hard_negatives": ["rl"],
-        "reranker": ["reranker_train", "rerank", "reranker_docs"],
-        "eval_metrics": ["eval", "rerank"],
-        "ablations": ["eval"],
-        "latency": ["eval"],
+        NODE_EMBEDDINGS: ["encoder"],
+        VECTOR_INDEXES: ["index"],
+        GRAPH_STORE: ["graph_store"],
+        ENTITY_TABLES: ["gazetteer"],
+        TEXT_INDEX: ["bm25", "mfar"],
+        MFAR_MODEL: ["mfar"],
+        TEACHER_PLANS: ["teacher"],
+        PLANNER_BASE: ["planner_model"],
+        SFT_ADAPTER: ["sft"],
+        REWARD_TABLE: ["reward"],
+        RFT_SAMPLES: ["rl", "inference"],
+        PLANNER: ["sft", "grpo", "reward"],
+        RERANKER_HARD_NEGATIVES: ["rl"],
+        RERANKER: ["reranker_train", "rerank", "reranker_docs"],
+        EVAL_METRICS: ["eval", "rerank"],
+        ABLATIONS: ["eval"],
+        LATENCY: ["eval"],
     }.get(step, [])
     out = {"profile": profile.name}
     for section in sections:

@@ -23,19 +23,17 @@ from grasp_core.embed.vector_index import IndexConfig
 from grasp_core.entities.gazetteer import GazetteerConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
-from grasp_core.llm.constrained import PlanGrammarConfig
-from grasp_core.llm.tiny_model import TinyModelConfig
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.base import PlannerModelConfig
+from grasp_core.planner.grammar import PlanGrammarConfig
 from grasp_core.planner.inference import InferenceSettings
 from grasp_core.planner.reward import RewardConfig
-from grasp_core.planner.rl import GRPOSettings, RLSettings
-from grasp_core.planner.sft import SFTSettings
-from grasp_core.planner.teacher import TeacherConfig
+from grasp_core.planner.tiny_model import TinyModelConfig
+from grasp_core.planner.train_settings import GRPOSettings, RLSettings, SFTSettings, TeacherConfig
 from grasp_core.rerank.documents import DocumentConfig
 from grasp_core.rerank.inference import RerankConfig
 from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
-from grasp_core.rerank.train import RerankerTrainConfig
+from grasp_core.rerank.train_config import RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig
 

@@ -1,9 +1,10 @@
 """The one ranking interface shared by every retriever, fusion and the reranker.
 
 A :class:`Ranking` is a query's ranked candidates: node ids with descending scores. A retriever
-answers a batch of queries at once (``Retriever.rank``). Fusion is reciprocal rank fusion exactly as
-``DESIGN.md`` §3: ``s(d) = Σ_i w_i / (k + r_i(d))`` with ranks from 1; a list in which ``d`` is absent
-contributes 0.
+answers a batch of queries at once (``Retriever.rank``). Fusion is reciprocal rank fusion:
+``s(d) = Σ_i w_i / (k + r_i(d))`` with ranks from 1; a list in which ``d`` is absent contributes 0.
+:func:`fuse` is the one fusion of a query's text and graph rankings, served by the retriever and scored by
+the planner's reward.
 """
 
 from __future__ import annotations
@@ -44,6 +45,19 @@ class Ranking(NamedTuple):
         return int(hits[0]) + 1 if len(hits) else None
 
 
+class FusionWeights(Protocol):
+    """The RRF weights of the text and graph rankings and RRF's k (the profile's ``reward`` section)."""
+
+    @property
+    def w_text(self) -> float: ...
+
+    @property
+    def w_graph(self) -> float: ...
+
+    @property
+    def rrf_k(self) -> float: ...
+
+
 class Retriever(Protocol):
     """Anything that ranks nodes for a batch of queries."""
 
@@ -68,3 +82,8 @@ def rrf(
         pos = np.searchsorted(union, ranking.node_ids)
         scores[pos] += w / (k + np.arange(1, len(ranking) + 1))
     return Ranking.from_scores(union, scores, top)
+
+
+def fuse(text: Ranking, graph: Ranking, weights: FusionWeights, top: int | None = 100) -> Ranking:
+    """The fusion the retriever serves and the reward scores: RRF of a query's text and graph rankings."""
+    return rrf([text, graph], [weights.w_text, weights.w_graph], k=weights.rrf_k, top=top)

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.inference import plan_queries
-from grasp_core.planner.reward import fuse
 from grasp_core.profiles import get_profile
-from grasp_core.ranking import Ranking
+from grasp_core.ranking import Ranking, fuse
 
 BRANCHES = ("text", "graph", "both")
 STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
@@ -72,35 +71,30 @@ class Result:
 
 
 class GraspRetriever:
-    def __init__(self, ws: Workspace, branches: str = "both", rerank: bool = True, planner: str | None = None):
+    def __init__(self, ws: Components, branches: str = "both", rerank: bool = True, planner: str | None = None):
         if branches not in BRANCHES:
             raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
         self.ws, self.branches, self.use_rerank = ws, branches, rerank
         # the text branch runs in this thread while the calling thread runs the graph branch (the paper runs them
         # in parallel; torch, faiss and the graph store release the GIL)
         self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text")
-        from grasp_core.pipeline.planner import final_planner, planner_llm
-        from grasp_core.pipeline.text import load_text_retriever
-
         ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
-        self.text = load_text_retriever(ws, ws.profile.text_retriever) if branches != "graph" else None
+        self.text = ws.text_retriever(ws.profile.text_retriever) if branches != "graph" else None
         if branches != "text":
             self.planner_name, checkpoint = (
-                (planner, ws.art.require(*planner.split(":"))) if planner else final_planner(ws)
+                (planner, ws.art.require(*planner.split(":"))) if planner else ws.final_planner()
             )
-            self.llm = planner_llm(ws, checkpoint)
+            self.llm = ws.planner_llm(checkpoint)
             ws.executor  # noqa: B018
         if rerank:
-            from grasp_core.pipeline.reranker import load_reranker
-
-            self.scorer, self.builder, (self.w, self.k) = load_reranker(ws)
+            self.scorer, self.builder, (self.w, self.k) = ws.reranker()
 
     @classmethod
     def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
-        return cls(Workspace(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
+        return cls(Components(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         queries = list(queries)

@@ -5,6 +5,7 @@ import numpy as np
 
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import QUERIES, SKB
 from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact, load_dataset
 from grasp_core.skb.format import read_skb
@@ -14,8 +15,8 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="data", code_version
 
 @dg.asset(
     check_specs=[
-        dg.AssetCheckSpec("schema_valid", asset="skb", description="nodes and edges conform to schema.json"),
-        dg.AssetCheckSpec("no_dangling_edges", asset="skb", description="every edge endpoint is a node"),
+        dg.AssetCheckSpec("schema_valid", asset=SKB, description="nodes and edges conform to schema.json"),
+        dg.AssetCheckSpec("no_dangling_edges", asset=SKB, description="every edge endpoint is a node"),
     ],
     **COMMON,
 )
@@ -38,7 +39,7 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
         context,
         settings,
         mlflow,
-        "skb",
+        SKB,
         lambda ws: build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset),
         check_results=checks,
     )
@@ -47,8 +48,8 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
 @dg.asset(
     deps=[skb],
     check_specs=[
-        dg.AssetCheckSpec("answers_exist", asset="queries", description="every answer id is a node"),
-        dg.AssetCheckSpec("split_sizes", asset="queries", description="train/val/test are non-empty and disjoint"),
+        dg.AssetCheckSpec("answers_exist", asset=QUERIES, description="every answer id is a node"),
+        dg.AssetCheckSpec("split_sizes", asset=QUERIES, description="train/val/test are non-empty and disjoint"),
     ],
     **COMMON,
 )
@@ -77,7 +78,7 @@ def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: 
         context,
         settings,
         mlflow,
-        "queries",
+        QUERIES,
         lambda ws: build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset),
         check_results=checks,
     )

@@ -5,25 +5,26 @@ import dagster as dg
 from grasp_assets.assets.reranker import ALL_ROUNDS
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import ABLATIONS, EVAL_METRICS, LATENCY, PLANNER, RERANKER
 from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline import evaluation as steps
 
 COMMON = dict(partitions_def=dataset_partitions, group_name="evaluation", retry_policy=RETRY)
 
 
-@dg.asset(deps=["reranker", dg.AssetDep("planner", partition_mapping=ALL_ROUNDS)], code_version="1", **COMMON)
+@dg.asset(deps=[RERANKER, dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS)], code_version="1", **COMMON)
 def eval_metrics(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Test Hit@1/Hit@5/R@20/MRR of the full system, with and without the reranker (and the human-written set)."""
-    return run_step(context, settings, mlflow, "eval_metrics", steps.eval_metrics_step)
+    return run_step(context, settings, mlflow, EVAL_METRICS, steps.eval_metrics_step)
 
 
 @dg.asset(deps=[eval_metrics], code_version="1", **COMMON)
 def ablations(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Every ablation with McNemar p-values against the full system."""
-    return run_step(context, settings, mlflow, "ablations", steps.ablations_step)
+    return run_step(context, settings, mlflow, ABLATIONS, steps.ablations_step)
 
 
 @dg.asset(deps=[eval_metrics], code_version="1", **COMMON)
 def latency(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Per-stage mean/p50/p95 latency of single queries (paper Table A3)."""
-    return run_step(context, settings, mlflow, "latency", steps.latency_step)
+    return run_step(context, settings, mlflow, LATENCY, steps.latency_step)

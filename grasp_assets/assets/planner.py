@@ -11,8 +11,22 @@ import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions, dataset_round_partitions, round_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import (
+    ENTITY_TABLES,
+    GRAPH_STORE,
+    PLANNER,
+    PLANNER_BASE,
+    QUERIES,
+    REWARD_TABLE,
+    RFT_SAMPLES,
+    SFT_ADAPTER,
+    TEACHER_PLANS,
+    TEXT_RANKINGS,
+    VECTOR_INDEXES,
+)
 from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import planner as steps
+from grasp_core.planner.rounds import Gate
 
 DATASET = dict(partitions_def=dataset_partitions, group_name="planner", retry_policy=RETRY)
 ROUND = dict(partitions_def=dataset_round_partitions, group_name="planner", retry_policy=RETRY)
@@ -36,20 +50,20 @@ class GRPORunConfig(dg.Config):
     save_every: int | None = None
 
 
-@dg.asset(deps=["entity_tables", "graph_store", "vector_indexes", "queries"], code_version="1", **DATASET)
+@dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], code_version="1", **DATASET)
 def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
-    return run_step(context, settings, mlflow, "teacher_plans", steps.teacher_plans_step)
+    return run_step(context, settings, mlflow, TEACHER_PLANS, steps.teacher_plans_step)
 
 
-@dg.asset(deps=[teacher_plans, "entity_tables"], code_version="1", **DATASET)
+@dg.asset(deps=[teacher_plans, ENTITY_TABLES], code_version="1", **DATASET)
 def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The planner's base: a pointer to a local pretrained LLM, or the tiny Qwen3 + tokenizer built offline."""
-    return run_step(context, settings, mlflow, "planner_base", steps.planner_base_step)
+    return run_step(context, settings, mlflow, PLANNER_BASE, steps.planner_base_step)
 
 
 @dg.asset(
-    deps=[planner_base, teacher_plans, "text_rankings", "graph_store"],
+    deps=[planner_base, teacher_plans, TEXT_RANKINGS, GRAPH_STORE],
     code_version="1",
     pool="heavy",
     op_tags=HEAVY,
@@ -63,24 +77,24 @@ def sft_adapter(
         context,
         settings,
         mlflow,
-        "sft_adapter",
+        SFT_ADAPTER,
         steps.sft_step,
         wants_log=True,
         profile_changes=profile_override(settings, "sft", config),
     )
 
 
-@dg.asset(deps=[sft_adapter, "text_rankings", "graph_store"], code_version="1", **DATASET)
+@dg.asset(deps=[sft_adapter, TEXT_RANKINGS, GRAPH_STORE], code_version="1", **DATASET)
 def reward_table(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """U(gold-rank bucket, candidate-count bucket) from validation queries, with shrinkage."""
-    return run_step(context, settings, mlflow, "reward_table", steps.reward_table_step)
+    return run_step(context, settings, mlflow, REWARD_TABLE, steps.reward_table_step)
 
 
 @dg.asset(deps=[reward_table, sft_adapter], code_version="1", pool="heavy", op_tags=HEAVY, **ROUND)
 def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """8 plans per training query sampled at T=1.0 from the round's starting planner, with their rewards."""
     r = round_of(context)
-    return run_step(context, settings, mlflow, "rft_samples", lambda ws: steps.rft_samples_step(ws, r), round_key=r)
+    return run_step(context, settings, mlflow, RFT_SAMPLES, lambda ws: steps.rft_samples_step(ws, r), round_key=r)
 
 
 @dg.asset(
@@ -91,7 +105,7 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
     check_specs=[
         dg.AssetCheckSpec(
             "val_hit1_not_worse",
-            asset="planner",
+            asset=PLANNER,
             blocking=True,
             description="validation fused Hit@1 did not fall below the round's starting planner",
         )
@@ -103,12 +117,12 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
     r = round_of(context)
 
     def gate(result: dict) -> list[dg.AssetCheckResult]:
-        passed = result["val_fused_hit1"] >= result["previous_val_fused_hit1"]
+        gate = Gate(result["val_fused_hit1"], result["previous_val_fused_hit1"])
         return [
             dg.AssetCheckResult(
                 check_name="val_hit1_not_worse",
-                passed=passed,
-                metadata={"val_fused_hit1": result["val_fused_hit1"], "previous": result["previous_val_fused_hit1"]},
+                passed=gate.passed,
+                metadata={"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous},
             )
         ]
 
@@ -116,7 +130,7 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
         context,
         settings,
         mlflow,
-        "planner",
+        PLANNER,
         lambda ws, log: steps.planner_round_step(ws, r, log),
         round_key=r,
         wants_log=True,

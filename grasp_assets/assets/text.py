@@ -4,6 +4,7 @@ import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import MFAR_MODEL, QUERIES, TEXT_INDEX, TEXT_RANKINGS, VECTOR_INDEXES
 from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import text as steps
 
@@ -15,13 +16,13 @@ class MFARRunConfig(dg.Config):
     lr: float | None = None
 
 
-@dg.asset(deps=["vector_indexes"], code_version="1", **COMMON)
+@dg.asset(deps=[VECTOR_INDEXES], code_version="1", **COMMON)
 def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """BM25 over node documents and mFAR's per-field lexical and dense indexes."""
-    return run_step(context, settings, mlflow, "text_index", steps.text_index_step)
+    return run_step(context, settings, mlflow, TEXT_INDEX, steps.text_index_step)
 
 
-@dg.asset(deps=[text_index, "queries"], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
+@dg.asset(deps=[text_index, QUERIES], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
 def mfar_model(
     context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking
 ):
@@ -30,14 +31,14 @@ def mfar_model(
         context,
         settings,
         mlflow,
-        "mfar_model",
+        MFAR_MODEL,
         steps.mfar_model_step,
         wants_log=True,
         profile_changes=profile_override(settings, "mfar", config),
     )
 
 
-@dg.asset(deps=[mfar_model, text_index, "queries"], code_version="1", **COMMON)
+@dg.asset(deps=[mfar_model, text_index, QUERIES], code_version="1", **COMMON)
 def text_rankings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Top 100 of every query (BM25, dense, mFAR) with val/test metrics."""
-    return run_step(context, settings, mlflow, "text_rankings", steps.text_rankings_step)
+    return run_step(context, settings, mlflow, TEXT_RANKINGS, steps.text_rankings_step)

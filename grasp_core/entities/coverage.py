@@ -26,7 +26,7 @@ def _adjacency(skb: SKB) -> sp.csr_matrix:
 
 
 def _linked(table: EntityTable, top1: bool) -> set[int]:
-    return {l.node_id for r in table.rows for links in r.links.values() for l in (links[:1] if top1 else links)}
+    return {link.node_id for r in table.rows for links in r.links.values() for link in (links[:1] if top1 else links)}
 
 
 def anchor_coverage(

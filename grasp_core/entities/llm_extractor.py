@@ -141,7 +141,7 @@ def parse_mentions(text: str, schema: Schema, max_types: int = 2) -> list[Mentio
         raise ExtractionError("no item of the list has a non-empty 'text'")
     index_of = {pos: i for i, (pos, _, _) in enumerate(kept)}
     out = []
-    for i, (pos, mention, nested_in) in enumerate(kept):
+    for i, (_pos, mention, nested_in) in enumerate(kept):
         parent = index_of.get(nested_in - 1) if isinstance(nested_in, int) and not isinstance(nested_in, bool) else None
         out.append(Mention(mention.text, mention.types, mention.role, parent if parent != i else None))
     return out

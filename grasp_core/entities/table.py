@@ -37,7 +37,8 @@ class EntityRow:
             "role": self.role,
             "types": list(self.types),
             "links": {
-                t: [[l.node_id, l.name, round(l.score, 4), l.degree] for l in ls] for t, ls in self.links.items()
+                t: [[link.node_id, link.name, round(link.score, 4), link.degree] for link in ls]
+                for t, ls in self.links.items()
             },
             "parent": self.parent,
         }
@@ -84,7 +85,7 @@ class EntityTable:
                 continue
             lines.append(f'{r.ref} "{r.mention}" role={r.role} types={"|".join(r.types)}{nested}')
             for t, links in r.links.items():
-                shown = "; ".join(f"{l.name} (sim={l.score:.2f}, deg={l.degree})" for l in links)
+                shown = "; ".join(f"{link.name} (sim={link.score:.2f}, deg={link.degree})" for link in links)
                 lines.append(f"  {t}: {shown}")
         return "\n".join(lines)
 

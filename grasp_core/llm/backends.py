@@ -4,7 +4,7 @@
 completions per prompt. A prompt is a chat (list of ``{"role", "content"}``) or an already rendered string.
 ``temperature == 0`` is greedy decoding (the ``n`` completions are then identical); sampling uses the
 model's full distribution at that temperature (no top-k/top-p), as RL sampling at T=1.0 intends. ``constraint`` is one
-:class:`~grasp_core.llm.constrained.PlanGrammar` per prompt; only the local backend can enforce it.
+:class:`Constraint` per prompt (the planner's plan grammar is one); only the local backend can enforce it.
 A leading ``<think>…</think>`` block is removed from every completion.
 """
 
@@ -16,15 +16,14 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 import torch
 from tqdm.auto import tqdm
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
-from grasp_core.llm.constrained import PlanGrammar, PlanLogitsProcessor, TokenVocab
-from grasp_core.planner.prompt import Message, render_prompt
+from grasp_core.llm.chat import Message, render_prompt
 
 Prompt = list[Message] | str
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
@@ -34,14 +33,33 @@ def strip_thinking(text: str) -> str:
     return _THINK.sub("", text, count=1)
 
 
+class Constraint(Protocol):
+    """What one prompt's completion may be. A local model enforces the constraints of a batch of prompts
+    through the logits processor their class builds (rows are ``prompt × n``, as transformers lays out
+    ``num_return_sequences``; ``prompt_len`` is the padded prompt length, ``max_new_tokens`` the budget)."""
+
+    @classmethod
+    def logits_processor(
+        cls,
+        constraints: Sequence[Any],
+        tokenizer: Any,
+        eos_ids: list[int],
+        prompt_len: int,
+        max_new_tokens: int,
+        n: int,
+    ) -> Any: ...
+
+
 class LLM(Protocol):
+    enforces_constraints: bool  # whether ``generate`` can apply a ``constraint`` (only local models can)
+
     def generate(
         self,
         prompts: Sequence[Prompt],
         n: int = 1,
         temperature: float = 0.0,
         max_new_tokens: int = 700,
-        constraint: Sequence[PlanGrammar] | None = None,
+        constraint: Sequence[Constraint] | None = None,
     ) -> list[list[str]]: ...
 
 
@@ -59,6 +77,8 @@ class TransformersLLM:
 
     ``setting`` names the configuration key of ``model_path`` in error messages (e.g. ``planner.model_path``).
     """
+
+    enforces_constraints = True
 
     def __init__(
         self,
@@ -95,15 +115,11 @@ class TransformersLLM:
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer = model, tokenizer
         self.device, self.enable_thinking, self.batch_size = device, enable_thinking, batch_size
-        self._vocab: TokenVocab | None = None
 
     @property
-    def vocab(self) -> TokenVocab:
-        """The token strings for constrained decoding (built on first use)."""
-        if self._vocab is None:
-            eos = self.model.generation_config.eos_token_id
-            self._vocab = TokenVocab(self.tokenizer, eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        return self._vocab
+    def eos_ids(self) -> list[int]:
+        eos = self.model.generation_config.eos_token_id
+        return eos if isinstance(eos, list) else [eos] if eos is not None else []
 
     def render(self, prompt: Prompt) -> str:
         return prompt if isinstance(prompt, str) else render_prompt(self.tokenizer, prompt, self.enable_thinking)
@@ -124,10 +140,10 @@ class TransformersLLM:
         n: int = 1,
         temperature: float = 0.0,
         max_new_tokens: int = 700,
-        constraint: Sequence[PlanGrammar] | None = None,
+        constraint: Sequence[Constraint] | None = None,
     ) -> list[list[str]]:
         if constraint is not None and len(constraint) != len(prompts):
-            raise GraspError(f"constraint: expected one grammar per prompt ({len(prompts)}), got {len(constraint)}")
+            raise GraspError(f"constraint: expected one constraint per prompt ({len(prompts)}), got {len(constraint)}")
         was_training = self.model.training
         self.model.eval()  # no dropout while generating; a model under training gets its mode back
         try:
@@ -149,8 +165,10 @@ class TransformersLLM:
             budget = self._budget(prompt_len, max_new_tokens)
             processors = []
             if constraint is not None:
-                grammars = list(constraint[start : start + self.batch_size])
-                processors.append(PlanLogitsProcessor(grammars, self.vocab, prompt_len, budget, copies))
+                batch = list(constraint[start : start + self.batch_size])
+                processors.append(
+                    type(batch[0]).logits_processor(batch, self.tokenizer, self.eos_ids, prompt_len, budget, copies)
+                )
             kwargs = (
                 {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
                 if sample
@@ -178,6 +196,8 @@ class OpenAICompatibleLLM:
     cause. Prompts are sent concurrently (``concurrency`` requests at a time). Grammar constraints are not
     supported here: endpoint plans are parsed and validated after the fact.
     """
+
+    enforces_constraints = False
 
     def __init__(
         self,
@@ -237,7 +257,7 @@ class OpenAICompatibleLLM:
         n: int = 1,
         temperature: float = 0.0,
         max_new_tokens: int = 700,
-        constraint: Sequence[PlanGrammar] | None = None,
+        constraint: Sequence[Constraint] | None = None,
     ) -> list[list[str]]:
         if constraint is not None:
             raise GraspError(

@@ -56,13 +56,3 @@ def build_queries_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> 
 def load_dataset(art: Artifacts) -> SKB:
     """The dataset's SKB with its queries, read from the two finished artifacts."""
     return read_skb(art.require("skb"), queries_file=art.require("queries") / "queries.parquet")
-
-
-def attach_queries(graph: SKB, art: Artifacts) -> SKB:
-    """``graph`` (read without queries) with the dataset's queries, validated against it."""
-    import pyarrow.parquet as pq
-
-    file = art.require("queries") / "queries.parquet"
-    skb = SKB(graph.schema, graph.nodes, graph.edges, pq.read_table(file).to_pandas())
-    validate(skb, where=art.require("skb"), queries_file=file)
-    return skb

@@ -13,15 +13,15 @@ import time
 import numpy as np
 import pandas as pd
 
+from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.metrics import evaluate, per_query_hits
-from grasp_core.pipeline.planner import ROUNDS, final_planner, load_teacher_plans, planner_env, planner_llm
+from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 from grasp_core.pipeline.plots import bar_plot, markdown_table
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.inference import check_plan, plan_queries
-from grasp_core.planner.reward import fuse
-from grasp_core.ranking import Ranking
+from grasp_core.planner.rounds import ROUNDS
+from grasp_core.ranking import Ranking, fuse
 
 METRIC_COLUMNS = ["setting", "reranker", "hit@1", "hit@5", "recall@20", "mrr", "p (McNemar)"]
 
@@ -29,7 +29,7 @@ METRIC_COLUMNS = ["setting", "reranker", "hit@1", "hit@5", "recall@20", "mrr", "
 class TestRun:
     """Per-setting rankings of the evaluated queries, computed lazily and shared by all tables."""
 
-    def __init__(self, ws: Workspace, split: str = "test"):
+    def __init__(self, ws: Components, split: str = "test"):
         self.ws, self.split = ws, split
         q = ws.split(split).head(ws.profile.eval.max_test_queries)
         self.qids = q["qid"].astype(int).tolist()
@@ -46,7 +46,7 @@ class TestRun:
     def planner_plans(self, name: str, checkpoint, tables=None) -> list[str]:
         key = name if tables is None else f"{name}/no-table"
         if key not in self.plans:
-            llm = planner_llm(self.ws, checkpoint)
+            llm = self.ws.planner_llm(checkpoint)
             attempts = plan_queries(
                 llm, self.ws.skb.schema, self.queries, tables or self.tables, self.ws.profile.inference
             )
@@ -66,9 +66,7 @@ class TestRun:
     @property
     def reranker(self):
         if self._reranker is None:
-            from grasp_core.pipeline.reranker import load_reranker
-
-            self._reranker = load_reranker(self.ws)
+            self._reranker = self.ws.reranker()
         return self._reranker
 
     def rerank(self, rankings: list[Ranking], K: int, cached: bool = True) -> tuple[list[Ranking], float]:
@@ -127,9 +125,9 @@ def route(text: Ranking, graph: Ranking, trace, max_candidates: int = 100) -> Ra
     return text
 
 
-def eval_metrics_step(ws: Workspace) -> dict:
+def eval_metrics_step(ws: Components) -> dict:
     run = TestRun(ws)
-    name, ckpt = final_planner(ws)
+    name, ckpt = ws.final_planner()
     plans = run.planner_plans(name, ckpt)
     graph, traces = run.graph(plans)
     fused = run.fused(graph)
@@ -193,11 +191,11 @@ def eval_metrics_step(ws: Workspace) -> dict:
     }
 
 
-def ablations_step(ws: Workspace) -> dict:
+def ablations_step(ws: Components) -> dict:
     """Every ablation of paper Table 2 / DESIGN §3, with McNemar p-values against the full system."""
     run = TestRun(ws)
     cached = pd.read_parquet(ws.art.require("eval_metrics") / "test_run.parquet")
-    name, ckpt = final_planner(ws)
+    name, ckpt = ws.final_planner()
     run.plans[name] = cached["plan"].tolist()
     graph, traces = run.graph(run.plans[name])
     full = run.fused(graph)
@@ -274,7 +272,7 @@ def ablations_step(ws: Workspace) -> dict:
 PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
 
 
-def kept_planners(ws: Workspace) -> list[tuple[str, str, object]]:
+def kept_planners(ws: Components) -> list[tuple[str, str, object]]:
     """(label, plan-cache key, checkpoint) of the SFT planner and each written RL round; the keys are the ones
     eval_metrics and the ablations use, so a planner already run on the test queries is not run again."""
     from grasp_core.io import is_complete
@@ -287,7 +285,7 @@ def kept_planners(ws: Workspace) -> list[tuple[str, str, object]]:
     ]
 
 
-def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -> list[dict]:
+def planner_progression(ws: Components, runs: dict[str, TestRun] | None = None) -> list[dict]:
     """Fused Hit@1 (no reranker) on validation and test for text only, the teacher, SFT and each kept RL round,
     with McNemar p-values against the SFT planner (issue: the planner's progression)."""
     runs = dict(runs or {})
@@ -320,11 +318,11 @@ def planner_progression(ws: Workspace, runs: dict[str, TestRun] | None = None) -
     return rows
 
 
-def _is_valid(plan: str, ws: Workspace, table) -> bool:
+def _is_valid(plan: str, ws: Components, table) -> bool:
     return check_plan(plan, ws.skb.schema, table) is None
 
 
-def latency_step(ws: Workspace) -> dict:
+def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import STAGES, GraspRetriever
 

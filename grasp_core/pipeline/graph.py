@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 
+from grasp_core.components import Components
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.pipeline.workspace import Workspace
 
 
-def node_embeddings_step(ws: Workspace) -> dict:
+def node_embeddings_step(ws: Components) -> dict:
     from grasp_core.embed.node_embeddings import build_node_embeddings
 
     start = time.perf_counter()
@@ -26,7 +26,7 @@ def node_embeddings_step(ws: Workspace) -> dict:
     }
 
 
-def vector_indexes_step(ws: Workspace) -> dict:
+def vector_indexes_step(ws: Components) -> dict:
     from grasp_core.embed.vector_index import NodeIndex
 
     start = time.perf_counter()
@@ -39,7 +39,7 @@ def vector_indexes_step(ws: Workspace) -> dict:
     }
 
 
-def graph_store_step(ws: Workspace) -> dict:
+def graph_store_step(ws: Components) -> dict:
     from grasp_core.graph.store import open_graph_store
 
     start = time.perf_counter()
@@ -60,7 +60,7 @@ def graph_store_step(ws: Workspace) -> dict:
     }
 
 
-def entity_tables_step(ws: Workspace) -> dict:
+def entity_tables_step(ws: Components) -> dict:
     from grasp_core.entities.coverage import anchor_coverage
     from grasp_core.entities.tables_io import write_tables
 

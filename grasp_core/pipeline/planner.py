@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from grasp_core.components import Components
 from grasp_core.errors import GraspError
-from grasp_core.io import atomic_dir, is_complete, read_json, write_json
+from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.llm.chat import render_prompt
 from grasp_core.pipeline.plots import line_plot
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.checkpoint import planner_kind
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, render_prompt
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import (
     best_positive_samples,
@@ -27,16 +27,16 @@ from grasp_core.planner.rl import (
     sample_and_score,
     train_grpo,
 )
+from grasp_core.planner.rounds import Gate, previous_round
 from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
 from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
 from grasp_core.planner.teacher import ProgrammaticTeacher, json_text
 
-ROUNDS = ("1", "2")
 VAL_FILE = "val.json"  # validation fused Hit@1 of a kept planner (the next round's gate reference)
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def planner_env(ws: Workspace, reward_table: RewardTable | None = None) -> PlannerEnv:
+def planner_env(ws: Components, reward_table: RewardTable | None = None) -> PlannerEnv:
     q = ws.skb.queries
     return PlannerEnv(
         schema=ws.skb.schema,
@@ -51,27 +51,11 @@ def planner_env(ws: Workspace, reward_table: RewardTable | None = None) -> Plann
     )
 
 
-def load_reward_table(ws: Workspace) -> RewardTable:
+def load_reward_table(ws: Components) -> RewardTable:
     return RewardTable.from_json(read_json(ws.art.require("reward_table") / "reward_table.json"))
 
 
-def planner_llm(ws: Workspace, checkpoint: Path, batch_size: int = 32):
-    """The planner at ``checkpoint`` as a generation backend (LoRA adapters over their recorded base)."""
-    from grasp_core.llm.backends import TransformersLLM
-
-    kind, base = planner_kind(checkpoint)
-    if kind == "lora":
-        return TransformersLLM(
-            base,
-            adapter_path=checkpoint,
-            device=ws.profile.device,
-            batch_size=batch_size,
-            setting="planner checkpoint base",
-        )
-    return TransformersLLM(checkpoint, device=ws.profile.device, batch_size=batch_size, setting="planner checkpoint")
-
-
-def prompt_builder(ws: Workspace, tokenizer):
+def prompt_builder(ws: Components, tokenizer):
     """qid -> the rendered planner prompt (system prompt with the schema, entity table, query)."""
     env_q = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
     tables = ws.entity_tables
@@ -85,35 +69,25 @@ def prompt_builder(ws: Workspace, tokenizer):
     return prompt_of
 
 
-def round_start(ws: Workspace, round_key: str) -> Path:
+def round_start(ws: Components, round_key: str) -> Path:
     """The planner a round starts from: the SFT planner in round 1, the previous round's kept planner after.
 
     The previous round must have passed its gate (validation fused Hit@1 did not fall)."""
-    if round_key == ROUNDS[0]:
+    prev = previous_round(round_key)
+    if prev is None:
         return ws.art.require("sft_adapter")
-    prev = ROUNDS[ROUNDS.index(round_key) - 1]
     path = ws.art.require("planner", prev)
-    gate = read_json(path / "gate.json")
-    if not gate["passed"]:
+    gate = Gate.read(path)
+    if not gate.passed:
         raise GraspError(
-            f"round {prev} of {ws.dataset!r} lowered validation fused Hit@1 ({gate['previous']:.1f} -> {gate['val_fused_hit1']:.1f}); "
+            f"round {prev} of {ws.dataset!r} lowered validation fused Hit@1 ({gate.previous:.1f} -> {gate.val_fused_hit1:.1f}); "
             f"round {round_key} does not start from it. Inspect the run in MLflow, change the RL settings and rematerialize round {prev}."
         )
     return path
 
 
-def final_planner(ws: Workspace) -> tuple[str, Path]:
-    """The planner the pipeline serves: the last round whose gate passed, else the SFT planner."""
-    best = ("sft", ws.art.require("sft_adapter"))
-    for r in ROUNDS:
-        path = ws.art.path("planner", r)
-        if is_complete(path) and read_json(path / "gate.json")["passed"]:
-            best = (f"round {r}", path)
-    return best
-
-
 # ------------------------------------------------------------------------------------------ steps
-def teacher_plans_step(ws: Workspace) -> dict:
+def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
     profile = ws.profile
     teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
@@ -169,11 +143,11 @@ def teacher_plans_step(ws: Workspace) -> dict:
     }
 
 
-def load_teacher_plans(ws: Workspace) -> pd.DataFrame:
+def load_teacher_plans(ws: Components) -> pd.DataFrame:
     return pd.read_parquet(ws.art.require("teacher_plans") / "plans.parquet")
 
 
-def planner_base_step(ws: Workspace) -> dict:
+def planner_base_step(ws: Components) -> dict:
     teacher = load_teacher_plans(ws)
     tables = ws.entity_tables
     queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
@@ -188,7 +162,7 @@ def planner_base_step(ws: Workspace) -> dict:
     return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
 
 
-def sft_examples(ws: Workspace, tokenizer) -> list[dict]:
+def sft_examples(ws: Components, tokenizer) -> list[dict]:
     teacher = load_teacher_plans(ws)
     chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
     prompt_of = prompt_builder(ws, tokenizer)
@@ -203,11 +177,11 @@ def sft_examples(ws: Workspace, tokenizer) -> list[dict]:
     ]
 
 
-def _val_qids(ws: Workspace, cap: int | None = None) -> list[int]:
+def _val_qids(ws: Components, cap: int | None = None) -> list[int]:
     return ws.split("val")["qid"].astype(int).head(cap).tolist()
 
 
-def sft_step(ws: Workspace, log_fn=None) -> dict:
+def sft_step(ws: Components, log_fn=None) -> dict:
     from transformers import AutoTokenizer
 
     base = base_model_path(ws.art.require("planner_base"))
@@ -221,7 +195,7 @@ def sft_step(ws: Workspace, log_fn=None) -> dict:
     )
     seconds = time.perf_counter() - start
     val = evaluate_planner(
-        planner_llm(ws, ws.art.path("sft_adapter")),
+        ws.planner_llm(ws.art.path("sft_adapter")),
         planner_env(ws),
         _val_qids(ws, ws.profile.grpo.val_queries),
         ws.profile.inference,
@@ -242,13 +216,13 @@ def sft_step(ws: Workspace, log_fn=None) -> dict:
     }
 
 
-def reward_table_step(ws: Workspace) -> dict:
+def reward_table_step(ws: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
 
     The downstream outcome is fused Hit@1 (no reranker exists before the first training cycle ends)."""
     env = planner_env(ws)
     qids = _val_qids(ws)
-    result = evaluate_planner(planner_llm(ws, ws.art.require("sft_adapter")), env, qids, ws.profile.inference)
+    result = evaluate_planner(ws.planner_llm(ws.art.require("sft_adapter")), env, qids, ws.profile.inference)
     observations = []
     for q, fused, cand in zip(qids, result["fused_rankings"], result["plans"]["candidates"]):
         gold = env.gold[q]
@@ -267,11 +241,11 @@ def reward_table_step(ws: Workspace) -> dict:
     }
 
 
-def rft_samples_step(ws: Workspace, round_key: str) -> dict:
+def rft_samples_step(ws: Components, round_key: str) -> dict:
     start_ckpt = round_start(ws, round_key)
     env = planner_env(ws, load_reward_table(ws))
     qids = rl_queries(ws.split("train"), ws.profile.rl)
-    llm = planner_llm(ws, start_ckpt)
+    llm = ws.planner_llm(start_ckpt)
     t0 = time.perf_counter()
     samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
     with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
@@ -292,7 +266,7 @@ def rft_samples_step(ws: Workspace, round_key: str) -> dict:
     }
 
 
-def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
+def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
     keep the best validation checkpoint, gate."""
     from transformers import AutoTokenizer
@@ -346,14 +320,7 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     kept = ws.art.path("planner_work", f"{round_key}-grpo")
     with atomic_dir(ws.art.path("planner", round_key)) as tmp:
         shutil.copytree(kept, tmp, dirs_exist_ok=True)
-        write_json(
-            tmp / "gate.json",
-            {
-                "val_fused_hit1": grpo["best_val_fused_hit1"],
-                "previous": previous,
-                "passed": grpo["best_val_fused_hit1"] >= previous,
-            },
-        )
+        Gate(grpo["best_val_fused_hit1"], previous).write(tmp)
     sel = grpo["selection"]
     plot = line_plot(
         {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
@@ -376,9 +343,9 @@ def planner_round_step(ws: Workspace, round_key: str, log_fn=None) -> dict:
     }
 
 
-def _previous_val_hit1(ws: Workspace, round_key: str) -> float:
+def _previous_val_hit1(ws: Components, round_key: str) -> float:
     """Validation fused Hit@1 of the planner this round started from (the gate's reference)."""
-    if round_key == ROUNDS[0]:
+    prev = previous_round(round_key)
+    if prev is None:
         return read_json(ws.art.require("sft_adapter") / VAL_FILE)["val_fused_hit1"]
-    prev = ROUNDS[ROUNDS.index(round_key) - 1]
-    return read_json(ws.art.require("planner", prev) / "gate.json")["val_fused_hit1"]
+    return Gate.read(ws.art.require("planner", prev)).val_fused_hit1

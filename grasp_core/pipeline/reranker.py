@@ -8,51 +8,25 @@ import time
 import numpy as np
 import pandas as pd
 
-from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.components import Components
+from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import line_plot, markdown_table
-from grasp_core.pipeline.workspace import Workspace
 from grasp_core.planner.scoring import evaluate_planner
-
-RRF_FILE = "rrf.json"
-
-
-def make_scorer(ws: Workspace):
-    from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
-
-    if ws.profile.reranker_backend == "causal-lm":
-        return CausalLMScorer(ws.profile.causal_reranker)
-    return CrossEncoderScorer(ws.profile.cross_encoder)
+from grasp_core.rerank.weights import RRF_FILE
 
 
-def make_builder(ws: Workspace):
-    from grasp_core.rerank.documents import CandidateDocumentBuilder
-
-    return CandidateDocumentBuilder(ws.skb, ws.embeddings.doc, ws.profile.reranker_docs, encoder=ws.encoder)
-
-
-def load_reranker(ws: Workspace):
-    """(scorer with trained weights, document builder, (w, k)) from the finished ``reranker`` artifact."""
-    from grasp_core.rerank.train import load_trained_weights
-
-    path = ws.art.require("reranker")
-    scorer = make_scorer(ws)
-    load_trained_weights(scorer, path)
-    rrf = read_json(path / RRF_FILE)
-    return scorer, make_builder(ws), (rrf["w"], rrf["k"])
-
-
-def _fused_for(ws: Workspace, split: str, cap: int | None):
+def _fused_for(ws: Components, split: str, cap: int | None):
     """Fused rankings of the served planner on ``split`` (the planner runs once per query)."""
-    from grasp_core.pipeline.planner import final_planner, planner_env, planner_llm
+    from grasp_core.pipeline.planner import planner_env
 
-    name, ckpt = final_planner(ws)
+    name, ckpt = ws.final_planner()
     env = planner_env(ws)
     qids = ws.split(split)["qid"].astype(int).head(cap).tolist()
-    result = evaluate_planner(planner_llm(ws, ckpt), env, qids, ws.profile.inference)
+    result = evaluate_planner(ws.planner_llm(ckpt), env, qids, ws.profile.inference)
     return name, qids, result["fused_rankings"], env
 
 
-def hard_negatives_step(ws: Workspace) -> dict:
+def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
     cap = ws.profile.rl.max_queries
@@ -69,12 +43,12 @@ def hard_negatives_step(ws: Workspace) -> dict:
     }
 
 
-def reranker_step(ws: Workspace, log_fn=None) -> dict:
+def reranker_step(ws: Components, log_fn=None) -> dict:
     from grasp_core.rerank.inference import RerankValidation, ValItem, rerank_batch, select_rrf_params
     from grasp_core.rerank.train import train_reranker
 
     negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
-    scorer, builder = make_scorer(ws), make_builder(ws)
+    scorer, builder = ws.reranker_scorer(), ws.reranker_documents()
     val_cap = ws.profile.grpo.val_queries
     _, val_qids, val_fused, env = _fused_for(ws, "val", val_cap)
     val_queries = [env.queries[q] for q in val_qids]

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import time
 
+from grasp_core.components import TEXT_RETRIEVERS, Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.metrics import evaluate
 from grasp_core.pipeline.plots import line_plot, markdown_table
-from grasp_core.pipeline.workspace import Workspace
-
-RETRIEVERS = ("bm25", "dense", "mfar")
 
 
-def text_index_step(ws: Workspace) -> dict:
+def text_index_step(ws: Components) -> dict:
     from grasp_core.text.bm25 import BM25Retriever
     from grasp_core.text.mfar import FieldIndex
 
@@ -34,7 +32,7 @@ def text_index_step(ws: Workspace) -> dict:
     }
 
 
-def mfar_model_step(ws: Workspace, log_fn=None) -> dict:
+def mfar_model_step(ws: Components, log_fn=None) -> dict:
     from grasp_core.text.mfar import FieldIndex, train_mfar
 
     fields = FieldIndex.load(ws.art.require("text_index") / "fields")
@@ -59,22 +57,7 @@ def mfar_model_step(ws: Workspace, log_fn=None) -> dict:
     }
 
 
-def load_text_retriever(ws: Workspace, name: str):
-    """A text retriever by name, from the finished artifacts."""
-    from grasp_core.text.bm25 import BM25Retriever
-    from grasp_core.text.dense import DenseRetriever
-    from grasp_core.text.mfar import MFARRetriever
-
-    if name == "bm25":
-        return BM25Retriever.load(ws.art.require("text_index") / "bm25")
-    if name == "dense":
-        return DenseRetriever(ws.index, ws.encoder)
-    if name == "mfar":
-        return MFARRetriever.load(ws.art.require("mfar_model"), ws.encoder)
-    raise ValueError(f"unknown text retriever {name!r}; choose one of {RETRIEVERS}")
-
-
-def text_rankings_step(ws: Workspace) -> dict:
+def text_rankings_step(ws: Components) -> dict:
     """Top 100 of every query of every split for BM25, dense and mFAR; metrics per split."""
     from grasp_core.text.rankings_io import write_rankings
 
@@ -83,8 +66,8 @@ def text_rankings_step(ws: Workspace) -> dict:
     answers = [list(map(int, a)) for a in queries["answer_ids"]]
     rows, seconds = [], {}
     with atomic_dir(ws.art.path("text_rankings")) as tmp:
-        for name in RETRIEVERS:
-            retriever = load_text_retriever(ws, name)
+        for name in TEXT_RETRIEVERS:
+            retriever = ws.text_retriever(name)
             start = time.perf_counter()
             rankings = retriever.rank(texts, k=100)
             seconds[name] = time.perf_counter() - start

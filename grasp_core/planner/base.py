@@ -16,9 +16,9 @@ import numpy as np
 
 from grasp_core.errors import MissingModelError
 from grasp_core.io import atomic_dir, read_json, write_json
-from grasp_core.llm.tiny_model import TinyModelConfig, build_tiny_qwen3
-from grasp_core.llm.tokenizer import train_planner_tokenizer
 from grasp_core.planner.checkpoint import save_planner
+from grasp_core.planner.tiny_model import TinyModelConfig, build_tiny_qwen3
+from grasp_core.planner.tokenizer import train_planner_tokenizer
 from grasp_core.skb.format import SKB
 
 POINTER = "base.json"

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
-from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
+from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
 from grasp_core.planner.prompt import build_planner_messages
-from grasp_core.planner.reward import RewardConfig, fuse
-from grasp_core.ranking import Ranking
+from grasp_core.planner.reward import RewardConfig
+from grasp_core.ranking import Ranking, fuse
 from grasp_core.skb.schema import Schema
 
 
@@ -60,7 +60,7 @@ def planner_prompts(schema: Schema, queries: Sequence[str], tables: Sequence[Ent
 
 
 def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], cfg: InferenceSettings):
-    if not cfg.constrained or not hasattr(llm, "vocab"):
+    if not cfg.constrained or not llm.enforces_constraints:
         return None
     return [PlanGrammar(schema, t, cfg.grammar) for t in tables]
 

@@ -6,7 +6,7 @@ model has a short context) lists each relation once with all its type pairs, lea
 renders the entity table one line per row (mention, role, each linked type's best cosine).
 
 :func:`canonical_plan_json` is the one serialization of a plan used as the SFT target and accepted by the
-decoding grammar (:mod:`grasp_core.llm.constrained`): compact JSON, fixed key order, anchors renamed
+decoding grammar (:mod:`grasp_core.planner.grammar`): compact JSON, fixed key order, anchors renamed
 ``a1, a2, …`` and intermediate variables ``x1, x2, …``, hops listed path by path (each anchor's path from
 the anchor to ``target``), ``to_type`` only on intermediate variables, and ``type`` always present on ref
 anchors (taken from the entity row's first type when the plan leaves it out, as the executor does).
@@ -24,10 +24,9 @@ from string import Template
 from typing import Any
 
 from grasp_core.entities.table import EntityTable
-from grasp_core.llm.tokenizer import CHAT_TEMPLATE
+from grasp_core.llm.chat import Message
 from grasp_core.skb.schema import Schema
 
-Message = dict[str, str]
 TARGET = "target"
 _FORMAT_HEADER = "Plan format:\n"
 
@@ -84,22 +83,6 @@ def build_planner_messages(schema: Schema, table: EntityTable, query: str, compa
     """System prompt (schema filled in) + user message (entity table, then the query)."""
     user = f"Entity table:\n{table.render(compact)}\n\nQuery: {query.strip()}"
     return [{"role": "system", "content": planner_system_prompt(schema, compact)}, {"role": "user", "content": user}]
-
-
-def render_prompt(tokenizer: Any, messages: list[Message], enable_thinking: bool = False) -> str:
-    """The prompt text ending where the assistant's plan starts.
-
-    Uses the tokenizer's chat template when it has one, else :data:`grasp_core.llm.tokenizer.CHAT_TEMPLATE`
-    (``<bos><|system|>\\n…\\n<|user|>\\n…\\n<|assistant|>\\n``). ``enable_thinking`` reaches templates that
-    read it (Qwen3); others ignore it.
-    """
-    return tokenizer.apply_chat_template(
-        messages,
-        chat_template=None if getattr(tokenizer, "chat_template", None) else CHAT_TEMPLATE,
-        tokenize=False,
-        add_generation_prompt=True,
-        enable_thinking=enable_thinking,
-    )
 
 
 _UNSAFE = re.compile(r"[\\\x00-\x1f\x7f]")

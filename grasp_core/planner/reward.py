@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grasp_core.ranking import Ranking, rrf
+from grasp_core.ranking import Ranking, fuse
 
 RANK_EDGES = (1, 3, 10, 20, 50, 100)  # upper bounds of the rank buckets; beyond: absent
 COUNT_EDGES = (0, 1, 5, 20, 100, 1000)  # upper bounds of the candidate-count buckets; beyond: last
@@ -108,11 +108,6 @@ class RewardTable:
             for i, label in enumerate(RANK_LABELS)
         ]
         return head + "\n".join(rows)
-
-
-def fuse(text: Ranking, graph: Ranking, cfg: RewardConfig = RewardConfig(), top: int | None = 100) -> Ranking:
-    """The fusion the reward and the pipeline share: RRF of text and graph rankings."""
-    return rrf([text, graph], [cfg.w_text, cfg.w_graph], k=cfg.rrf_k, top=top)
 
 
 def plan_reward(

@@ -21,60 +21,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig
 from grasp_core.planner.checkpoint import load_planner, save_planner
+from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
 from grasp_core.planner.sft import LogFn
-
-
-@dataclass(frozen=True)
-class RLSettings:
-    samples_per_query: int = field(default=8, metadata={"help": "plans sampled per training query"})
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of RL exploration"})
-    max_answers: int = field(
-        default=20, metadata={"help": "training queries with more gold answers are excluded from RL"}
-    )
-    max_queries: int | None = field(default=None, metadata={"help": "cap on training queries per round (None: all)"})
-    rft_from_base: bool = field(
-        default=True,
-        metadata={
-            "help": "RFT retrains from the base model (paper); False continues from the planner the round starts from"
-        },
-    )
-    rft_epochs: float | None = field(default=None, metadata={"help": "RFT epochs (None: the SFT epochs)"})
-    rft_learning_rate: float | None = field(default=None, metadata={"help": "RFT learning rate (None: the SFT's)"})
-    seed: int = field(default=0, metadata={"help": "query subset and sampling seed"})
-
-
-@dataclass(frozen=True)
-class GRPOSettings:
-    use_lora: bool = field(
-        default=True, metadata={"help": "new LoRA adapters on the merged RFT model (False: all weights)"}
-    )
-    lora_r: int = field(default=32, metadata={"help": "LoRA rank"})
-    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha"})
-    num_generations: int = field(default=8, metadata={"help": "completions per prompt (the group)"})
-    prompts_per_step: int = field(default=16, metadata={"help": "prompts per optimizer step"})
-    learning_rate: float = field(default=2e-5, metadata={"help": "learning rate"})
-    beta: float = field(default=0.01, metadata={"help": "KL coefficient"})
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
-    max_completion_length: int = field(default=512, metadata={"help": "longest completion"})
-    max_steps: int = field(default=200, metadata={"help": "optimizer steps at most"})
-    save_every: int = field(default=50, metadata={"help": "evaluate (and keep if best) every this many steps"})
-    resample_flat: int = field(
-        default=3, metadata={"help": "resample a batch whose groups all have equal rewards, up to this many times"}
-    )
-    val_queries: int | None = field(
-        default=None, metadata={"help": "validation queries used to pick the checkpoint (None: all)"}
-    )
-    seed: int = field(default=0, metadata={"help": "seed"})
+from grasp_core.planner.train_settings import GRPOSettings, RLSettings
 
 
 def rl_queries(train: pd.DataFrame, cfg: RLSettings) -> list[int]:
@@ -143,7 +100,7 @@ def _grpo_trainer_class():
     import torch
     from trl import GRPOTrainer
 
-    from grasp_core.llm.constrained import PlanLogitsProcessor, TokenVocab
+    from grasp_core.planner.grammar import PlanLogitsProcessor, TokenVocab
 
     class PlanGRPOTrainer(GRPOTrainer):
         """Rollouts are decoded under each prompt's plan grammar, as planner inference and RL sampling are.

@@ -18,8 +18,8 @@ import pandas as pd
 from grasp_core.entities.table import EntityTable
 from grasp_core.metrics import evaluate, per_query
 from grasp_core.planner.inference import InferenceSettings, check_plan, plan_queries
-from grasp_core.planner.reward import RewardConfig, RewardTable, fuse, plan_reward
-from grasp_core.ranking import Ranking
+from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
+from grasp_core.ranking import Ranking, fuse
 from grasp_core.skb.schema import Schema
 
 

@@ -12,7 +12,6 @@ the ``cpu`` planner is trained from scratch, so it updates all weights (``use_lo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,29 +19,9 @@ import pandas as pd
 
 from grasp_core.io import atomic_dir
 from grasp_core.planner.checkpoint import is_full_model, load_planner, save_planner
+from grasp_core.planner.train_settings import SFTSettings
 
 LogFn = Callable[[int, dict], None]
-
-
-@dataclass(frozen=True)
-class SFTSettings:
-    n_examples: int = field(default=500, metadata={"help": "teacher plans used for the warm start (paper: N=500)"})
-    max_answers: int = field(default=20, metadata={"help": "queries with more gold answers are not used"})
-    epochs: float = field(default=3.0, metadata={"help": "training epochs"})
-    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate (cosine decay)"})
-    warmup_ratio: float = field(default=0.03, metadata={"help": "share of steps used for warmup"})
-    effective_batch: int = field(default=32, metadata={"help": "examples per optimizer step"})
-    per_device_batch: int = field(
-        default=8, metadata={"help": "examples per forward pass (gradient accumulation fills the rest)"}
-    )
-    use_lora: bool = field(
-        default=True,
-        metadata={"help": "LoRA on a pretrained base; False trains all weights (from-scratch cpu planner)"},
-    )
-    lora_r: int = field(default=64, metadata={"help": "LoRA rank"})
-    lora_alpha: int = field(default=128, metadata={"help": "LoRA alpha"})
-    max_length: int = field(default=2048, metadata={"help": "longest prompt + plan in tokens"})
-    seed: int = field(default=0, metadata={"help": "data order and initialization seed"})
 
 
 def shuffled_train_order(qids: np.ndarray, seed: int) -> np.ndarray:

@@ -14,26 +14,14 @@ executes its plan the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.planner.metapaths import Metapath, metapaths
+from grasp_core.planner.train_settings import TeacherConfig
 from grasp_core.skb.schema import Schema
-
-
-@dataclass(frozen=True)
-class TeacherConfig:
-    max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
-    paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
-    max_candidates: int = field(default=40, metadata={"help": "candidate plans executed per query"})
-    pair_anchors: int = field(
-        default=4, metadata={"help": "best single-anchor plans combined pairwise into intersections"}
-    )
-    min_link_score: float = field(
-        default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
-    )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import json
 import math
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
 
@@ -44,37 +44,10 @@ from grasp_core.errors import CorruptArtifactError, GraspError
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
 from grasp_core.rerank.documents import CandidateDocumentBuilder
 from grasp_core.rerank.scorers import Group
+from grasp_core.rerank.train_config import RerankerTrainConfig
+from grasp_core.rerank.weights import WEIGHTS, load_weights
 
-WEIGHTS, OPTIMIZER, STATE = "weights.safetensors", "optimizer.pt", "state.json"
-
-
-@dataclass(frozen=True)
-class RerankerTrainConfig:
-    group_size: int = field(
-        default=24, metadata={"help": "G: candidates per query per step (1 positive + G-1 hard negatives)."}
-    )
-    epochs: float = field(default=3.0, metadata={"help": "Passes over the training queries (fractions allowed)."})
-    lr: float = field(default=3e-5, metadata={"help": "Peak learning rate (cosine decay after warmup)."})
-    warmup_ratio: float = field(default=0.05, metadata={"help": "Share of the steps with linear warmup."})
-    betas: tuple[float, float] = field(default=(0.9, 0.95), metadata={"help": "AdamW betas."})
-    weight_decay: float = field(default=0.1, metadata={"help": "AdamW weight decay."})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clipping (global L2 norm)."})
-    queries_per_batch: int = field(default=16, metadata={"help": "Queries (groups) per optimizer step."})
-    micro_batch_queries: int = field(
-        default=1,
-        metadata={"help": "Groups per forward/backward pass (gradient accumulation up to queries_per_batch)."},
-    )
-    checkpoint_every_epochs: float = field(
-        default=0.5, metadata={"help": "Checkpoint + validate every this many epochs."}
-    )
-    validate_base: bool = field(
-        default=True,
-        metadata={
-            "help": "Validate the untrained model as candidate 0 (pointless when its scoring "
-            "head is new and random, as the cross-encoder's is)."
-        },
-    )
-    seed: int = field(default=0, metadata={"help": "Seed of data order, group sampling and dropout."})
+OPTIMIZER, STATE = "optimizer.pt", "state.json"
 
 
 class RerankerTrainResult(NamedTuple):
@@ -175,7 +148,7 @@ def train_reranker(
     # --- select among {base model, checkpoints} by the validation score ---------------------------
     best = max(history, key=lambda h: (h["val"], -h["step"]))
     best_ckpt = _checkpoint_dir(out_dir, best["step"])
-    scorer.load_trainable_state(_load_weights(best_ckpt / WEIGHTS), str(best_ckpt / WEIGHTS))
+    scorer.load_trainable_state(load_weights(best_ckpt / WEIGHTS), str(best_ckpt / WEIGHTS))
     with atomic_dir(out_dir / "best") as tmp:
         shutil.copy2(best_ckpt / WEIGHTS, tmp / WEIGHTS)
         write_json(
@@ -183,14 +156,6 @@ def train_reranker(
             {"best_step": best["step"], "best_val": best["val"], "history": history, "total_steps": total_steps},
         )
     return RerankerTrainResult(out_dir / "best", best["step"], best["val"], history)
-
-
-def load_trained_weights(scorer, path: str | Path) -> None:
-    """Load the weights of ``train_reranker``'s ``best/`` directory (or any checkpoint) into ``scorer``."""
-    path = Path(path)
-    if not is_complete(path):
-        raise CorruptArtifactError(f"{path} is not a complete reranker checkpoint (missing or interrupted)")
-    scorer.load_trainable_state(_load_weights(path / WEIGHTS), str(path / WEIGHTS))
 
 
 def _checkpoint_dir(out_dir: Path, step: int) -> Path:
@@ -222,15 +187,6 @@ def _save_checkpoint(out_dir, step, scorer, optimizer, scheduler, plan, history)
             (old / OPTIMIZER).unlink(missing_ok=True)
 
 
-def _load_weights(file: Path) -> dict[str, torch.Tensor]:
-    try:
-        return load_file(str(file))
-    except Exception as exc:  # safetensors raises several types for truncated/garbage files
-        raise CorruptArtifactError(
-            f"{file}: corrupt reranker checkpoint ({exc}); delete {file.parent} to resume from the checkpoint before it"
-        ) from exc
-
-
 def _load_checkpoint(ckpt: Path, scorer, optimizer, scheduler, plan: dict) -> dict:
     """Restore weights, optimizer, scheduler and RNG states from ``ckpt``; returns its state.json."""
     try:
@@ -245,7 +201,7 @@ def _load_checkpoint(ckpt: Path, scorer, optimizer, scheduler, plan: dict) -> di
             f"{ckpt} was written by a run with another configuration or other training queries; "
             f"use a fresh out_dir (or delete {ckpt.parent.parent}) to start over"
         )
-    scorer.load_trainable_state(_load_weights(ckpt / WEIGHTS), str(ckpt / WEIGHTS))
+    scorer.load_trainable_state(load_weights(ckpt / WEIGHTS), str(ckpt / WEIGHTS))
     try:
         optimizer.load_state_dict(extra["optimizer"])
         scheduler.load_state_dict(extra["scheduler"])

@@ -5,11 +5,14 @@ import os
 import dagster as dg
 import pytest
 
-from grasp_assets.automation import PREPARE, RL_ROUND
+from grasp_assets import stages
 from grasp_assets.definitions import defs
 from grasp_assets.run import _missing
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import COMPLETE_MARKER, atomic_dir
+from grasp_core.planner.rounds import Gate
+
+PREPARE, RL_ROUND = stages.Step(stages.PREPARE).selection, stages.Step(stages.RL_ROUND, "1").selection
 
 
 def _names(selection: dg.AssetSelection | None) -> set[str] | None:
@@ -66,14 +69,13 @@ def test_round_assets_are_checked_per_round(art):
 
 def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypatch, capsys):
     from grasp_assets.run import run_pipeline
-    from grasp_core.io import write_json
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     art = Artifacts.for_dataset("hpo", tmp_path / "artifacts")
     _complete(art, "rft_samples", "1")
     with atomic_dir(art.path("planner", "1")) as tmp:
-        write_json(tmp / "gate.json", {"passed": False, "previous": 30.0, "val_fused_hit1": 25.0})
+        Gate(val_fused_hit1=25.0, previous=30.0).write(tmp)
     assert run_pipeline("hpo", root=str(tmp_path / "artifacts"), stages=("rl",)) == {}  # nothing materialized
     out = capsys.readouterr().out
     assert "RL round 1: up to date" in out and "RL round 2: skipped, round 1's validation gate failed" in out

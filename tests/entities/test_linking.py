@@ -20,7 +20,7 @@ def test_two_names_link_to_exactly_those_nodes(skb, index, encoder):
         assert top.node_id == node and top.score == pytest.approx(1.0, abs=1e-3)
         assert top.degree == int(skb.degrees[node]) == 3
         assert len(row.links[node_type]) == 3  # three nodes of the type exist
-        scores = [l.score for l in row.links[node_type]]
+        scores = [link.score for link in row.links[node_type]]
         assert scores == sorted(scores, reverse=True)
 
 

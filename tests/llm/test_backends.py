@@ -9,7 +9,7 @@ import torch
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
 from grasp_core.llm.backends import OpenAICompatibleLLM, TransformersLLM, strip_thinking
-from grasp_core.llm.constrained import PlanGrammar
+from grasp_core.planner.grammar import PlanGrammar
 from grasp_core.planner.prompt import build_planner_messages
 from tests.llm.helpers import QUERY, SCHEMA, TABLE
 
@@ -51,8 +51,8 @@ def test_sampling_returns_n_different_completions(llm):
     assert len(out) == 1 and len(out[0]) == 4 and len(set(out[0])) > 1
 
 
-def test_constraint_needs_one_grammar_per_prompt(llm):
-    with pytest.raises(GraspError, match="one grammar per prompt"):
+def test_constraint_needs_one_constraint_per_prompt(llm):
+    with pytest.raises(GraspError, match="one constraint per prompt"):
         llm.generate(["a", "b"], constraint=[PlanGrammar(SCHEMA, TABLE)])
 
 

@@ -20,24 +20,22 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
-from grasp_core.llm.constrained import PlanGrammarConfig
-from grasp_core.llm.tiny_model import TinyModelConfig
+from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.base import (
     PlannerModelConfig,
     base_model_path,
     build_planner_base,
 )
+from grasp_core.planner.grammar import PlanGrammarConfig
 from grasp_core.planner.inference import InferenceSettings
-from grasp_core.planner.prompt import (
-    build_planner_messages,
-    canonical_plan_json,
-    render_prompt,
-)
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.sft import SFTSettings, train_sft
+from grasp_core.planner.sft import train_sft
 from grasp_core.planner.teacher import ProgrammaticTeacher
+from grasp_core.planner.tiny_model import TinyModelConfig
+from grasp_core.planner.train_settings import SFTSettings
 from grasp_core.skb.querygen import synthesize_queries, with_queries
 from grasp_core.skb.synth import build_synth_skb
 from grasp_core.text.bm25 import BM25Retriever

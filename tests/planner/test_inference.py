@@ -8,10 +8,7 @@ class CountingLLM:
 
     def __init__(self, llm):
         self.llm, self.calls = llm, []
-
-    @property
-    def vocab(self):
-        return self.llm.vocab
+        self.enforces_constraints = llm.enforces_constraints
 
     def generate(self, prompts, **kwargs):
         self.calls.append((len(prompts), kwargs["temperature"]))

@@ -7,10 +7,11 @@ from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
 from grasp_core.entities.table import EntityTable
-from grasp_core.llm.constrained import PlanGrammar
+from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, planner_system_prompt, render_prompt
+from grasp_core.planner.grammar import PlanGrammar
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, planner_system_prompt
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE
 
 
@@ -85,7 +86,7 @@ def test_canonical_json_of_valid_plans_validates(plan):
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    from grasp_core.llm.tokenizer import train_planner_tokenizer
+    from grasp_core.planner.tokenizer import train_planner_tokenizer
     from tests.llm.helpers import corpus
 
     return train_planner_tokenizer(corpus(), 800, tmp_path_factory.mktemp("tok") / "tok", schema=SCHEMA)

@@ -5,11 +5,10 @@ from grasp_core.planner.reward import (
     RewardConfig,
     RewardTable,
     count_bucket,
-    fuse,
     plan_reward,
     rank_bucket,
 )
-from grasp_core.ranking import Ranking
+from grasp_core.ranking import Ranking, fuse
 
 
 def R(ids):
@@ -52,7 +51,7 @@ def test_prior_table_reward_is_fused_hit_gain():
     table = RewardTable.prior()
     text = R([5, 7, 9])  # gold 7 at rank 2
     graph = R([7])  # graph puts gold first -> fused: 7 gets 1/61 + 1/62 > 5's 1/61
-    assert fuse(text, graph).node_ids[0] == 7
+    assert fuse(text, graph, RewardConfig()).node_ids[0] == 7
     assert plan_reward(text, graph, n_candidates=1, gold=[7], table=table) == 1.0
     # a graph ranking that does not change the top keeps reward 0
     assert plan_reward(text, R([9]), 1, [7], table) == 0.0
@@ -88,6 +87,6 @@ def test_reward_uses_candidate_bucket_of_the_plan():
     table = RewardTable.build(obs)
     text = R([1, 2, 3, 4, 8])  # gold 8 at rank 5 -> U(T) = 0
     graph = R([8])
-    assert fuse(text, graph).rank_of([8]) == 1
+    assert fuse(text, graph, RewardConfig()).rank_of([8]) == 1
     assert plan_reward(text, graph, 1, [8], table) == pytest.approx(1.0)
     assert plan_reward(text, graph, 500, [8], table) == pytest.approx(0.0)

@@ -8,8 +8,6 @@ from grasp_core.io import read_json
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rl import (
-    GRPOSettings,
-    RLSettings,
     best_positive_samples,
     informative_queries,
     rft_examples,
@@ -17,6 +15,7 @@ from grasp_core.planner.rl import (
     train_grpo,
 )
 from grasp_core.planner.sft import train_sft
+from grasp_core.planner.train_settings import GRPOSettings, RLSettings
 from tests.planner.conftest import CPU_INFER, N_SFT, SFT_FAST
 
 N_RL = 16  # training queries outside the SFT data where the text ranking misses: a plan can only gain there

@@ -18,7 +18,9 @@ from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
 from grasp_core.rerank.hard_negatives import mine_hard_negatives
 from grasp_core.rerank.inference import RerankValidation, rerank_batch
 from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
-from grasp_core.rerank.train import RerankerTrainConfig, load_trained_weights, train_reranker
+from grasp_core.rerank.train import train_reranker
+from grasp_core.rerank.train_config import RerankerTrainConfig
+from grasp_core.rerank.weights import load_trained_weights
 
 QUERIES = pd.DataFrame(
     {

@@ -4,10 +4,10 @@ The ``cpu`` planner is trained from scratch (``DESIGN.md`` §4), so its vocabula
 BPE merges learnt from the SKB text, rendered prompts and plan JSON make JSON punctuation (``{"``, ``":"``,
 ``","``, ``"},{"``) and the plan keys single tokens, and every node type, relation name and entity-table ref
 (``E1`` … ``E20``) of the schema is added as a whole-word token, so the model emits a schema name in one step
-and the plan grammar (``grasp_core.llm.constrained``) masks it in one step.
+and the plan grammar (``grasp_core.planner.grammar``) masks it in one step.
 
 Byte-level means every string is encodable (no unknown token) and decoding is exact; training is
-deterministic for the same texts in the same order. The chat template is :data:`CHAT_TEMPLATE`.
+deterministic for the same texts in the same order. The chat template is :data:`grasp_core.llm.chat.CHAT_TEMPLATE`.
 """
 
 from __future__ import annotations
@@ -19,23 +19,13 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 from transformers import PreTrainedTokenizerFast
 
 from grasp_core.io import atomic_dir
+from grasp_core.llm.chat import CHAT_TEMPLATE
 from grasp_core.skb.schema import Schema
 
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>")
 MAX_REFS = 20  # E1..E20 become single tokens; tables longer than this still work, with two-token refs
 MODEL_MAX_LENGTH = 1024
-
-# The simple chat format of the tiny planner (also used by ``planner.prompt.render_prompt`` for a tokenizer
-# without a template of its own):  <bos><|system|>\n…\n<|user|>\n…\n<|assistant|>\n{plan}<eos>
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{{ '<|' + message['role'] + '|>\n' + message['content'] }}"
-    "{% if message['role'] == 'assistant' %}{{ eos_token }}{% else %}{{ '\n' }}{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
-)
 
 
 def schema_tokens(schema: Schema) -> list[str]:

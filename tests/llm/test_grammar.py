@@ -7,9 +7,9 @@ import torch
 
 from grasp_core.errors import GraspError, PlanError
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.llm.constrained import PlanGrammar, PlanGrammarConfig, TokenVocab, token_strings
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
+from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig, TokenVocab, token_strings
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE, plan_text
 

@@ -27,6 +27,7 @@ fit in the tokens left (every character is one byte-level token), so the plan is
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -105,6 +106,13 @@ class PlanGrammar:
         self._own = _Caches()
         self._shared = _shared_caches(schema, cfg)
         self.start = (_START, "")
+
+    @classmethod
+    def logits_processor(
+        cls, constraints, tokenizer: Any, eos_ids: list[int], prompt_len: int, max_new_tokens: int, n: int
+    ) -> PlanLogitsProcessor:
+        """The decoding constraint of a batch of prompts (:class:`grasp_core.llm.backends.Constraint`)."""
+        return PlanLogitsProcessor(list(constraints), token_vocab(tokenizer, eos_ids), prompt_len, max_new_tokens, n)
 
     def _caches(self, ctx: tuple) -> _Caches:
         """Contexts after the anchors do not depend on the entity table: their caches are shared by every
@@ -437,6 +445,18 @@ class TokenVocab:
             elif s[p] == '"':
                 self.quoted.append((i, p, s[p + 1 :]))
         self.free_len = free_len
+
+
+_VOCABS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def token_vocab(tokenizer: Any, eos_ids: list[int] | None = None) -> TokenVocab:
+    """The :class:`TokenVocab` of a tokenizer, built once while the tokenizer lives."""
+    key = tuple(eos_ids or ())
+    cached = _VOCABS.get(tokenizer)
+    if cached is None or cached[0] != key:
+        cached = _VOCABS[tokenizer] = (key, TokenVocab(tokenizer, list(key)))
+    return cached[1]
 
 
 # -------------------------------------------------------------------- the logits processor

@@ -1,0 +1,178 @@
+"""A dataset's trained parts, each loaded once, on first use: the one place they are built from artifacts.
+
+The retriever (serving) and the pipeline steps (training, evaluation) both read a dataset through
+:class:`Components`, so a part is built the same way everywhere and a missing artifact always fails with the
+same clear message. This module loads finished artifacts only; it imports no training step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from pathlib import Path
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.io import read_json
+from grasp_core.planner.rounds import ROUNDS, gate_passed
+from grasp_core.profiles import Profile
+from grasp_core.rerank.weights import RRF_FILE
+from grasp_core.skb.format import SKB
+
+TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
+
+
+class Components:
+    def __init__(self, art: Artifacts, profile: Profile):
+        self.art, self.profile = art, profile
+
+    @property
+    def dataset(self) -> str:
+        return self.art.dataset
+
+    # ---------------------------------------------------------------------------------------- data
+    @cached_property
+    def graph(self) -> SKB:
+        """The SKB without its queries (what graph-only steps need, so a query change does not touch them)."""
+        from grasp_core.skb.format import read_skb
+
+        return read_skb(self.art.require("skb"), with_queries=False)
+
+    @cached_property
+    def skb(self) -> SKB:
+        """The SKB with its queries, validated against the graph."""
+        import pyarrow.parquet as pq
+
+        from grasp_core.skb.format import validate
+
+        file = self.art.require("queries") / "queries.parquet"
+        skb = SKB(self.graph.schema, self.graph.nodes, self.graph.edges, pq.read_table(file).to_pandas())
+        validate(skb, where=self.art.require("skb"), queries_file=file)
+        return skb
+
+    def split(self, name: str):
+        return self.skb.split(name)
+
+    def answers(self, qids) -> list[list[int]]:
+        by_qid = dict(zip(self.skb.queries["qid"], self.skb.queries["answer_ids"]))
+        return [list(map(int, by_qid[q])) for q in qids]
+
+    # ---------------------------------------------------------------------------- graph branch
+    @cached_property
+    def encoder(self):
+        from grasp_core.embed.encoder import load_encoder
+
+        return load_encoder(self.profile.encoder)
+
+    @cached_property
+    def embeddings(self):
+        from grasp_core.embed.node_embeddings import load_node_embeddings
+
+        return load_node_embeddings(self.art.require("node_embeddings"))
+
+    @cached_property
+    def index(self):
+        from grasp_core.embed.vector_index import NodeIndex
+
+        return NodeIndex.load(self.art.require("vector_indexes"), self.embeddings)
+
+    @cached_property
+    def store(self):
+        from grasp_core.graph.store import open_graph_store
+
+        cfg = self.profile.graph_store
+        if cfg.backend == "ladybug":
+            cfg = dataclasses.replace(cfg, read_only=True)
+            return open_graph_store(cfg, self.art.require("graph_store"))
+        return open_graph_store(cfg, self.art.path("graph_store"))
+
+    @cached_property
+    def executor(self):
+        from grasp_core.plan.execute import PlanExecutor
+
+        return PlanExecutor(self.graph, self.index, self.encoder, self.store, self.profile.execution)
+
+    @cached_property
+    def extractor(self):
+        from grasp_core.entities.gazetteer import GazetteerExtractor
+
+        return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
+
+    @cached_property
+    def entity_tables(self):
+        from grasp_core.entities.tables_io import read_tables
+
+        return read_tables(self.art.require("entity_tables") / "tables.jsonl")
+
+    # ------------------------------------------------------------------------------ text branch
+    def text_retriever(self, name: str):
+        """A text retriever by name (one of :data:`TEXT_RETRIEVERS`), from the finished artifacts."""
+        from grasp_core.text.bm25 import BM25Retriever
+        from grasp_core.text.dense import DenseRetriever
+        from grasp_core.text.mfar import MFARRetriever
+
+        if name == "bm25":
+            return BM25Retriever.load(self.art.require("text_index") / "bm25")
+        if name == "dense":
+            return DenseRetriever(self.index, self.encoder)
+        if name == "mfar":
+            return MFARRetriever.load(self.art.require("mfar_model"), self.encoder)
+        raise ValueError(f"unknown text retriever {name!r}; choose one of {TEXT_RETRIEVERS}")
+
+    @cached_property
+    def text_rankings(self):
+        from grasp_core.text.rankings_io import read_rankings
+
+        return read_rankings(self.art.require("text_rankings") / f"{self.profile.text_retriever}.parquet")
+
+    # ---------------------------------------------------------------------------------- planner
+    def final_planner(self) -> tuple[str, Path]:
+        """The planner the pipeline serves: the last round whose gate passed, else the SFT planner."""
+        best = ("sft", self.art.require("sft_adapter"))
+        for r in ROUNDS:
+            path = self.art.path("planner", r)
+            if gate_passed(path):
+                best = (f"round {r}", path)
+        return best
+
+    def planner_llm(self, checkpoint: Path, batch_size: int = 32):
+        """The planner at ``checkpoint`` as a generation backend (LoRA adapters over their recorded base)."""
+        from grasp_core.llm.backends import TransformersLLM
+        from grasp_core.planner.checkpoint import planner_kind
+
+        kind, base = planner_kind(checkpoint)
+        device = self.profile.device
+        if kind == "lora":
+            return TransformersLLM(
+                base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
+            )
+        return TransformersLLM(checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint")
+
+    # --------------------------------------------------------------------------------- reranker
+    def reranker_scorer(self):
+        """The reranker model the profile names, untrained (its base weights)."""
+        from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
+
+        if self.profile.reranker_backend == "causal-lm":
+            return CausalLMScorer(self.profile.causal_reranker)
+        return CrossEncoderScorer(self.profile.cross_encoder)
+
+    def reranker_documents(self):
+        """The reranker's candidate document builder."""
+        from grasp_core.rerank.documents import CandidateDocumentBuilder
+
+        return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
+
+    def reranker(self):
+        """(scorer with trained weights, document builder, (w, k)) from the finished ``reranker`` artifact."""
+        from grasp_core.rerank.weights import load_trained_weights
+
+        path = self.art.require("reranker")
+        scorer = self.reranker_scorer()
+        load_trained_weights(scorer, path)
+        rrf = read_json(path / RRF_FILE)
+        return scorer, self.reranker_documents(), (rrf["w"], rrf["k"])
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
+            del self.__dict__["store"]

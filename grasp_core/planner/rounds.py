@@ -1,0 +1,62 @@
+"""The RL rounds of planner training and the validation gate between them.
+
+Round 1 starts from the SFT planner, each later round from the previous round's kept planner. A round
+writes its planner whatever its score, with a gate file: the validation fused Hit@1 it reached and the one
+of the planner it started from. The gate passes when validation fused Hit@1 did not fall. A round never
+starts from a planner whose gate failed, and the served planner is the last round whose gate passed (else
+the SFT planner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from grasp_core.io import is_complete, read_json, write_json
+
+ROUNDS = ("1", "2")
+GATE_FILE = "gate.json"
+
+
+@dataclass(frozen=True)
+class Gate:
+    val_fused_hit1: float  # the round's kept planner
+    previous: float  # the planner the round started from
+
+    @property
+    def passed(self) -> bool:
+        """The gate rule: validation fused Hit@1 did not fall."""
+        return self.val_fused_hit1 >= self.previous
+
+    def write(self, planner_dir: Path) -> None:
+        write_json(
+            planner_dir / GATE_FILE,
+            {"val_fused_hit1": self.val_fused_hit1, "previous": self.previous, "passed": self.passed},
+        )
+
+    @classmethod
+    def read(cls, planner_dir: Path) -> Gate:
+        data = read_json(planner_dir / GATE_FILE)
+        return cls(float(data["val_fused_hit1"]), float(data["previous"]))
+
+
+def previous_round(round_key: str) -> str | None:
+    """The round before ``round_key`` (None for the first, which starts from the SFT planner)."""
+    i = ROUNDS.index(round_key)
+    return ROUNDS[i - 1] if i else None
+
+
+def next_round(round_key: str) -> str | None:
+    """The round after ``round_key`` (None after the last)."""
+    i = ROUNDS.index(round_key)
+    return ROUNDS[i + 1] if i + 1 < len(ROUNDS) else None
+
+
+def gate_failed(planner_dir: Path) -> bool:
+    """True when a round's planner was written but its gate did not pass."""
+    return is_complete(planner_dir) and not Gate.read(planner_dir).passed
+
+
+def gate_passed(planner_dir: Path) -> bool:
+    """True when a round's planner was written and its gate passed."""
+    return is_complete(planner_dir) and Gate.read(planner_dir).passed

@@ -1,0 +1,79 @@
+"""The dependency direction of the library: serving loads no training code, and its packages form no cycle."""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import grasp_core
+
+ROOT = Path(grasp_core.__file__).parent
+TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
+TRAINING += ("grasp_core.rerank.train", "trl", "dagster", "grasp_assets")
+
+
+def test_importing_the_retriever_loads_no_training_module():
+    code = "import sys, json, grasp_core.retriever; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert "grasp_core.components" in loaded and "grasp_core.ranking" in loaded
+    assert [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []
+
+
+def _unit(module: str) -> str:
+    """A subpackage (``grasp_core.planner``) or a top-level module (``grasp_core.ranking``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Which unit imports which, from every import statement of the library (also those inside functions)."""
+    graph: dict[str, set[str]] = {}
+    for file in ROOT.rglob("*.py"):
+        module = ".".join(file.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+        deps = graph.setdefault(_unit(module), set())
+        for node in ast.walk(ast.parse(file.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            deps |= {_unit(n) for n in names if n.startswith("grasp_core.")} - {_unit(module)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per back edge found by a depth-first search (empty when the graph is acyclic)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_cycle_search_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_packages():
+    graph = package_graph()
+    assert "grasp_core.planner" in graph["grasp_core.retriever"] and "grasp_core.pipeline" in graph
+    assert "grasp_core.planner" not in graph["grasp_core.llm"]  # llm holds backends only
+    assert "grasp_core.pipeline" not in graph["grasp_core.retriever"]
+    assert cycles(graph) == []
+
+
+def test_importing_the_server_loads_no_training_module():
+    code = "import sys, json, grasp_core.serve; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert "fastapi" in loaded and [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []
