@@ -24,10 +24,11 @@ def test_encode_keeps_input_order_and_is_exactly_batch_invariant(dtype):
     texts = [*TEXTS, "retinal detachment", "a drug approved for topical use", "tall stature", "night blindness"]
     one_by_one = np.stack([encoder.encode([t], 64)[0] for t in texts])
     np.testing.assert_array_equal(encoder.encode(texts, 64), one_by_one)  # bit for bit, whatever the batch
-    lengths = [len(ids) for ids in encoder.tokenizer(texts)["input_ids"]]
-    batches = encoder._batches(encoder.tokenizer(texts)["input_ids"])
-    assert all(len({lengths[i] for i in rows}) == 1 and len(rows) <= 2 for rows in batches)  # never padded
-    assert sorted(i for rows in batches for i in rows) == list(range(len(texts)))
+    ids = encoder.tokenizer(texts, truncation=True, max_length=64)["input_ids"]
+    lengths, batches = [len(i) for i in ids], encoder._batches(ids, 64)
+    assert all(len(rows) <= 2 and all(length - 8 < lengths[i] <= length for i in rows) for length, rows in batches)
+    assert all(length % 8 == 0 for length, _ in batches)  # one padded length per text, whatever its batch
+    assert sorted(i for _, rows in batches for i in rows) == list(range(len(texts)))
     assert encoder.encode([], 64).shape == (0, 384)
 
 
