@@ -1,7 +1,7 @@
 """Where one warm question's time goes: per-stage latency and a cProfile of single questions through the product API.
 
 Run: ``python benchmarks/question_profile.py hpo [--root DIR] [--questions 30] [--planner NAME] [--no-rerank]
-[--tag before|after]``; writes ``benchmarks/results/question_profile.json`` (runs with other tags are kept)
+[--parallel-branches] [--no-profile] [--tag NAME]``; writes ``benchmarks/results/question_profile.json`` (runs with other tags are kept)
 and prints the stage table and the functions with the most cumulative time.
 
 The retriever loads once and answers 3 warm-up questions; then the first ``--questions`` test questions are
@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--planner", default=None, help="artifact[:round] of the planner (default: the served one)")
     parser.add_argument("--no-rerank", action="store_true")
+    parser.add_argument("--parallel-branches", action="store_true", help="text branch in a thread beside the graph")
     parser.add_argument("--no-profile", action="store_true", help="time only (no cProfile overhead)")
     parser.add_argument("--tag", default="run")
     parser.add_argument("--top", type=int, default=25, help="functions listed by cumulative time")
@@ -44,7 +45,12 @@ def main() -> None:
 
     start = time.perf_counter()
     retriever = GraspRetriever.from_artifacts(
-        args.dataset, args.root, args.profile, rerank=not args.no_rerank, planner=args.planner
+        args.dataset,
+        args.root,
+        args.profile,
+        rerank=not args.no_rerank,
+        planner=args.planner,
+        parallel_branches=args.parallel_branches,
     )
     load_s = time.perf_counter() - start
     test = retriever.ws.split("test")["query"].tolist()
@@ -81,6 +87,7 @@ def main() -> None:
         "questions": len(questions),
         "planner": retriever.planner_name if retriever.branches != "text" else None,
         "rerank": retriever.use_rerank,
+        "parallel_branches": args.parallel_branches,
         "profiled": profiler is not None,
         "load_s": round(load_s, 1),
         "stages": stages,

@@ -1,7 +1,7 @@
 """Load test of ``grasp serve`` on loopback: throughput and latency at several concurrencies, answers vs the CLI.
 
 Run: ``python benchmarks/serve_load.py hpo [--root DIR] [--profile cpu] [--questions 48]
-[--concurrency 1 4 16] [--seconds 120]``; writes ``benchmarks/results/serve_load.json`` and prints a table.
+[--concurrency 1 4 16] [--seconds 120] [--branches both] [--no-rerank]``; writes ``benchmarks/results/serve_load.json`` and prints a table.
 
 1. The first ``--questions`` test questions of the dataset are answered by the CLI,
    ``grasp retrieve --batch-size 1`` (each question alone, as the server answers a one-record request): that
@@ -114,6 +114,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=48, help="test questions sent at each concurrency")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--seconds", type=float, default=120, help="time limit of each concurrency level")
+    parser.add_argument("--branches", choices=("text", "graph", "both"), default="both")
+    parser.add_argument("--no-rerank", action="store_true", help="serve (and answer with the CLI) without reranker")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
 
@@ -122,13 +124,26 @@ def main() -> None:
     test = queries[queries["split"] == "test"].head(args.questions)
     records = [{"qid": int(q), "query": t} for q, t in zip(test["qid"], test["query"])]
     flags = ["--profile", args.profile, "--root", str(art.root)]
+    served = ["--branches", args.branches] + (["--no-rerank"] if args.no_rerank else [])
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     with tempfile.TemporaryDirectory() as tmp:
         src, ref = Path(tmp) / "in.jsonl", Path(tmp) / "ref.jsonl"
         src.write_text("".join(json.dumps(r) + "\n" for r in records))
         start = time.perf_counter()
         subprocess.run(
-            [*CLI, *flags, "retrieve", args.dataset, "--queries", str(src), "--out", str(ref), "--batch-size", "1"],
+            [
+                *CLI,
+                *flags,
+                "retrieve",
+                args.dataset,
+                *served,
+                "--queries",
+                str(src),
+                "--out",
+                str(ref),
+                "--batch-size",
+                "1",
+            ],
             check=True,
             env=env,
         )
@@ -137,7 +152,7 @@ def main() -> None:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([*CLI, *flags, "serve", args.dataset, "--port", str(port)], env=env)
+    proc = subprocess.Popen([*CLI, *flags, "serve", args.dataset, *served, "--port", str(port)], env=env)
     try:
         start = time.perf_counter()
         health = wait_healthy(url, proc, timeout=600)

@@ -81,7 +81,12 @@ def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
     return GraspRetriever.from_artifacts(
-        args.dataset, args.root, args.profile, branches=args.branches, rerank=not args.no_rerank
+        args.dataset,
+        args.root,
+        args.profile,
+        branches=args.branches,
+        rerank=not args.no_rerank,
+        parallel_branches=args.parallel_branches,
     )
 
 
@@ -156,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("dataset")
         p.add_argument("--branches", choices=("text", "graph", "both"), default="both", help="which branches to run")
         p.add_argument("--no-rerank", action="store_true", help="skip the reranker")
+        p.add_argument(
+            "--parallel-branches",
+            action="store_true",
+            help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
+        )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)

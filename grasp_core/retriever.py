@@ -71,13 +71,22 @@ class Result:
 
 
 class GraspRetriever:
-    def __init__(self, ws: Components, branches: str = "both", rerank: bool = True, planner: str | None = None):
+    def __init__(
+        self,
+        ws: Components,
+        branches: str = "both",
+        rerank: bool = True,
+        planner: str | None = None,
+        parallel_branches: bool = False,
+    ):
         if branches not in BRANCHES:
             raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
         self.ws, self.branches, self.use_rerank = ws, branches, rerank
-        # the text branch runs in this thread while the calling thread runs the graph branch (the paper runs them
-        # in parallel; torch, faiss and the graph store release the GIL)
-        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text")
+        # parallel_branches: the text branch runs in a helper thread while the calling thread runs the graph branch
+        # (as the paper does). Off by default: on the shared 2-core machine it made a warm hpo question slower
+        # (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
+        # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores.
+        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if parallel_branches else None
         ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
         self.text = ws.text_retriever(ws.profile.text_retriever) if branches != "graph" else None
         if branches != "text":
@@ -104,7 +113,12 @@ class GraspRetriever:
         n = len(queries)
         results = [Result(q, []) for q in queries]
         clock = _Clock(results)
-        text_branch = self._text_pool.submit(self._rank_text, queries, clock) if self.text is not None else None
+        text = [Ranking.empty()] * n
+        pending = None  # the text branch, when it runs beside the graph branch
+        if self.text is not None and self._text_pool is not None:
+            pending = self._text_pool.submit(self._rank_text, queries, clock)
+        elif self.text is not None:
+            text = self._rank_text(queries, clock)
         graph = [Ranking.empty()] * n
         traces = [None] * n
         if self.branches != "text":
@@ -127,7 +141,8 @@ class GraspRetriever:
                     tr.cypher,
                     {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()},
                 )
-        text = text_branch.result() if text_branch is not None else [Ranking.empty()] * n
+        if pending is not None:
+            text = pending.result()
         with clock("fusion"):
             fused = [
                 fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)

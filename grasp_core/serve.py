@@ -15,8 +15,8 @@ Endpoints (JSON in and out; every error body is ``{"error": "<one line>"}``):
   Cypher, the bindings, the entity table, per-stage milliseconds).
 
 Concurrency: one worker thread owns the retriever (its models, indexes and graph connection are shared by
-nothing else) and answers one request at a time, in arrival order; inside a request the text and graph
-branches run concurrently and the models use every core. The questions of one ``/retrieve`` request are
+nothing else) and answers one request at a time, in arrival order (the models use every core; ``--parallel-branches`` also runs the
+text branch beside the graph branch). The questions of one ``/retrieve`` request are
 answered in one batch, exactly as one batch of ``grasp retrieve --batch-size <its size>``; requests are never
 merged, because with a bfloat16 encoder a question's vectors (and so its ranking, slightly) depend on the
 batch it is encoded in, and an answer must not depend on what other clients sent at the same time. If a

@@ -249,3 +249,18 @@ def test_serve_one_failing_question_never_fails_its_batch(trained):
         response = client.post("/query", json={"query": "boom"})
         assert response.status_code == 500 and response.json()["error"].startswith("internal error")
         assert client.get("/health").json() == {"status": "ok", "dataset": DATASET}
+
+
+def test_parallel_branches_give_the_same_answers(trained):
+    import pandas as pd
+
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = tmp / "artifacts"
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")["query"]
+    sequential = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False).retrieve(queries[:4])
+    parallel = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False, parallel_branches=True)
+    for a, b in zip(sequential, parallel.retrieve(queries[:4])):
+        assert [x.to_json() for x in a.answers] == [x.to_json() for x in b.answers] and a.answers
+        assert b.seconds["text"] > 0 and b.plan == a.plan
