@@ -3,7 +3,8 @@
 Runs are recorded in the Dagster instance at $DAGSTER_HOME (dagster_home/ by default), so they appear in the
 UI with their metadata, checks and lineage. By default only assets whose artifact is missing (or left
 incomplete by an interrupted run), and everything downstream of them, are materialized; ``--force``
-rebuilds all. Code and configuration changes are best seen in the UI, which marks stale assets.
+rebuilds all. Code and configuration changes are seen in the UI, which marks the assets they touch stale
+(see :mod:`grasp_assets.versions`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from grasp_assets.definitions import defs
+from grasp_assets.definitions import build_definitions, defs
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, ROUND_ASSETS
@@ -87,7 +88,7 @@ def run_pipeline(
     settings = GraspSettings(profile=profile, artifacts_root=root or "", scale=scale or "", n_queries=n_queries or 0)
     art = settings.artifacts(dataset)
     resources = {"settings": settings, "mlflow": MLflowTracking()}
-    assets = list(defs.assets)
+    assets = list(build_definitions(settings.get_profile()).assets)  # code versions of this run's profile
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
     timings = {}

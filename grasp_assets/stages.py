@@ -60,6 +60,9 @@ STAGE_ASSETS: dict[str, tuple[str, ...]] = {
     FINISH: (RERANKER_HARD_NEGATIVES, RERANKER, EVAL_METRICS, ABLATIONS, LATENCY),
 }
 ROUND_ASSETS = frozenset(STAGE_ASSETS[RL_ROUND])  # partitioned by dataset × round (one artifact per round)
+# A round starts from the previous round's kept planner. Dagster draws no edge for it (it would be a cycle between
+# the two assets), so it is stated here: the one read beyond an asset's upstream.
+PREVIOUS_ROUND_READS = {RFT_SAMPLES: (PLANNER,)}
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Run a library pipeline step inside an asset: components, MLflow run, metadata — the same for every asset."""
 
+import dataclasses
 from collections.abc import Callable
 
 import dagster as dg
@@ -7,25 +8,8 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import (
-    ABLATIONS,
-    ENTITY_TABLES,
-    EVAL_METRICS,
-    GRAPH_STORE,
-    LATENCY,
-    MFAR_MODEL,
-    NODE_EMBEDDINGS,
-    PLANNER,
-    PLANNER_BASE,
-    RERANKER,
-    RERANKER_HARD_NEGATIVES,
-    REWARD_TABLE,
-    RFT_SAMPLES,
-    SFT_ADAPTER,
-    TEACHER_PLANS,
-    TEXT_INDEX,
-    VECTOR_INDEXES,
-)
+from grasp_assets.stages import PREVIOUS_ROUND_READS
+from grasp_assets.versions import config_of
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 
@@ -52,7 +36,7 @@ def run_step(
     profile = settings.get_profile()
     if profile_changes:
         profile = profile.replace(**profile_changes)
-    ws = Components(settings.artifacts(dataset), profile)
+    ws = Components(dataclasses.replace(settings.artifacts(dataset), readable=readable(context, step)), profile)
     tracker = mlflow.tracker()
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
     parent = None
@@ -80,10 +64,17 @@ def run_step(
     )
 
 
+def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
+    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively; a
+    run's own job graph may hold only the selected assets and their parents) and itself."""
+    from grasp_assets.definitions import defs  # the code location imports this module: read it at run time
+
+    upstream = defs.resolve_asset_graph().get_ancestor_asset_keys(context.asset_key)
+    return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
+
+
 def profile_override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
     """``profile_changes`` for :func:`run_step`: the run config's set fields replace that profile section's values."""
-    import dataclasses
-
     changes = {k: v for k, v in config.model_dump().items() if v is not None}
     if not changes:
         return None
@@ -92,29 +83,8 @@ def profile_override(settings: GraspSettings, section: str, config: dg.Config) -
 
 def _params(profile, step: str) -> dict:
     """The profile section(s) a step depends on, flattened for MLflow params."""
-    import dataclasses
-
-    sections = {
-        NODE_EMBEDDINGS: ["encoder"],
-        VECTOR_INDEXES: ["index"],
-        GRAPH_STORE: ["graph_store"],
-        ENTITY_TABLES: ["gazetteer"],
-        TEXT_INDEX: ["bm25", "mfar"],
-        MFAR_MODEL: ["mfar"],
-        TEACHER_PLANS: ["teacher"],
-        PLANNER_BASE: ["planner_model"],
-        SFT_ADAPTER: ["sft"],
-        REWARD_TABLE: ["reward"],
-        RFT_SAMPLES: ["rl", "inference"],
-        PLANNER: ["sft", "grpo", "reward"],
-        RERANKER_HARD_NEGATIVES: ["rl"],
-        RERANKER: ["reranker_train", "rerank", "reranker_docs"],
-        EVAL_METRICS: ["eval", "rerank"],
-        ABLATIONS: ["eval"],
-        LATENCY: ["eval"],
-    }.get(step, [])
     out = {"profile": profile.name}
-    for section in sections:
-        for key, value in dataclasses.asdict(getattr(profile, section)).items():
-            out[f"{section}.{key}"] = value
+    for section, value in config_of(step, profile).items():
+        for key, v in value.items() if isinstance(value, dict) else [("", value)]:
+            out[f"{section}.{key}" if key else section] = v
     return out

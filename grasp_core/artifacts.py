@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from grasp_core.errors import MissingArtifactError
+from grasp_core.errors import GraspError, MissingArtifactError
 from grasp_core.io import is_complete
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "dagster_home" / "artifacts"
@@ -23,8 +23,12 @@ def default_root() -> Path:
 
 @dataclass(frozen=True)
 class Artifacts:
+    """A dataset's artifact directories. ``readable`` (None: all) restricts :meth:`require` to the artifacts a
+    running step declared it reads, so an undeclared read fails instead of silently depending on it."""
+
     dataset: str
     root: Path = DEFAULT_ROOT
+    readable: frozenset[str] | None = None
 
     @classmethod
     def for_dataset(cls, dataset: str, root: str | Path | None = None) -> Artifacts:
@@ -36,6 +40,8 @@ class Artifacts:
 
     def require(self, name: str, round_key: str | None = None) -> Path:
         """Path of a finished artifact, or a clear error saying how to build it."""
+        if self.readable is not None and name not in self.readable:
+            raise GraspError(f"this step reads {name!r}, which its asset does not declare: add it to the asset's deps")
         p = self.path(name, round_key)
         if not is_complete(p):
             what = name if round_key is None else f"{name} (round {round_key})"

@@ -28,7 +28,7 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 bad.append(f'{path}:{n}: not JSON ({exc.msg}); expected {{"qid": ..., "query": "..."}}')
                 continue
             problem = record_problem(obj)

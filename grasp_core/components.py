@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.errors import GraspError
 from grasp_core.io import read_json
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
@@ -19,6 +20,7 @@ from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
+EXTRACTORS = ("gazetteer", "llm")
 
 
 class Components:
@@ -92,10 +94,31 @@ class Components:
         return PlanExecutor(self.graph, self.index, self.encoder, self.store, self.profile.execution)
 
     @cached_property
-    def extractor(self):
+    def gazetteer(self):
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
         return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
+
+    @cached_property
+    def extractor(self):
+        """The profile's entity extractor: the gazetteer, or the LLM extractor over ``extractor_endpoint``
+        (demonstrations: gazetteer mentions of training queries; unreadable answers fall back to the gazetteer)."""
+        kind = self.profile.extractor
+        if kind == "gazetteer":
+            return self.gazetteer
+        if kind != "llm":
+            raise GraspError(f"extractor must be one of {EXTRACTORS}, got {kind!r}")
+        from grasp_core.entities.llm_extractor import LLMExtractor, gazetteer_demonstrations
+        from grasp_core.llm.backends import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM.from_config(self.profile.extractor_endpoint, "extractor_endpoint")
+        cfg = self.profile.llm_extractor
+
+        def generate(prompts: list[str]) -> list[str]:
+            return [c[0] for c in llm.generate(prompts, n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens)]
+
+        demos = gazetteer_demonstrations(self.skb, self.gazetteer, n=cfg.num_demos)
+        return LLMExtractor(self.skb, self.index, self.encoder, generate, demos, self.gazetteer, cfg)
 
     @cached_property
     def entity_tables(self):
@@ -141,7 +164,7 @@ class Components:
 
         kind, base = planner_kind(checkpoint)
         device = self.profile.device
-        if kind == "lora":
+        if base is not None:  # a LoRA adapter over its recorded base
             return TransformersLLM(
                 base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
             )

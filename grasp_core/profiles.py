@@ -3,8 +3,9 @@
 Every component keeps its own frozen config class with the paper's defaults; a profile only picks values.
 The `gpu` profile is the paper's setup (Appendix B): model directories come from ``$GRASP_MODEL_DIR``
 (default ``./models``), holding ``Qwen3-1.7B``, ``Qwen3-Embedding-4B`` and ``Qwen3-Reranker-0.6B``
-downloaded elsewhere (nothing downloads at run time here), and the teacher is an OpenAI-compatible endpoint
-(``$GRASP_TEACHER_URL``, model ``$GRASP_TEACHER_MODEL``), falling back to the programmatic teacher when unset.
+downloaded elsewhere (nothing downloads at run time here). In every profile the LLM teacher writes the plans
+when ``$GRASP_TEACHER_URL`` names an OpenAI-compatible endpoint (model ``$GRASP_TEACHER_MODEL``), else the
+programmatic teacher does; the LLM extractor (``extractor="llm"``) asks ``$GRASP_EXTRACTOR_URL``.
 
 The `cpu` profile rescales what must shrink to run end to end on 2 cores in about 20 minutes, and says so
 field by field below (``# cpu:`` comments).
@@ -21,8 +22,10 @@ from grasp_core.datasets import DatasetConfig
 from grasp_core.embed.encoder import EncoderConfig
 from grasp_core.embed.vector_index import IndexConfig
 from grasp_core.entities.gazetteer import GazetteerConfig
+from grasp_core.entities.llm_extractor import LLMExtractorConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.llm.backends import EndpointConfig
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.base import PlannerModelConfig
 from grasp_core.planner.grammar import PlanGrammarConfig
@@ -36,14 +39,6 @@ from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerCo
 from grasp_core.rerank.train_config import RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig
-
-
-@dataclass(frozen=True)
-class TeacherEndpoint:
-    base_url: str | None = field(
-        default=None, metadata={"help": "OpenAI-compatible endpoint of the LLM teacher (None: programmatic teacher)"}
-    )
-    model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
 
 
 @dataclass(frozen=True)
@@ -62,12 +57,16 @@ class Profile:
     index: IndexConfig = field(default_factory=IndexConfig)
     graph_store: GraphStoreConfig = field(default_factory=GraphStoreConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    extractor: str = "gazetteer"  # the entity extractor: gazetteer | llm (over extractor_endpoint)
     gazetteer: GazetteerConfig = field(default_factory=GazetteerConfig)
+    llm_extractor: LLMExtractorConfig = field(default_factory=LLMExtractorConfig)
+    extractor_endpoint: EndpointConfig = field(default_factory=lambda: EndpointConfig(model="Qwen3-1.7B"))
     bm25: BM25Config = field(default_factory=BM25Config)
     mfar: MFARConfig = field(default_factory=MFARConfig)
     text_retriever: str = "mfar"  # the text branch fused with the graph branch: mfar | bm25 | dense
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
-    teacher_endpoint: TeacherEndpoint = field(default_factory=TeacherEndpoint)
+    # the LLM teacher's endpoint; with no base_url the programmatic teacher writes the plans
+    teacher_endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     planner_model: PlannerModelConfig = field(default_factory=PlannerModelConfig)
     sft: SFTSettings = field(default_factory=SFTSettings)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
@@ -86,9 +85,20 @@ class Profile:
         return dataclasses.replace(self, **changes)
 
 
+def _endpoints() -> dict:
+    """The LLM teacher's and the LLM extractor's endpoints, from $GRASP_TEACHER_URL / $GRASP_TEACHER_MODEL and
+    $GRASP_EXTRACTOR_URL / $GRASP_EXTRACTOR_MODEL (API keys from $OPENAI_API_KEY)."""
+    env = os.environ.get
+    return {
+        "teacher_endpoint": EndpointConfig(env("GRASP_TEACHER_URL"), env("GRASP_TEACHER_MODEL", "Qwen3.6-27B")),
+        "extractor_endpoint": EndpointConfig(env("GRASP_EXTRACTOR_URL"), env("GRASP_EXTRACTOR_MODEL", "Qwen3-1.7B")),
+    }
+
+
 def _cpu() -> Profile:
     return Profile(
         name="cpu",
+        **_endpoints(),
         dataset=DatasetConfig(scale="small", n_queries=3000),
         # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (1.6x)
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
@@ -104,7 +114,7 @@ def _cpu() -> Profile:
             # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0; batch 32 x 10 epochs gave 33.0 on
             # 100 val queries in session 2's main job. So: batch 16 x 10 epochs (~320 steps, as many tokens as batch 32)
             epochs=10.0,
-            use_lora=False,  # cpu: from scratch, so all weights train (DESIGN.md §4)
+            use_lora=False,  # cpu: from scratch, so all weights train (docs/design.md)
             per_device_batch=16,
             effective_batch=16,
             max_length=1024,  # cpu: the tiny model's whole context (prompts are compact)
@@ -143,10 +153,10 @@ def _cpu() -> Profile:
 
 def _gpu() -> Profile:
     models = Path(os.environ.get("GRASP_MODEL_DIR", "models"))
-    teacher_url = os.environ.get("GRASP_TEACHER_URL")
     return Profile(
         name="gpu",
         device="cuda",
+        **_endpoints(),
         dataset=DatasetConfig(scale="full", n_queries=10000),
         encoder=EncoderConfig(
             model_path=str(models / "Qwen3-Embedding-4B"),
@@ -156,9 +166,6 @@ def _gpu() -> Profile:
             dtype="auto",
         ),
         mfar=MFARConfig(dense_fields=None),
-        teacher_endpoint=TeacherEndpoint(
-            base_url=teacher_url, model=os.environ.get("GRASP_TEACHER_MODEL", "Qwen3.6-27B")
-        ),
         planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
         reranker_backend="causal-lm",
         causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),

@@ -33,7 +33,7 @@ class Ranking(NamedTuple):
             order = order[:k]
         return cls(node_ids[order], scores[order])
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:
         return len(self.node_ids)
 
     def top(self, k: int) -> Ranking:

@@ -21,6 +21,7 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
+from grasp_core.plan.trace import Trace
 from grasp_core.planner.inference import plan_queries
 from grasp_core.profiles import get_profile
 from grasp_core.ranking import Ranking, fuse
@@ -94,16 +95,23 @@ class GraspRetriever:
                 (planner, ws.art.require(*planner.split(":"))) if planner else ws.final_planner()
             )
             self.llm = ws.planner_llm(checkpoint)
+            ws.extractor  # noqa: B018
             ws.executor  # noqa: B018
         if rerank:
             self.scorer, self.builder, (self.w, self.k) = ws.reranker()
 
     @classmethod
-    def from_artifacts(cls, dataset: str, root=None, profile: str = "cpu", **kwargs) -> GraspRetriever:
+    def from_artifacts(
+        cls, dataset: str, root=None, profile: str = "cpu", extractor: str | None = None, **kwargs
+    ) -> GraspRetriever:
+        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm)."""
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
-        return cls(Components(Artifacts.for_dataset(dataset, root), get_profile(profile)), **kwargs)
+        chosen = get_profile(profile)
+        if extractor is not None:
+            chosen = chosen.replace(extractor=extractor)
+        return cls(Components(Artifacts.for_dataset(dataset, root), chosen), **kwargs)
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         queries = list(queries)
@@ -120,7 +128,7 @@ class GraspRetriever:
         elif self.text is not None:
             text = self._rank_text(queries, clock)
         graph = [Ranking.empty()] * n
-        traces = [None] * n
+        traces: list[Trace | None] = [None] * n
         if self.branches != "text":
             with clock("extraction"):
                 tables = self.ws.extractor.extract(queries)
@@ -130,7 +138,7 @@ class GraspRetriever:
                 executed = self.ws.executor.execute_batch([a.text for a in attempts], queries, tables)
             graph = [r for r, _ in executed]
             traces = [t for _, t in executed]
-            for res, table, att, tr in zip(results, tables, attempts, traces):
+            for res, table, att, (_, tr) in zip(results, tables, attempts, executed):
                 res.entity_table, res.plan, res.plan_valid, res.plan_error = (
                     table,
                     att.text,
@@ -179,10 +187,11 @@ class GraspRetriever:
                     scores[i].get(node_id),
                 )
                 res.answers.append(ans)
-            if explain and traces[i] is not None and traces[i].plan is not None:
+            trace = traces[i]
+            if explain and trace is not None and trace.plan is not None:
                 for ans in res.answers[:10]:
                     if ans.graph_rank is not None:
-                        ans.paths = self._paths(traces[i], ans.node_id)
+                        ans.paths = self._paths(trace, ans.node_id)
         return results
 
     def _rank_text(self, queries: list[str], clock: _Clock) -> list[Ranking]:

@@ -264,3 +264,41 @@ def test_parallel_branches_give_the_same_answers(trained):
     for a, b in zip(sequential, parallel.retrieve(queries[:4])):
         assert [x.to_json() for x in a.answers] == [x.to_json() for x in b.answers] and a.answers
         assert b.seconds["text"] > 0 and b.plan == a.plan
+
+
+def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):
+    """`extractor=llm` (profile or `--extractor`) asks the endpoint; mentions it returns are linked and planned on."""
+    tmp, _ = trained
+    import pandas as pd
+
+    from grasp_core.cli import main
+    from grasp_core.entities.llm_extractor import mentions_to_json
+    from grasp_core.retriever import GraspRetriever
+    from tests.llm.openai_server import OpenAIServer
+
+    root = str(tmp / "artifacts")
+    art = Artifacts.for_dataset(DATASET, root)
+    queries = pd.read_parquet(art.path("queries") / "queries.parquet").query("split == 'test'")["query"].head(3)
+    queries = queries.tolist()
+    gazetteer = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False)
+
+    def answer(messages):  # an LLM that answers with the gazetteer's mentions, except for one query
+        query = messages[-1]["content"].rsplit("Query: ", 1)[1].removesuffix("\nMentions:")
+        if query == queries[2]:
+            return "I cannot tell."
+        return mentions_to_json(gazetteer.ws.gazetteer.find_mentions([query])[0])
+
+    with OpenAIServer(answer) as server:
+        monkeypatch.setenv("GRASP_EXTRACTOR_URL", server.url)
+        llm = GraspRetriever.from_artifacts(DATASET, root, "smoke", extractor="llm", rerank=False)
+        got, want = llm.retrieve(queries, k=5), gazetteer.retrieve(queries, k=5)
+        assert len(server.requests) == 3 and server.requests[0]["model"] == "Qwen3-1.7B"
+        demos = len(llm.ws.extractor.demonstrations)
+        assert demos > 0 and server.requests[0]["messages"][0]["content"].count("\nMentions: ") == demos
+        assert [r.entity_table.to_json() for r in got] == [r.entity_table.to_json() for r in want]
+        assert [[a.node_id for a in r.answers] for r in got] == [[a.node_id for a in r.answers] for r in want]
+        assert [e.source for e in llm.ws.extractor.extract_detailed(queries)] == ["llm", "llm", "gazetteer"]
+
+        capsys.readouterr()
+        assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
+        assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7

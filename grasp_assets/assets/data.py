@@ -10,7 +10,7 @@ from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact, load_dataset
 from grasp_core.skb.format import read_skb
 
-COMMON = dict(partitions_def=dataset_partitions, group_name="data", code_version="1", retry_policy=RETRY)
+COMMON = dict(partitions_def=dataset_partitions, group_name="data", retry_policy=RETRY)
 
 
 @dg.asset(

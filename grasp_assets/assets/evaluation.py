@@ -12,19 +12,19 @@ from grasp_core.pipeline import evaluation as steps
 COMMON = dict(partitions_def=dataset_partitions, group_name="evaluation", retry_policy=RETRY)
 
 
-@dg.asset(deps=[RERANKER, dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS)], code_version="1", **COMMON)
+@dg.asset(deps=[RERANKER, dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS)], **COMMON)
 def eval_metrics(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Test Hit@1/Hit@5/R@20/MRR of the full system, with and without the reranker (and the human-written set)."""
     return run_step(context, settings, mlflow, EVAL_METRICS, steps.eval_metrics_step)
 
 
-@dg.asset(deps=[eval_metrics], code_version="1", **COMMON)
+@dg.asset(deps=[eval_metrics], **COMMON)
 def ablations(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Every ablation with McNemar p-values against the full system."""
     return run_step(context, settings, mlflow, ABLATIONS, steps.ablations_step)
 
 
-@dg.asset(deps=[eval_metrics], code_version="1", **COMMON)
+@dg.asset(deps=[eval_metrics], **COMMON)
 def latency(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Per-stage mean/p50/p95 latency of single queries (paper Table A3)."""
     return run_step(context, settings, mlflow, LATENCY, steps.latency_step)

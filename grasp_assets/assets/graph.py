@@ -11,13 +11,13 @@ from grasp_core.pipeline import graph as steps
 COMMON = dict(partitions_def=dataset_partitions, group_name="graph_branch", retry_policy=RETRY)
 
 
-@dg.asset(deps=[SKB], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
+@dg.asset(deps=[SKB], pool="heavy", op_tags=HEAVY, **COMMON)
 def node_embeddings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Name and document vectors of every node (float16, keyed by encoder identity and text hashes; resumable)."""
     return run_step(context, settings, mlflow, NODE_EMBEDDINGS, steps.node_embeddings_step)
 
 
-@dg.asset(deps=[node_embeddings], code_version="1", **COMMON)
+@dg.asset(deps=[node_embeddings], **COMMON)
 def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Per node type, an exact inner-product faiss index over names and one over documents."""
     return run_step(context, settings, mlflow, VECTOR_INDEXES, steps.vector_indexes_step)
@@ -25,7 +25,6 @@ def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, m
 
 @dg.asset(
     deps=[SKB],
-    code_version="1",
     check_specs=[
         dg.AssetCheckSpec("counts_match_skb", asset=GRAPH_STORE, description="node/edge counts equal the SKB's")
     ],
@@ -55,7 +54,7 @@ def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
     return run_step(context, settings, mlflow, GRAPH_STORE, steps.graph_store_step, check_results=checks)
 
 
-@dg.asset(deps=[QUERIES, vector_indexes], code_version="1", **COMMON)
+@dg.asset(deps=[QUERIES, vector_indexes], **COMMON)
 def entity_tables(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Every query's entity table (gazetteer extraction + linking), with gold-path anchor coverage."""
     return run_step(context, settings, mlflow, ENTITY_TABLES, steps.entity_tables_step)

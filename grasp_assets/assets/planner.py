@@ -50,13 +50,13 @@ class GRPORunConfig(dg.Config):
     save_every: int | None = None
 
 
-@dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], code_version="1", **DATASET)
+@dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], **DATASET)
 def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
     return run_step(context, settings, mlflow, TEACHER_PLANS, steps.teacher_plans_step)
 
 
-@dg.asset(deps=[teacher_plans, ENTITY_TABLES], code_version="1", **DATASET)
+@dg.asset(deps=[teacher_plans, ENTITY_TABLES], **DATASET)
 def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The planner's base: a pointer to a local pretrained LLM, or the tiny Qwen3 + tokenizer built offline."""
     return run_step(context, settings, mlflow, PLANNER_BASE, steps.planner_base_step)
@@ -64,7 +64,6 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
 
 @dg.asset(
     deps=[planner_base, teacher_plans, TEXT_RANKINGS, GRAPH_STORE],
-    code_version="1",
     pool="heavy",
     op_tags=HEAVY,
     **DATASET,
@@ -84,13 +83,13 @@ def sft_adapter(
     )
 
 
-@dg.asset(deps=[sft_adapter, TEXT_RANKINGS, GRAPH_STORE], code_version="1", **DATASET)
+@dg.asset(deps=[sft_adapter, TEXT_RANKINGS, GRAPH_STORE], **DATASET)
 def reward_table(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """U(gold-rank bucket, candidate-count bucket) from validation queries, with shrinkage."""
     return run_step(context, settings, mlflow, REWARD_TABLE, steps.reward_table_step)
 
 
-@dg.asset(deps=[reward_table, sft_adapter], code_version="1", pool="heavy", op_tags=HEAVY, **ROUND)
+@dg.asset(deps=[reward_table, sft_adapter], pool="heavy", op_tags=HEAVY, **ROUND)
 def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """8 plans per training query sampled at T=1.0 from the round's starting planner, with their rewards."""
     r = round_of(context)
@@ -99,7 +98,6 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
 
 @dg.asset(
     deps=[rft_samples],
-    code_version="1",
     pool="heavy",
     op_tags=HEAVY,
     check_specs=[

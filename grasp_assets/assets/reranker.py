@@ -12,13 +12,13 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="reranker", retry_po
 ALL_ROUNDS = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DATASET)
 
 
-@dg.asset(deps=[dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS), TEXT_RANKINGS], code_version="1", **COMMON)
+@dg.asset(deps=[dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS), TEXT_RANKINGS], **COMMON)
 def reranker_hard_negatives(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Positives and the 30 highest-ranked wrong candidates of the served planner's fused top 100 (train)."""
     return run_step(context, settings, mlflow, RERANKER_HARD_NEGATIVES, steps.hard_negatives_step)
 
 
-@dg.asset(deps=[reranker_hard_negatives], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
+@dg.asset(deps=[reranker_hard_negatives], pool="heavy", op_tags=HEAVY, **COMMON)
 def reranker(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The fine-tuned reranker (checkpoint picked on validation) and its (w, k) grid."""
     return run_step(context, settings, mlflow, RERANKER, steps.reranker_step, wants_log=True)

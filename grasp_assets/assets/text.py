@@ -16,13 +16,13 @@ class MFARRunConfig(dg.Config):
     lr: float | None = None
 
 
-@dg.asset(deps=[VECTOR_INDEXES], code_version="1", **COMMON)
+@dg.asset(deps=[VECTOR_INDEXES], **COMMON)
 def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """BM25 over node documents and mFAR's per-field lexical and dense indexes."""
     return run_step(context, settings, mlflow, TEXT_INDEX, steps.text_index_step)
 
 
-@dg.asset(deps=[text_index, QUERIES], code_version="1", pool="heavy", op_tags=HEAVY, **COMMON)
+@dg.asset(deps=[text_index, QUERIES], pool="heavy", op_tags=HEAVY, **COMMON)
 def mfar_model(
     context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking
 ):
@@ -38,7 +38,7 @@ def mfar_model(
     )
 
 
-@dg.asset(deps=[mfar_model, text_index, QUERIES], code_version="1", **COMMON)
+@dg.asset(deps=[mfar_model, text_index, QUERIES], **COMMON)
 def text_rankings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Top 100 of every query (BM25, dense, mFAR) with val/test metrics."""
     return run_step(context, settings, mlflow, TEXT_RANKINGS, steps.text_rankings_step)

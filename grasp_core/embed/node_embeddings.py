@@ -1,4 +1,4 @@
-"""Name and document embeddings of every node of an SKB (``DESIGN.md`` §3, Embeddings).
+"""Name and document embeddings of every node of an SKB (``docs/design.md``, Embeddings).
 
 On disk (one directory, written with :func:`grasp_core.io.atomic_dir`)::
 

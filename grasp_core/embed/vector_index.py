@@ -1,4 +1,4 @@
-"""Per node type, one faiss index over node names and one over node documents (``DESIGN.md`` §3).
+"""Per node type, one faiss index over node names and one over node documents (``docs/design.md``).
 
 Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
 ``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``
@@ -95,16 +95,17 @@ class NodeIndex:
         unknown = [t for t in types if t not in self.ids]
         if unknown:
             raise ValueError(f"unknown node type {unknown[0]!r} (the index has {self.node_types})")
-        scores, ids = [], []
+        scores: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
         for t in types:
             s, local = self.indexes[t, kind].search(queries, k) if len(self.ids[t]) else _empty(len(queries), k)
             ids.append(np.where(local >= 0, self.ids[t][np.maximum(local, 0)], -1))
             scores.append(np.where(local >= 0, s, -np.inf).astype(np.float32))
         if len(types) == 1:
             return scores[0], ids[0]
-        scores, ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+        all_scores, all_ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
+        order = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(all_scores, order, 1), np.take_along_axis(all_ids, order, 1)
 
     def vectors(self, kind: str, node_ids: np.ndarray) -> np.ndarray:
         """The float32 vectors of ``node_ids`` ([n, dim])."""
@@ -156,9 +157,10 @@ class NodeIndex:
                 ) from exc
             if any(indexes[t, kind].ntotal != len(ids[t]) for kind in KINDS):
                 raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: index size does not match its ids")
-            if isinstance(indexes[t, "name"], faiss.IndexHNSW):
-                for kind in KINDS:
-                    indexes[t, kind].hnsw.efSearch = cfg.hnsw_ef_search
+            for kind in KINDS:
+                index = indexes[t, kind]
+                if isinstance(index, faiss.IndexHNSW):
+                    index.hnsw.efSearch = cfg.hnsw_ef_search
         return cls(ids, indexes, embeddings, cfg)
 
 

@@ -1,4 +1,4 @@
-"""The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``DESIGN.md`` §3).
+"""The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``docs/design.md``).
 
 Built once per SKB: a dictionary from normalized strings (node names, plus the aliases of alias fields such as
 hpo's ``synonyms``) to the nodes they name. Extraction of a query:
@@ -39,12 +39,13 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from grasp_core.entities.linking import LinkingConfig, Mention, link_many
-from grasp_core.entities.table import EntityTable
+from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
 
 STOPWORDS = frozenset(
@@ -307,10 +308,10 @@ class GazetteerExtractor:
         return None
 
     def _to_mentions(self, query: str, tokens, matches: list[_Match]) -> list[Mention]:
-        rows: list[tuple[int, int, str, tuple[str, ...], str]] = []  # token start, end, text, types, role
+        rows: list[tuple[int, int, str, tuple[str, ...], Role]] = []  # token start, end, text, types, role
         target = self._target_span(tokens)
         for m in matches:
-            types, role = self._types_of(m.node_ids), "anchor"
+            types, role = self._types_of(m.node_ids), cast(Role, "anchor")
             if target is not None and (m.start, m.end) == target[:2]:
                 types, role = tuple(dict.fromkeys((target[2], *types)))[: self.cfg.max_types], "target"
                 target = None

@@ -26,11 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from string import Template
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention, link_many
-from grasp_core.entities.table import EntityTable
+from grasp_core.entities.table import EntityTable, Role
 from grasp_core.errors import ExtractionError
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
@@ -51,6 +51,7 @@ class LLMExtractorConfig:
     example_names: int = field(default=3, metadata={"help": "Example node names per type listed in the rules."})
     rules: tuple[str, ...] = field(default=(), metadata={"help": "Extra SKB-specific rules for the prompt."})
     batch_size: int = field(default=64, metadata={"help": "Queries per generate() call."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Longest answer (the JSON list of mentions)."})
 
 
 class Extraction(NamedTuple):
@@ -132,8 +133,8 @@ def parse_mentions(text: str, schema: Schema, max_types: int = 2) -> list[Mentio
         raw_types = item.get("types", item.get("type", []))
         raw_types = [raw_types] if isinstance(raw_types, str) else raw_types if isinstance(raw_types, list) else []
         types = tuple(dict.fromkeys(lookup[k] for k in map(_type_key, raw_types) if k in lookup))[:max_types]
-        role = str(item.get("role", "")).strip().lower()
-        role = role if role in ROLES else ("attribute" if not types else "anchor")
+        said = str(item.get("role", "")).strip().lower()
+        role = cast(Role, said if said in ROLES else ("attribute" if not types else "anchor"))
         kept.append(
             (pos, Mention(item["text"].strip(), types if role != "attribute" else (), role), item.get("nested_in"))
         )
@@ -238,6 +239,7 @@ class LLMExtractor:
             failed = [i for i, m in enumerate(mentions) if m is None]
             for i, m in zip(failed, self.fallback.find_mentions([batch[i] for i in failed])):
                 mentions[i] = m
-            tables = link_many(mentions, self.skb, self.index, self.encoder, self.fallback.cfg.linking)
+            found = [m or [] for m in mentions]  # every failed answer got the gazetteer's mentions above
+            tables = link_many(found, self.skb, self.index, self.encoder, self.fallback.cfg.linking)
             out.extend(Extraction(t, "llm" if e is None else "gazetteer", e) for t, e in zip(tables, errors))
         return out

@@ -1,7 +1,7 @@
 """The entity table (paper §3.1, Figure A8): the query's mentions, each linked to its most similar nodes.
 
 Every row has an id (``E1``, ``E2``, …) that a plan anchor may reference instead of copying a name
-(``{"var": "a1", "ref": "E2", "match_mode": "name"}``, ``DESIGN.md`` §3). Attribute rows carry no links.
+(``{"var": "a1", "ref": "E2", "match_mode": "name"}``, ``docs/design.md``). Attribute rows carry no links.
 The table renders to the text block the planner reads; ``to_json``/``from_json`` store it.
 """
 
@@ -63,6 +63,13 @@ class EntityTable:
 
     def row(self, ref: str) -> EntityRow | None:
         return next((r for r in self.rows if r.ref == ref), None)
+
+    def require_row(self, ref: str) -> EntityRow:
+        """The row ``ref`` names (a ref already checked against this table)."""
+        row = self.row(ref)
+        if row is None:
+            raise KeyError(f"entity table has no row {ref!r} (rows: {self.refs})")
+        return row
 
     @property
     def refs(self) -> list[str]:

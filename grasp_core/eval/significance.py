@@ -21,7 +21,7 @@ from scipy import stats
 EXACT_BELOW = 25
 
 
-def mcnemar(hits_a: Sequence[bool], hits_b: Sequence[bool]) -> tuple[float, float]:
+def mcnemar(hits_a: Sequence[bool] | np.ndarray, hits_b: Sequence[bool] | np.ndarray) -> tuple[float, float]:
     """McNemar's test on paired per-query successes -> (statistic, two-sided p-value)."""
     a, b_ = np.asarray(hits_a, bool), np.asarray(hits_b, bool)
     if a.shape != b_.shape:

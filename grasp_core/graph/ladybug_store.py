@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from grasp_core.errors import GraphStoreError
 from grasp_core.graph.store import (
+    Dialect,
     GraphStoreConfig,
     edge_groups,
     quote,
@@ -49,7 +50,7 @@ DB_FILE = "graph.lbdb"
 
 
 class LadybugStore:
-    dialect = "ladybug"
+    dialect: Dialect = "ladybug"
 
     def __init__(self, path: str | Path, cfg: GraphStoreConfig = GraphStoreConfig()):
         self.path, self.cfg = Path(path), cfg
@@ -118,6 +119,8 @@ class LadybugStore:
                 result = self._conn.execute(cypher)
         except RuntimeError as exc:
             raise GraphStoreError(f"query failed: {exc}") from exc
+        if isinstance(result, list):  # several statements: only one is ever sent
+            raise GraphStoreError(f"expected one Cypher statement, got {len(result)}")
         try:
             table = result.get_as_arrow()  # columnar fetch: several times faster than get_next() per row
         finally:
@@ -138,6 +141,7 @@ class LadybugStore:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+        if self._db is not None:
             self._db.close()
         self._conn = self._db = None
 

@@ -17,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from grasp_core.errors import GraphStoreError
-from grasp_core.graph.store import GraphStoreConfig, edge_groups, quote, table_names
+from grasp_core.graph.store import Dialect, GraphStoreConfig, edge_groups, quote, table_names
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
 
@@ -25,7 +25,7 @@ META = "GraspMeta"
 
 
 class Neo4jStore:
-    dialect = "neo4j"
+    dialect: Dialect = "neo4j"
 
     def __init__(self, cfg: GraphStoreConfig = GraphStoreConfig(), driver=None):
         import neo4j

@@ -1,4 +1,4 @@
-"""The graph store interface (``DESIGN.md`` §3, "Graph store"): one protocol, two real backends.
+"""The graph store interface (``docs/design.md``, "Graph store"): one protocol, two real backends.
 
 - ``ladybug`` (default): LadybugDB, embedded and in-process (the maintained continuation of Kùzu);
   see :mod:`grasp_core.graph.ladybug_store`.

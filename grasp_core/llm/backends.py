@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -188,6 +189,23 @@ class TransformersLLM:
         return out
 
 
+@dataclass(frozen=True)
+class EndpointConfig:
+    """An OpenAI-compatible chat/completions endpoint (a vLLM server, a hosted API)."""
+
+    base_url: str | None = field(
+        default=None, metadata={"help": "endpoint root ending in /v1, e.g. http://127.0.0.1:8000/v1 (None: not used)"}
+    )
+    model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
+    api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "environment variable holding the API key (unset: no key sent)"}
+    )
+    timeout_s: float = field(default=120.0, metadata={"help": "seconds before a request times out"})
+    retries: int = field(default=3, metadata={"help": "retries of a request after a timeout, 429 or 5xx"})
+    backoff_s: float = field(default=1.0, metadata={"help": "first retry delay (doubles each retry)"})
+    concurrency: int = field(default=8, metadata={"help": "requests in flight at once"})
+
+
 class OpenAICompatibleLLM:
     """A chat/completions endpoint (e.g. a vLLM server hosting the teacher), over httpx.
 
@@ -216,6 +234,13 @@ class OpenAICompatibleLLM:
         key = os.environ.get(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    @classmethod
+    def from_config(cls, cfg: EndpointConfig, setting: str) -> OpenAICompatibleLLM:
+        """The endpoint of ``cfg``; ``setting`` names the profile section in the error when none is configured."""
+        if not cfg.base_url:
+            raise GraspError(f"{setting}.base_url is not set: point it at an OpenAI-compatible endpoint (…/v1)")
+        return cls(cfg.base_url, cfg.model, cfg.api_key_env, cfg.timeout_s, cfg.retries, cfg.backoff_s, cfg.concurrency)
 
     def _post(self, body: dict) -> dict:
         for attempt in range(self.retries + 1):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -192,7 +194,7 @@ def eval_metrics_step(ws: Components) -> dict:
 
 
 def ablations_step(ws: Components) -> dict:
-    """Every ablation of paper Table 2 / DESIGN §3, with McNemar p-values against the full system."""
+    """Every ablation of paper Table 2 (docs/design.md, Evaluation), with McNemar p-values against the full system."""
     run = TestRun(ws)
     cached = pd.read_parquet(ws.art.require("eval_metrics") / "test_run.parquet")
     name, ckpt = ws.final_planner()
@@ -272,7 +274,7 @@ def ablations_step(ws: Components) -> dict:
 PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
 
 
-def kept_planners(ws: Components) -> list[tuple[str, str, object]]:
+def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
     """(label, plan-cache key, checkpoint) of the SFT planner and each written RL round; the keys are the ones
     eval_metrics and the ablations use, so a planner already run on the test queries is not run again."""
     from grasp_core.io import is_complete
@@ -302,16 +304,16 @@ def planner_progression(ws: Components, runs: dict[str, TestRun] | None = None) 
             settings.append((name, run.graph(plans)[0], plans))
         fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
         ref = run.hits(fused["SFT"])
-        for name, graph, plans in settings:
+        for name, graph, written in settings:
             row = {
                 "split": split,
                 "planner": name,
                 "queries": len(run.qids),
                 "fused hit@1": run.metrics(fused[name])["hit@1"],
-                "graph hit@1": None if plans is None else run.metrics(graph)["hit@1"],
+                "graph hit@1": None if written is None else run.metrics(graph)["hit@1"],
                 "valid plans": None
-                if plans is None
-                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(plans, run.tables)])), 1),
+                if written is None
+                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(written, run.tables)])), 1),
             }
             row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
             rows.append(row)
@@ -329,7 +331,7 @@ def latency_step(ws: Components) -> dict:
     retriever = GraspRetriever(ws)
     queries = ws.split("test")["query"].head(ws.profile.eval.latency_queries).tolist()
     retriever.retrieve(queries[:2])  # warm-up (lazy model loading, caches)
-    per_stage = {s: [] for s in STAGES}
+    per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
     totals = []
     for q in queries:
         t0 = time.perf_counter()
@@ -337,7 +339,7 @@ def latency_step(ws: Components) -> dict:
         totals.append(time.perf_counter() - t0)
         for s in STAGES:
             per_stage[s].append(res.seconds[s])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "stage": s,
             "mean (s)": float(np.mean(v)),

@@ -87,42 +87,59 @@ def round_start(ws: Components, round_key: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ steps
+def make_teacher(ws: Components):
+    """The LLM teacher when ``teacher_endpoint.base_url`` is set, else the programmatic teacher."""
+    endpoint = ws.profile.teacher_endpoint
+    if endpoint.base_url:
+        from grasp_core.llm.backends import OpenAICompatibleLLM
+        from grasp_core.planner.llm_teacher import LLMTeacher
+
+        llm = OpenAICompatibleLLM.from_config(endpoint, "teacher_endpoint")
+        return LLMTeacher(ws.skb.schema, ws.dataset, llm, ws.executor, ws.profile.inference)
+    return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
+
+
 def teacher_plans_step(ws: Components) -> dict:
-    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
+    """Teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
     profile = ws.profile
-    teacher = ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, profile.teacher)
+    teacher = make_teacher(ws)
     queries = ws.skb.queries.set_index("qid")
     tables = ws.entity_tables
-    train_order = shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)
+    train_order = [int(q) for q in shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)]
     eval_cap = profile.eval.max_test_queries
     eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
     rows, usable = [], 0
     budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
 
-    def teach(qid: int) -> dict:
-        row = queries.loc[qid]
-        gold = list(map(int, row["answer_ids"]))
-        out = teacher.teach_one(row["query"], tables[qid], gold)
-        bar.update(1)
-        return {
-            "qid": qid,
-            "split": row["split"],
-            "plan": json_text(out.plan) if out.plan else None,
-            "gold_rank": out.gold_rank,
-            "n_candidates": out.n_candidates,
-            "n_answers": len(gold),
-            "n_tried": out.n_tried,
-        }
+    def teach(qids: list[int]) -> list[dict]:
+        part = queries.loc[qids]
+        golds = [list(map(int, a)) for a in part["answer_ids"]]
+        plans = teacher.teach(part["query"].tolist(), [tables[q] for q in qids], golds)
+        bar.update(len(qids))
+        return [
+            {
+                "qid": qid,
+                "split": split,
+                "plan": json_text(out.plan) if out.plan else None,
+                "gold_rank": out.gold_rank,
+                "n_candidates": out.n_candidates,
+                "n_answers": len(gold),
+                "n_tried": out.n_tried,
+            }
+            for qid, split, gold, out in zip(qids, part["split"], golds, plans)
+        ]
 
     start = time.perf_counter()
-    for qid in train_order:
-        if usable >= budget:
-            break
-        rows.append(teach(int(qid)))
-        r = rows[-1]
-        usable += int(r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
-    rows += [teach(q) for q in eval_qids]
+    todo = list(train_order)
+    while todo and usable < budget:
+        # at most as many queries as usable plans are still wanted: never more taught than one at a time would
+        chunk, todo = todo[: min(32, budget - usable)], todo[min(32, budget - usable) :]
+        for r in teach(chunk):
+            rows.append(r)
+            usable += int(r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+    for i in range(0, len(eval_qids), 32):
+        rows += teach(eval_qids[i : i + 32])
     bar.close()
     df = pd.DataFrame(rows)
     with atomic_dir(ws.art.path("teacher_plans")) as tmp:
@@ -134,8 +151,12 @@ def teacher_plans_step(ws: Components) -> dict:
             "valid_share": round(float(part["plan"].notna().mean()), 4),
             "gold_first_share": round(float((part["gold_rank"] == 1).mean()), 4),
         }
+    counts = {} if isinstance(teacher, ProgrammaticTeacher) else {"invalid_plans": teacher.invalid}
+    if counts:
+        counts["retried_queries"] = teacher.retried
     return {
-        "teacher": "programmatic",
+        "teacher": "programmatic" if isinstance(teacher, ProgrammaticTeacher) else "llm",
+        **counts,
         "usable_for_sft": usable,
         "per_split": stats,
         "seconds": round(time.perf_counter() - start, 1),

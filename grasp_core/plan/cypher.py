@@ -1,4 +1,4 @@
-"""Compile a validated plan into one Cypher query (paper §3.1 step 3, ``DESIGN.md`` §3).
+"""Compile a validated plan into one Cypher query (paper §3.1 step 3, ``docs/design.md``).
 
 A plan is a tree rooted at ``target`` whose leaves are anchors (see :mod:`grasp_core.plan.validate`).
 Semantics: a target node's anchor score is the sum of the binding scores of the anchors on a matching
@@ -119,7 +119,10 @@ class _Compiler:
         self.params: dict[str, Any] = {}
 
     def label(self, var: str) -> str:
-        return quote(self.tables.node[self.types[var]])
+        node_type = self.types[var]
+        if node_type is None:
+            raise PlanError("schema", f"variable {var!r} has no type: compile only validated plans")
+        return quote(self.tables.node[node_type])
 
     def ids_param(self, anchor: str) -> str:
         key = f"ids{self.anchor_index[anchor]}"

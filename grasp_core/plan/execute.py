@@ -1,4 +1,4 @@
-"""Plan execution (paper §3.1, ``DESIGN.md`` §3): validate -> link anchors -> traverse -> dense rescoring.
+"""Plan execution (paper §3.1, ``docs/design.md``): validate -> link anchors -> traverse -> dense rescoring.
 
 ``PlanExecutor.execute`` is on the serving and reward path, so it never raises: a plan that does not parse
 or validate, an anchor with nothing to bind, a plan that reaches nothing or a failing store all give an
@@ -89,7 +89,8 @@ class PlanExecutor:
         if not len(plans) == len(queries) == len(tables):
             raise ValueError(f"{len(plans)} plans, {len(queries)} queries and {len(tables)} entity tables")
         traces = [self._validate(p, t) for p, t in zip(plans, tables)]
-        texts, slots = [], []  # slots[i] = (anchor texts' rows, relevance row) of plan i
+        texts: list[str] = []
+        slots: list[tuple[list[int], int] | None] = []  # slots[i] = (anchor texts' rows, relevance row) of plan i
         for trace, query, table in zip(traces, queries, tables):
             if trace.plan is None:
                 slots.append(None)
@@ -156,7 +157,9 @@ class PlanExecutor:
         return Ranking.empty()
 
     def _link_traverse_rescore(self, trace: Trace, anchor_vectors: np.ndarray, relevance: np.ndarray) -> Ranking:
-        plan, target_type = trace.plan, trace.plan.target.type
+        plan = trace.plan
+        assert plan is not None  # only validated plans are executed
+        target_type = plan.target.type
         if not plan.hops:
             start = time.perf_counter()
             scores, ids = self.index.search(target_type, "doc", relevance[None], self.cfg.top_k)
@@ -195,7 +198,8 @@ class PlanExecutor:
 
     def _finish(self, trace: Trace, ranking: Ranking) -> Ranking:
         if not len(ranking):
-            trace.error, trace.message = "no_candidates", f"no node of type {trace.plan.target.type!r}"
+            target = trace.plan.target.type if trace.plan is not None else "?"
+            trace.error, trace.message = "no_candidates", f"no node of type {target!r}"
         return ranking
 
     def _link(self, anchor: Anchor, vector: np.ndarray) -> list[Binding]:
@@ -249,4 +253,7 @@ class PlanExecutor:
 
 def _anchor_text(anchor: Anchor, table: EntityTable | None) -> str:
     """The text an anchor links: its own, or its entity row's mention (refs were checked in ``_validate``)."""
-    return anchor.text if anchor.text is not None else table.row(anchor.ref).mention
+    if anchor.text is not None:
+        return anchor.text
+    assert table is not None and anchor.ref is not None  # _validate accepted the ref against this table
+    return table.require_row(anchor.ref).mention

@@ -1,4 +1,4 @@
-"""The plan the planner writes (``DESIGN.md`` §3, "Plan format"), as a pydantic model.
+"""The plan the planner writes (``docs/design.md``, "Plan format"), as a pydantic model.
 
 ```json
 {"target": {"type": "drug"},

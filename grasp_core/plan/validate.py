@@ -1,4 +1,4 @@
-"""Check a plan against the SKB schema and the entity table (paper §3.1 step 1, ``DESIGN.md`` §3).
+"""Check a plan against the SKB schema and the entity table (paper §3.1 step 1, ``docs/design.md``).
 
 :func:`validate_plan` raises :class:`PlanError` with one of these reasons, checked in this order:
 
@@ -47,18 +47,18 @@ def validate_plan(plan: Plan, schema: Schema, entity_table: EntityTable | None =
 
 
 def _anchor_types(plan: Plan, table: EntityTable | None) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for a in plan.anchors:
-        if a.ref is None or (a.type is not None and table is None):
+        if a.type is not None and (a.ref is None or table is None):  # a text anchor always has a type
             out[a.var] = a.type
             continue
-        row = table.row(a.ref) if table is not None else None
+        row = table.row(a.ref) if table is not None and a.ref is not None else None
         if row is None:
             have = table.refs if table is not None else "no entity table was given"
             raise PlanError("unknown_ref", f"anchor {a.var!r} references {a.ref!r}, which is not in the table ({have})")
         if a.type is None and not row.types:
             raise PlanError("unknown_ref", f"entity row {a.ref!r} has no type, so anchor {a.var!r} needs a 'type'")
-        out[a.var] = a.type if a.type is not None else row.types[0]
+        out[a.var] = a.type or row.types[0]
     return out
 
 

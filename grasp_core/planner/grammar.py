@@ -475,7 +475,7 @@ class PlanLogitsProcessor(LogitsProcessor):
         self.states: list[tuple | None] | None = None
         self.failures = 0  # steps where a row had no allowed token (never expected; EOS is forced then)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = input_ids.shape[0]
         if self.states is None:
             self.states = [self.grammars[r // self.n].start for r in range(rows)]

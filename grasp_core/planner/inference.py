@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
+from grasp_core.llm.chat import Message
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
@@ -71,9 +72,13 @@ def plan_queries(
     queries: Sequence[str],
     tables: Sequence[EntityTable],
     cfg: InferenceSettings = InferenceSettings(),
+    prompts: Sequence[list[Message]] | None = None,
 ) -> list[PlanAttempt]:
-    """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed."""
-    prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
+    """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed.
+
+    ``prompts`` replaces the planner's own chats (the LLM teacher adds its guidance to them)."""
+    if prompts is None:
+        prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
     texts = [
         c[0]

@@ -116,9 +116,10 @@ def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_releva
     out_anchors = []
     for a in anchors:
         atype = a.get("type")
-        if atype is None and a.get("ref") is not None and table is not None and table.row(a["ref"]):
-            atype = table.row(a["ref"]).types[0]
-        out = {"var": rename[a["var"]]}
+        row = table.row(a["ref"]) if a.get("ref") is not None and table is not None else None
+        if atype is None and row is not None:
+            atype = row.types[0]
+        out: dict[str, Any] = {"var": rename[a["var"]]}
         if a.get("ref") is not None:
             out["ref"] = a["ref"]
             if atype is not None:

@@ -1,4 +1,4 @@
-"""The planner's reward: the gain its graph ranking brings to the *fused* ranking (``DESIGN.md`` §3).
+"""The planner's reward: the gain its graph ranking brings to the *fused* ranking (``docs/design.md``).
 
 ``reward = U(RRF(T, G)) − U(T)``, where ``U(list)`` reads the reward table at the list's gold-rank
 bucket and the plan's graph-candidate-count bucket. The table holds the average downstream Hit@1 (after

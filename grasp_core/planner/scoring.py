@@ -17,6 +17,7 @@ import pandas as pd
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.metrics import evaluate, per_query
+from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.inference import InferenceSettings, check_plan, plan_queries
 from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
 from grasp_core.ranking import Ranking, fuse
@@ -26,7 +27,7 @@ from grasp_core.skb.schema import Schema
 @dataclass
 class PlannerEnv:
     schema: Schema
-    executor: object  # grasp_core.plan.execute.PlanExecutor
+    executor: PlanExecutor
     queries: dict[int, str]
     tables: dict[int, EntityTable]
     text: dict[int, Ranking]
@@ -63,7 +64,7 @@ class PlanRewarder:
                 out.append(SampleScore(env.reward_cfg.invalid_penalty, False, 0, 0, None))
                 continue
             ranking, trace = executed[i]
-            if trace.error is not None and trace.plan is None:  # failed validation inside the executor
+            if trace.plan is None:  # failed validation inside the executor
                 out.append(SampleScore(env.reward_cfg.invalid_penalty, False, 0, 0, None))
                 continue
             reward = plan_reward(env.text[q], ranking, trace.candidates, env.gold[q], env.reward_table, env.reward_cfg)

@@ -1,21 +1,17 @@
-"""Teachers that write plans for training queries (paper §3.2, ``DESIGN.md`` §3 "Teacher").
+"""Teachers that write plans for training queries (paper §3.2, ``docs/design.md`` "Teacher").
 
 :class:`ProgrammaticTeacher` is the offline teacher: it enumerates metapath plans from the query's entity
 table and the schema (1–3 hops, one or two anchors, name or doc match mode; relevance text = the query minus
 the anchor mentions), executes them all, and keeps the one whose graph ranking places a gold answer highest
 (ties: fewer anchors, then fewer hops, then fewer candidates). It reads the gold answers, so on evaluation
-splits it is an oracle-guided upper bound, not a fair baseline.
-
-:class:`LLMTeacher` asks an OpenAI-compatible endpoint (e.g. a vLLM server) with a dataset-specific prompt
-(``grasp_core/prompts/teacher_<dataset>.txt`` when present, else the generic ``teacher_generic.txt``), then
-executes its plan the same way.
+splits it is an oracle-guided upper bound, not a fair baseline. The LLM teacher is
+:class:`grasp_core.planner.llm_teacher.LLMTeacher`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.resources import files
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.relevance import relevance_text
@@ -84,7 +80,7 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
     rename = {"a1": "a2", **{f"x{i}": f"x{i + n_inter}" for i in range(1, 4)}}
     for h in plan_b["hops"]:
         hops_b.append({**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])})
-    mentions = [table.row(ra).mention, table.row(rb).mention]
+    mentions = [table.require_row(ra).mention, table.require_row(rb).mention]
     return {
         "target": plan_a["target"],
         "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],
@@ -95,12 +91,6 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
 
 def zero_hop_plan(query: str, target_type: str) -> dict:
     return {"target": {"type": target_type}, "anchors": [], "hops": [], "relevance_text": query}
-
-
-def _teacher_prompt(dataset: str) -> str:
-    prompts = files("grasp_core.prompts")
-    specific = prompts.joinpath(f"teacher_{dataset}.txt")
-    return (specific if specific.is_file() else prompts.joinpath("teacher_generic.txt")).read_text()
 
 
 def _key(plan: dict, ranking, trace, gold: Sequence[int]) -> tuple:

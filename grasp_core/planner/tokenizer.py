@@ -1,6 +1,6 @@
 """The tiny planner's tokenizer: a byte-level BPE trained offline on the SKB's own text.
 
-The ``cpu`` planner is trained from scratch (``DESIGN.md`` §4), so its vocabulary can be fitted to the job:
+The ``cpu`` planner is trained from scratch (``docs/design.md``), so its vocabulary can be fitted to the job:
 BPE merges learnt from the SKB text, rendered prompts and plan JSON make JSON punctuation (``{"``, ``":"``,
 ``","``, ``"},{"``) and the plan keys single tokens, and every node type, relation name and entity-table ref
 (``E1`` … ``E20``) of the schema is added as a whole-word token, so the model emits a schema name in one step

@@ -1,4 +1,4 @@
-"""The text a reranker reads for one candidate node (paper §3.3, ``DESIGN.md`` §3 Reranker).
+"""The text a reranker reads for one candidate node (paper §3.3, ``docs/design.md`` Reranker).
 
 A candidate document is::
 

@@ -1,6 +1,6 @@
 """Pointwise reranker scorers: one relevance logit per (query, candidate document) pair.
 
-Two backends behind one interface (``DESIGN.md`` §4):
+Two backends behind one interface (``docs/design.md``):
 
 * :class:`CausalLMScorer` (``gpu`` profile) — Qwen3-Reranker style: the chat prompt of Qwen3-Reranker
   with our instruction (``grasp_core/prompts/reranker_instruction.txt``), the score is
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -90,7 +90,7 @@ class _PairScorer:
     """What both backends share: batching, train/eval modes, and the trainable state."""
 
     model: torch.nn.Module
-    tokenizer: object
+    tokenizer: Any
     max_length: int
     batch_size: int
     device: torch.device

@@ -169,7 +169,7 @@ def _latest_checkpoint(out_dir: Path) -> Path | None:
 
 def _save_checkpoint(out_dir, step, scorer, optimizer, scheduler, plan, history) -> None:
     """Write checkpoint ``step`` atomically, then drop every checkpoint that is neither it nor the best."""
-    rng = {"torch": torch.get_rng_state()}
+    rng: dict[str, object] = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
     with atomic_dir(_checkpoint_dir(out_dir, step)) as tmp:

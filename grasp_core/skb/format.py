@@ -1,4 +1,4 @@
-"""The on-disk SKB (``DESIGN.md`` §2): ``schema.json``, ``nodes.parquet``, ``edges.parquet``, ``queries.parquet``.
+"""The on-disk SKB (``docs/design.md``): ``schema.json``, ``nodes.parquet``, ``edges.parquet``, ``queries.parquet``.
 
 ``SKB`` is the in-memory form every loader produces and every consumer reads. ``write_skb`` writes the
 four files into a temporary directory that is renamed into place; ``read_skb`` validates everything
@@ -72,7 +72,7 @@ class SKB:
         return {f: row[f] for f in self.schema.node_types[row["type"]] if isinstance(row[f], str) and row[f]}
 
     def document(self, node_id: int) -> str:
-        """Document text = type + name + text fields (``DESIGN.md`` §3, Embeddings)."""
+        """Document text = type + name + text fields (``docs/design.md``, Embeddings)."""
         row = self.nodes.iloc[node_id]
         parts = [f"{row['type']}: {row['name']}"]
         parts += [f"{f}: {v}" for f, v in self.text_fields_of(node_id).items()]
@@ -179,7 +179,7 @@ def _read_parquet(file: Path, required: tuple[str, ...]) -> pd.DataFrame:
 
 
 def validate(skb: SKB, where: str | Path = "<memory>", queries_file: str | Path | None = None) -> None:
-    """Check every contract of ``DESIGN.md`` §2; raise :class:`SKBFormatError` at the first violation.
+    """Check every contract of ``docs/design.md``; raise :class:`SKBFormatError` at the first violation.
 
     Messages name ``<where>/nodes.parquet`` etc.; ``queries_file`` when the queries were read from elsewhere.
     """

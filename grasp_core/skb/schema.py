@@ -1,4 +1,4 @@
-"""The SKB schema: node types with their text fields, and typed relations (``DESIGN.md`` §2)."""
+"""The SKB schema: node types with their text fields, and typed relations (``docs/design.md``)."""
 
 from __future__ import annotations
 

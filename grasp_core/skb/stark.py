@@ -211,7 +211,7 @@ def _load_tensor(file: Path, ndim: int) -> np.ndarray:
 def _type_dicts(name: str, folder: Path) -> tuple[dict, dict]:
     if name == "mag" and not all((folder / f).is_file() for f in _TYPE_DICT_FILES):
         return _MAG_TYPE_DICTS
-    return tuple(_load_pickle(folder / f) for f in _TYPE_DICT_FILES)  # type: ignore[return-value]
+    return tuple(_load_pickle(folder / f) for f in _TYPE_DICT_FILES)
 
 
 def _lookup(mapping: dict, code: Any, file: Path, what: str) -> str:

@@ -1,4 +1,4 @@
-"""Synthetic SKBs with the exact STaRK schemas (``DESIGN.md`` §2): ``synth-amazon``, ``synth-mag``, ``synth-prime``.
+"""Synthetic SKBs with the exact STaRK schemas (``docs/design.md``): ``synth-amazon``, ``synth-mag``, ``synth-prime``.
 
 ``build_synth_skb(kind, scale, seed)`` returns an :class:`SKB` (no queries; ``querygen.py`` adds them).
 
@@ -522,7 +522,8 @@ def _amazon_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec:
         return [_syllable_name(r, (2, 3)) + r.choice(W.AMAZON_BRAND_SUFFIXES) for _ in range(n)], {}
     brand_of = graph.first_neighbour("has_brand")[ids]
     color_of = graph.first_neighbour("has_color")[ids]
-    names, f = [], {k: [] for k in spec.node_types[t]}
+    names: list[str] = []
+    f: dict[str, list[str | None]] = {k: [] for k in spec.node_types[t]}
     all_nouns = [noun for nouns, _ in W.AMAZON_DOMAINS.values() for noun in nouns]
     for k, b, c in zip(topics, brand_of, color_of):
         nouns, uses = W.AMAZON_DOMAINS[domains[k]]
@@ -554,7 +555,8 @@ def _amazon_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec:
 
 def _mag_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: DatasetSpec):
     areas = spec.topics
-    names, f = [], {k: [] for k in spec.node_types[t]}
+    names: list[str] = []
+    f: dict[str, list[str | None]] = {k: [] for k in spec.node_types[t]}
     if t == "paper":
         for k in topics:
             terms, methods = W.MAG_AREAS[areas[k]]

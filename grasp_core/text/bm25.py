@@ -1,4 +1,4 @@
-"""BM25 over node documents with ``bm25s`` (``DESIGN.md`` §3, Text branch).
+"""BM25 over node documents with ``bm25s`` (``docs/design.md``, Text branch).
 
 Tokenization (one function, :func:`tokenize`, shared by documents, queries and mFAR's per-field indexes):
 lower-case, the scikit-learn ``CountVectorizer`` token pattern ``\\b\\w\\w+\\b`` (so one-character tokens

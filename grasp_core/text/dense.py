@@ -1,4 +1,4 @@
-"""Dense retrieval: cosine between the query and every node document (``DESIGN.md`` §3, Text branch).
+"""Dense retrieval: cosine between the query and every node document (``docs/design.md``, Text branch).
 
 Queries are encoded with the same encoder as the document index (no instruction prefix, as the paper
 does for Qwen3-Embedding) and searched in the document index of every node type at once.

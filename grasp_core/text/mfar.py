@@ -206,7 +206,7 @@ class FieldIndex:
             lexical[f] = LexicalIndex.build([texts[f][i] for i in rows], rows, n, cfg.bm25)
             if f not in dense_fields:
                 continue
-            if f in (DOC, NAME):
+            if f in (DOC, NAME) and index is not None:  # checked above: index is given when these are dense
                 vectors = index.vectors(f, np.arange(n))
             else:
                 vectors = np.zeros((n, encoder.dim), np.float32)
@@ -355,6 +355,8 @@ class FieldWeights(torch.nn.Module):
         torch.nn.init.zeros_(self.linear.weight)
         torch.nn.init.zeros_(self.linear.bias)
         self.log_temperature = torch.nn.Parameter(torch.zeros(()))
+        self.mean: torch.Tensor
+        self.std: torch.Tensor
         self.register_buffer("mean", torch.zeros(num_scorers))
         self.register_buffer("std", torch.ones(num_scorers))
 
@@ -454,7 +456,7 @@ class MFARRetriever:
             raise CorruptArtifactError(f"{path / 'weights.pt'}: unreadable mFAR weights ({exc}); retrain") from exc
         if cfg.finetune_encoder:
             pooling = encoder.identity.split("pooling=")[1].split("|")[0]
-            encoder = load_encoder(EncoderConfig(model_path=str(path / "query_encoder"), pooling=pooling))
+            encoder = load_encoder(EncoderConfig(model_path=str(path / "query_encoder"), pooling=pooling))  # type: ignore[arg-type]  # read back from the identity it wrote
         return cls(fields, model, encoder, cfg)
 
 
@@ -536,10 +538,11 @@ def train_mfar(
         model.eval()
         return _mrr(val_pools, retriever.score_pools(val_vecs, val_pools), val_gold)
 
-    history = [{"epoch": 0, "train_loss": None, "val_mrr": evaluate()}]
+    best = evaluate()
+    history: list[dict] = [{"epoch": 0, "train_loss": None, "val_mrr": best}]
     if progress:
         progress(history[-1])
-    best, best_state, since_best = history[0]["val_mrr"], copy.deepcopy(model.state_dict()), 0
+    best_state, since_best = copy.deepcopy(model.state_dict()), 0
     params = [{"params": model.parameters(), "lr": cfg.lr, "weight_decay": cfg.weight_decay}]
     if cfg.finetune_encoder:
         encoder = copy.deepcopy(encoder)  # load_encoder's cached instance stays untouched
@@ -572,11 +575,12 @@ def train_mfar(
             losses.append(loss.item())
         if cfg.finetune_encoder:  # candidate pools depend on the query vectors
             val_vecs, val_pools = retriever.pools(val["query"].tolist())
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_mrr": evaluate()})
+        val_mrr = evaluate()
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_mrr": val_mrr})
         if progress:
             progress(history[-1])
-        if history[-1]["val_mrr"] > best:
-            best, best_state, since_best = history[-1]["val_mrr"], copy.deepcopy(model.state_dict()), 0
+        if val_mrr > best:
+            best, best_state, since_best = val_mrr, copy.deepcopy(model.state_dict()), 0
             best_encoder = copy.deepcopy(encoder.model.state_dict()) if cfg.finetune_encoder else None
         else:
             since_best += 1

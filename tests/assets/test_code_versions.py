@@ -1,0 +1,85 @@
+"""Code versions come from what changes an artifact: change one profile setting and Dagster reports exactly the
+materialized assets that read it as stale (real materializations, real instance, Dagster's own staleness)."""
+
+import dataclasses
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._utils.test.data_versions import get_stale_status_resolver
+
+from grasp_assets.definitions import build_definitions
+from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
+from grasp_assets.versions import CONFIG_SECTIONS, code_version
+
+DATASET = "synth-prime"
+BUILT = [SKB, QUERIES, GRAPH_STORE]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("versions")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("dataset", [DATASET])
+    settings = GraspSettings(profile="cpu", artifacts_root=str(tmp / "artifacts"), scale="tiny", n_queries=60)
+    mlflow = MLflowTracking(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}", experiment="test")
+    profile = settings.get_profile()
+    result = dg.materialize(
+        list(build_definitions(profile).assets),
+        selection=BUILT,
+        partition_key=DATASET,
+        instance=instance,
+        resources={"settings": settings, "mlflow": mlflow},
+    )
+    assert result.success
+    return instance, profile
+
+
+def stale(instance, profile) -> set[str]:
+    """The assets Dagster reports stale for ``profile``'s definitions (``MISSING`` ones are not built)."""
+    defs = build_definitions(profile)
+    resolver = get_stale_status_resolver(instance, list(defs.assets))
+    status = {
+        k.to_user_string(): resolver.get_status(k, DATASET) for k in defs.resolve_asset_graph().get_all_asset_keys()
+    }
+    assert {k for k, s in status.items() if s != StaleStatus.MISSING} == set(BUILT)
+    return {k for k, s in status.items() if s == StaleStatus.STALE}
+
+
+def test_unchanged_profile_leaves_everything_fresh(built):
+    assert stale(*built) == set()
+
+
+def test_a_setting_marks_exactly_the_assets_that_read_it_stale(built):
+    instance, profile = built
+    neo = profile.replace(graph_store=dataclasses.replace(profile.graph_store, batch_size=5_000))
+    assert stale(instance, neo) == {GRAPH_STORE}
+    reseeded = profile.replace(dataset=dataclasses.replace(profile.dataset, seed=1))
+    assert stale(instance, reseeded) == {SKB, QUERIES}
+    assert stale(instance, profile.replace(encoder=dataclasses.replace(profile.encoder, batch_size=8))) == set()
+
+
+def test_every_asset_states_what_it_reads_and_versions_follow_it():
+    from grasp_core.profiles import get_profile
+
+    defs = build_definitions(get_profile("cpu"))
+    assets = {a.key.to_user_string(): a for a in defs.assets}
+    assert set(CONFIG_SECTIONS) == set(assets)
+    cpu, gpu = get_profile("cpu"), get_profile("gpu")
+    # the encoder differs between profiles: node embeddings change version, the graph store does not
+    assert code_version(assets["node_embeddings"], cpu) != code_version(assets["node_embeddings"], gpu)
+    assert code_version(assets["graph_store"], cpu) == code_version(assets["graph_store"], gpu)
+
+
+def test_a_step_reads_only_what_its_asset_declares(tmp_path):
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.errors import GraspError
+
+    art = Artifacts("hpo", tmp_path, readable=frozenset({SKB}))
+    with pytest.raises(
+        GraspError, match="reads 'queries', which its asset does not declare: add it to the asset's deps"
+    ):
+        art.require(QUERIES)
+    with pytest.raises(GraspError, match="has not been built yet"):  # declared: the usual missing-artifact error
+        art.require(SKB)
