@@ -94,15 +94,10 @@ def _retriever(args: argparse.Namespace):
         args.dataset,
         args.root,
         args.profile,
-<<<<<<< HEAD
-        branches=args.branches,
-        rerank=not args.no_rerank,
-        parallel_branches=args.parallel_branches,
-=======
         extractor=args.extractor,
         branches=args.branches,
         rerank=not args.no_rerank,
->>>>>>> main
+        parallel_branches=args.parallel_branches,
     )
 
 
@@ -178,16 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--branches", choices=("text", "graph", "both"), default="both", help="which branches to run")
         p.add_argument("--no-rerank", action="store_true", help="skip the reranker")
         p.add_argument(
-<<<<<<< HEAD
-            "--parallel-branches",
-            action="store_true",
-            help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
-=======
             "--extractor",
             choices=EXTRACTORS,
             default=None,
             help="entity extractor (default: the profile's); llm asks $GRASP_EXTRACTOR_URL",
->>>>>>> main
+        )
+        p.add_argument(
+            "--parallel-branches",
+            action="store_true",
+            help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
         )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
