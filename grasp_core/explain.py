@@ -11,6 +11,9 @@ def _rank(value: int | None) -> str:
 
 def format_result(result: Result, show: int = 10) -> str:
     lines = [f"Query: {result.query}", ""]
+    if result.truncated:
+        cuts = "; ".join(f"{model} {note}" for model, note in result.truncated.items())
+        lines += [f"Truncated to fit the models' windows: {cuts}", ""]
     if result.entity_table is not None:
         lines += ["Entity table:", *("  " + line for line in result.entity_table.render().splitlines()), ""]
     if result.plan is not None:
@@ -29,6 +32,9 @@ def format_result(result: Result, show: int = 10) -> str:
         lines.append(
             f"     found by {a.found_by}: text {_rank(a.text_rank)}, graph {_rank(a.graph_rank)}, fused {_rank(a.fused_rank)}{rr}"
         )
+        if a.reranker_contributions:
+            shown = ", ".join(f"{name} {value:+.3f}" for name, value in a.reranker_contributions)
+            lines.append(f"     reranker: {shown}")
         for path in a.paths[:3]:
             lines.append("     path: " + " → ".join(path))
     seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)

@@ -43,7 +43,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.batch import output_record, record_problem
+from grasp_core.batch import output_record, record_query
 from grasp_core.errors import GraspError
 from grasp_core.explain import result_json
 from grasp_core.io import COMPLETE_MARKER
@@ -160,12 +160,16 @@ def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) ->
         if len(records) > max_batch:
             return _error(413, f"{len(records)} records in one request; send at most {max_batch} per request")
         qids = [r.get("qid", n) if isinstance(r, dict) else n for n, r in enumerate(records, 1)]
-        problems = [record_problem(r) for r in records]
-        good = [i for i, p in enumerate(problems) if p is None]
-        futures = dict(zip(good, app.state.worker.submit([records[i]["query"] for i in good], k=100)))
+        questions, problems = {}, {}
+        for i, record in enumerate(records):
+            try:
+                questions[i] = record_query(record, f"record {i + 1}")
+            except GraspError as exc:
+                problems[i] = str(exc)
+        futures = dict(zip(questions, app.state.worker.submit(list(questions.values()), k=100)))
         out = []
         for i, qid in enumerate(qids):
-            if problems[i] is not None:
+            if i in problems:
                 out.append({"qid": qid, "error": problems[i]})
                 continue
             try:

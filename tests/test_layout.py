@@ -10,7 +10,7 @@ import grasp_core
 
 ROOT = Path(grasp_core.__file__).parent
 TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
-TRAINING += ("grasp_core.rerank.train", "trl", "dagster", "grasp_assets")
+TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
 
 
 def test_importing_the_retriever_loads_no_training_module():
