@@ -9,6 +9,7 @@ exponential backoff.
 
 import dagster as dg
 
+from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
 from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, Step, next_step
 from grasp_assets.steps import HEAVY
@@ -85,6 +86,13 @@ def dataset_registry(context: dg.SensorEvaluationContext):
     )
 
 
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
+    """Fails the runs whose worker processes are gone and frees their pool slots (see ``release_dead_runs``)."""
+    released = release_dead_runs(context.instance)
+    return dg.SkipReason(f"released {len(released)} dead run(s): {released}" if released else "no dead run")
+
+
 jobs = [prepare_job, rl_round_job, finish_job]
 schedules = [weekly_retraining]
-sensors = [chain_training_stages, dataset_registry]
+sensors = [chain_training_stages, dataset_registry, release_dead_runs_sensor]

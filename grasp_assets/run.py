@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import dagster as dg
 
+from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.definitions import build_definitions, defs
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
@@ -22,10 +22,10 @@ from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, ROUND
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
+from grasp_core.home import CHECKOUT_HOME
 from grasp_core.io import is_complete
 from grasp_core.planner.rounds import gate_failed, previous_round
-
-PID_TAG = "grasp/pid"  # the process that runs a materialization (dead ones get their runs released)
+from grasp_core.quiet import quiet_libraries
 
 
 def _missing(
@@ -45,30 +45,6 @@ def _missing(
     return dg.AssetSelection.assets(*missing).downstream() & selection
 
 
-def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Mark runs of earlier `grasp pipeline` processes that died mid-run (killed, crashed) as failed and free their
-    pool slots, which Dagster would otherwise hold forever (a later heavy step then waits for the `heavy` pool)."""
-    released = []
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
-        pid = run.tags.get(PID_TAG)
-        if pid is None or _alive(int(pid)):
-            continue
-        instance.report_run_failed(run, f"the grasp pipeline process {pid} that ran it is gone")
-        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-        released.append(run.run_id)
-    return released
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run_pipeline(
     dataset: str,
     profile: str = "cpu",
@@ -79,7 +55,8 @@ def run_pipeline(
     n_queries: int = 0,
 ) -> dict:
     check_dataset(dataset)
-    os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
+    os.environ.setdefault("DAGSTER_HOME", str(CHECKOUT_HOME))
+    quiet_libraries()
     instance = dg.DagsterInstance.get()
     for run_id in release_dead_runs(instance):
         print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")
@@ -121,7 +98,7 @@ def run_pipeline(
             instance=instance,
             resources=resources,
             raise_on_error=False,
-            tags={"grasp/stage": name, PID_TAG: str(os.getpid())},
+            tags={"grasp/stage": name},
         )
         timings[name] = time.perf_counter() - t0
         if not result.success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):

@@ -12,6 +12,8 @@ from grasp_assets.stages import PREVIOUS_ROUND_READS
 from grasp_assets.versions import config_of
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
+from grasp_core.io import withdraw
+from grasp_core.redact import one_line_error, redact
 
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
 RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
@@ -53,15 +55,43 @@ def run_step(
         try:
             result = fn(ws, log_fn) if wants_log else fn(ws)
         except GraspError as exc:  # a user-facing, deterministic error: retrying cannot help
-            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+            raise dg.Failure(description=redact(str(exc)), allow_retries=False) from None
+        except Exception as exc:
+            if redact(str(exc)) != str(exc):  # a credential in the message: it must not reach the event log
+                raise dg.Failure(description=f"{type(exc).__name__}: {redact(str(exc))}") from None
+            raise
         finally:
             ws.close()
+        checks = _checked(context, ws.art.path(step, round_key), result, check_results)
         log_result(run, result)
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
     return dg.MaterializeResult(
         metadata={**to_metadata(result), "mlflow_run_id": dg.MetadataValue.text(run.run_id)},
-        check_results=check_results(result) if check_results else None,
+        check_results=checks,
     )
+
+
+def _checked(
+    context: dg.AssetExecutionContext, path, result: dict, check_results: Callable[[dict], list] | None
+) -> list[dg.AssetCheckResult] | None:
+    """The step's check results; when a check cannot run or an integrity (non-blocking) check fails, the artifact
+    is marked incomplete again, so no later run trusts it, and the step fails without retries (rerunning the
+    same input gives the same result). A failed blocking check is a gate (the planner's): its artifact stays."""
+    if check_results is None:
+        return None
+    try:
+        checks = check_results(result)
+    except Exception as exc:
+        withdraw(path)
+        raise dg.Failure(description=f"checks of {path} failed: {one_line_error(exc)}", allow_retries=False) from None
+    gates = {spec.name for spec in context.assets_def.check_specs if spec.blocking}
+    failed = [c.check_name for c in checks if not c.passed and c.check_name not in gates]
+    if failed:
+        withdraw(path)
+        raise dg.Failure(
+            description=f"{path} failed its checks {failed} and was marked incomplete", allow_retries=False
+        )
+    return checks
 
 
 def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:

@@ -1,24 +1,23 @@
 """Where a dataset's artifacts live on disk, the same for Dagster assets and plain Python use.
 
-``<root>/<dataset>/<artifact>[/<round>]``; the default root is ``$GRASP_HOME`` or
-``dagster_home/artifacts`` in the checkout. Every artifact directory is written with
+``<root>/<dataset>/<artifact>[/<round>]``; the default root is ``$GRASP_HOME``, else ``artifacts/`` in
+:func:`grasp_core.home.grasp_home` (``$DAGSTER_HOME`` or the checkout's ``dagster_home``). Every artifact directory is written with
 :func:`grasp_core.io.atomic_dir`, so a directory without its completion marker is never trusted.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grasp_core.errors import GraspError, MissingArtifactError
+from grasp_core.home import grasp_home
 from grasp_core.io import is_complete
-
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "dagster_home" / "artifacts"
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("GRASP_HOME", DEFAULT_ROOT))
+    return Path(os.environ["GRASP_HOME"]) if os.environ.get("GRASP_HOME") else grasp_home() / "artifacts"
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Artifacts:
     running step declared it reads, so an undeclared read fails instead of silently depending on it."""
 
     dataset: str
-    root: Path = DEFAULT_ROOT
+    root: Path = field(default_factory=default_root)
     readable: frozenset[str] | None = None
 
     @classmethod

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
+from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
 from grasp_core.profiles import PROFILE_NAMES, get_profile
+from grasp_core.textnorm import check_unicode
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 def _data_build(args: argparse.Namespace) -> None:
@@ -74,10 +79,11 @@ def _pipeline(args: argparse.Namespace) -> None:
         n_queries=args.queries or 0,
     )
     total = time.perf_counter() - start
-    from grasp_core.report import dataset_report
+    from grasp_core.report import dataset_report, dataset_results
 
+    steps = importlib.import_module("grasp_assets.run_records").step_seconds(args.dataset)
     print()
-    print(dataset_report(Artifacts.for_dataset(args.dataset, args.root)))
+    print(dataset_report(dataset_results(Artifacts.for_dataset(args.dataset, args.root), steps)))
     print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
     print(
         "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
@@ -97,40 +103,64 @@ def _retriever(args: argparse.Namespace):
         extractor=args.extractor,
         branches=args.branches,
         rerank=not args.no_rerank,
+        parallel_branches=args.parallel_branches,
     )
 
 
 def _query(args: argparse.Namespace) -> None:
     from grasp_core.explain import format_result
+    from grasp_core.textnorm import normalize_text
 
-    if not args.text.strip():
+    text = normalize_text(args.text, "the question argument")
+    if not text:
         raise GraspError("the query is empty: pass the question as the second argument")
-    result = _retriever(args).query(args.text, k=args.k)
+    result = _retriever(args).query(text, k=args.k)
     print(format_result(result))
 
 
 def _retrieve(args: argparse.Namespace) -> None:
-    from grasp_core.batch import retrieve_file
+    from grasp_core.batch import check_batch_args, retrieve_file
 
+    check_batch_args(args.queries, args.out, args.batch_size)  # before the models load
     stats = retrieve_file(_retriever(args), args.queries, args.out, batch_size=args.batch_size)
     print(
         f"answered {stats['answered']} queries -> {args.out}"
+        + (f"; {stats['failed']} failed (error records in the output)" if stats["failed"] else "")
         + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else "")
     )
 
 
-def _report(args: argparse.Namespace) -> None:
-    from grasp_core.report import cross_dataset_report, dataset_report
+def _serve(args: argparse.Namespace) -> None:
+    from grasp_core.serve import serve
 
-    arts = [Artifacts.for_dataset(d, args.root) for d in args.datasets]
-    text = "\n\n".join(dataset_report(a) for a in arts)
-    if len(arts) > 1:
-        text += "\n\n" + cross_dataset_report(arts)
+    serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
+
+
+def _report(args: argparse.Namespace) -> None:
+    import importlib
+
+    from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
+
+    step_seconds = importlib.import_module("grasp_assets.run_records").step_seconds  # Dagster's run records
+    parts, tests = [], []
+    for dataset in args.datasets:
+        results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
+        for path in write_results(results, args.results_dir):
+            print(f"wrote {path}", file=sys.stderr)
+        parts.append(dataset_report(results))
+        tests += [results["test"]] if "test" in results else []
+    text = "\n\n".join(parts)
+    if len(args.datasets) > 1:
+        text += "\n\n" + cross_dataset_report(tests)
     if args.out:
         from grasp_core.io import atomic_file
 
         with atomic_file(args.out) as handle:
             handle.write(text + "\n")
+    if args.readme:
+        from grasp_core.report import replace_readme_block
+
+        replace_readme_block(args.readme, text)
     print(text)
 
 
@@ -171,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="entity extractor (default: the profile's); llm asks $GRASP_EXTRACTOR_URL",
         )
+        p.add_argument(
+            "--parallel-branches",
+            action="store_true",
+            help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
+        )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)
@@ -182,27 +217,54 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval_flags(retrieve)
     retrieve.add_argument("--queries", required=True, help='input JSONL, one {"qid", "query"} per line')
     retrieve.add_argument("--out", required=True, help='output JSONL, one {"qid", "ranking"} per line')
-    retrieve.add_argument("--batch-size", type=int, default=32)
+    retrieve.add_argument("--batch-size", type=int, default=32, help="queries answered together (at least 1)")
     retrieve.set_defaults(func=_retrieve)
+
+    serve = sub.add_parser(
+        "serve", help="HTTP API on loaded artifacts: POST /retrieve (batch), POST /query (explained), GET /health"
+    )
+    retrieval_flags(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
+    serve.set_defaults(func=_serve)
 
     report = sub.add_parser(
         "report",
-        help="print datasets' results tables (from their evaluation assets); with "
-        "several datasets also the ablations across them (Stouffer)",
+        help="write datasets' results documents (JSON, from their evaluation assets and Dagster's run records) and "
+        "print the tables rendered from them; with several datasets also the settings across them (Stouffer)",
     )
     report.add_argument("datasets", nargs="+")
     report.add_argument("--out", default=None, help="also write the markdown to this file")
+    report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
+    report.add_argument(
+        "--results-dir",
+        default=str(RESULTS_DIR),
+        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written "
+        "(default: the checkout's benchmarks/results)",
+    )
     report.set_defaults(func=_report)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grasp_core.quiet import quiet_libraries
+    from grasp_core.redact import one_line_error
+
     args = build_parser().parse_args(argv)
+    quiet_libraries()
     try:
+        for name, value in vars(args).items():  # paths and names: refuse non-UTF-8 bytes before they reach a library
+            if isinstance(value, str) and name != "text":
+                check_unicode(value, f"argument {name}")
         args.func(args)
     except GraspError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line_error(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug, not bad input: one line, and the traceback only when asked for
+        if os.environ.get("GRASP_DEBUG"):
+            raise
+        print(f"error: {one_line_error(exc)} (unexpected; GRASP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: finished artifacts are kept, the unfinished one was discarded", file=sys.stderr)
         return 130

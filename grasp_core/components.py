@@ -20,6 +20,7 @@ from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
+RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
 EXTRACTORS = ("gazetteer", "llm")
 
 
@@ -44,9 +45,10 @@ class Components:
         """The SKB with its queries, validated against the graph."""
         import pyarrow.parquet as pq
 
-        from grasp_core.skb.format import validate
+        from grasp_core.skb.format import check_built_from, validate
 
         file = self.art.require("queries") / "queries.parquet"
+        check_built_from(self.art.require("skb"), file)
         skb = SKB(self.graph.schema, self.graph.nodes, self.graph.edges, pq.read_table(file).to_pandas())
         validate(skb, where=self.art.require("skb"), queries_file=file)
         return skb
@@ -171,29 +173,58 @@ class Components:
         return TransformersLLM(checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint")
 
     # --------------------------------------------------------------------------------- reranker
+    @property
+    def reranker_kind(self) -> str:
+        """``Profile.reranker_kind``, checked: ``ltr``, ``cross-encoder`` or ``causal-lm``."""
+        if self.profile.reranker_kind not in RERANKER_KINDS:
+            raise GraspError(f"unknown reranker_kind {self.profile.reranker_kind!r}: choose one of {RERANKER_KINDS}")
+        return self.profile.reranker_kind
+
     def reranker_scorer(self):
-        """The reranker model the profile names, untrained (its base weights)."""
+        """The pair reranker model the profile names (cross-encoder or causal LM), untrained (its base weights)."""
         from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
 
-        if self.profile.reranker_backend == "causal-lm":
+        if self.reranker_kind == "causal-lm":
             return CausalLMScorer(self.profile.causal_reranker)
         return CrossEncoderScorer(self.profile.cross_encoder)
 
     def reranker_documents(self):
-        """The reranker's candidate document builder."""
+        """The pair reranker's candidate document builder."""
         from grasp_core.rerank.documents import CandidateDocumentBuilder
 
         return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
 
+    def reranker_features(self):
+        """The ``ltr`` reranker's feature builder (over the graph, the node vectors and the trained mFAR)."""
+        from grasp_core.rerank.features import FeatureBuilder
+
+        return FeatureBuilder(
+            self.graph, self.embeddings.doc, self.text_retriever("mfar"), self.profile.rerank_features
+        )
+
     def reranker(self):
-        """(scorer with trained weights, document builder, (w, k)) from the finished ``reranker`` artifact."""
+        """The trained reranker of the finished ``reranker`` artifact with its ``(w, k)``: an
+        :class:`~grasp_core.rerank.ranker.LTRReranker` or a :class:`~grasp_core.rerank.inference.PairReranker`.
+        An artifact of another kind than the profile asks for is refused."""
+        path = self.art.require("reranker")
+        rrf = read_json(path / RRF_FILE)
+        kind = rrf.get("kind", "cross-encoder")
+        if kind != self.reranker_kind:
+            raise GraspError(
+                f"the reranker artifact at {path} holds a {kind!r} reranker but the profile asks for "
+                f"{self.reranker_kind!r}; rematerialize the reranker asset"
+            )
+        w, k = float(rrf["w"]), float(rrf["k"])
+        if kind == "ltr":
+            from grasp_core.rerank.ranker import LTRReranker
+
+            return LTRReranker.load(path, self.reranker_features(), w, k)
+        from grasp_core.rerank.inference import PairReranker
         from grasp_core.rerank.weights import load_trained_weights
 
-        path = self.art.require("reranker")
         scorer = self.reranker_scorer()
         load_trained_weights(scorer, path)
-        rrf = read_json(path / RRF_FILE)
-        return scorer, self.reranker_documents(), (rrf["w"], rrf["k"])
+        return PairReranker(scorer, self.reranker_documents(), w, k)
 
     def close(self) -> None:
         if "store" in self.__dict__:

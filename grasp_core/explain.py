@@ -11,6 +11,9 @@ def _rank(value: int | None) -> str:
 
 def format_result(result: Result, show: int = 10) -> str:
     lines = [f"Query: {result.query}", ""]
+    if result.truncated:
+        cuts = "; ".join(f"{model} {note}" for model, note in result.truncated.items())
+        lines += [f"Truncated to fit the models' windows: {cuts}", ""]
     if result.entity_table is not None:
         lines += ["Entity table:", *("  " + line for line in result.entity_table.render().splitlines()), ""]
     if result.plan is not None:
@@ -29,8 +32,40 @@ def format_result(result: Result, show: int = 10) -> str:
         lines.append(
             f"     found by {a.found_by}: text {_rank(a.text_rank)}, graph {_rank(a.graph_rank)}, fused {_rank(a.fused_rank)}{rr}"
         )
+        if a.reranker_contributions:
+            shown = ", ".join(f"{name} {value:+.3f}" for name, value in a.reranker_contributions)
+            lines.append(f"     reranker: {shown}")
         for path in a.paths[:3]:
             lines.append("     path: " + " → ".join(path))
     seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)
     lines += ["", f"Time: {seconds}"]
     return "\n".join(lines)
+
+
+def result_json(result: Result, show: int = 10) -> dict:
+    """The same explanation as :func:`format_result`, as JSON (what ``grasp serve``'s ``/query`` answers)."""
+    answers = [
+        {
+            **a.to_json(),
+            "name": a.name,
+            "type": a.type,
+            "found_by": a.found_by,
+            "text_rank": a.text_rank,
+            "graph_rank": a.graph_rank,
+            "fused_rank": a.fused_rank,
+            "reranker_score": a.reranker_score,
+            "paths": a.paths,
+        }
+        for a in result.answers[:show]
+    ]
+    return {
+        "query": result.query,
+        "answers": answers,
+        "entity_table": result.entity_table.to_json() if result.entity_table is not None else None,
+        "plan": result.plan,
+        "plan_valid": result.plan_valid,
+        "plan_error": result.plan_error,
+        "cypher": result.cypher,
+        "bindings": {v: [{"node_id": i, "name": n, "score": s} for i, n, s in bs] for v, bs in result.bindings.items()},
+        "ms": {k: round(v * 1000, 1) for k, v in result.seconds.items()},
+    }

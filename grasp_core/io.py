@@ -2,14 +2,17 @@
 
 A reader never sees a half-written file or directory: either the old version or the new one.
 A directory artifact is complete only when its ``_COMPLETE`` marker exists; ``is_complete`` is how
-later steps decide whether to trust a directory left by an interrupted run.
+later steps decide whether to trust a directory left by an interrupted run. The ``.<name>.tmp-*`` and
+``.<name>.old-*`` leftovers of a killed write are removed by the next write of the same path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -27,6 +30,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
@@ -42,6 +46,49 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def remove_leftovers(path: str | os.PathLike) -> list[Path]:
+    """Delete the temporary and replaced copies of ``path`` that a killed write left behind; returns them.
+
+    Only call it before writing ``path`` (its writer holds the path: concurrent writers of one artifact
+    are excluded by the orchestrator).
+    """
+    path = Path(path)
+    found = [
+        p
+        for p in path.parent.glob(f".{glob.escape(path.name)}.*-*")
+        if _LEFTOVER.fullmatch(p.name[len(path.name) + 1 :])
+    ]
+    for p in found:
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return found
+
+
+_LEFTOVER = re.compile(r"\.(tmp|old)-[0-9a-f]{8}")
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """``path`` when a file can be written there, else a one-line :class:`GraspError` (checked before any work)."""
+    from grasp_core.errors import GraspError
+
+    path = Path(path)
+    if path.is_dir():
+        raise GraspError(f"{path} is a directory: give a file name for the output")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise GraspError(f"cannot write {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise GraspError(f"cannot write {path}: no write permission in {parent}")
+    return path
+
+
+def withdraw(path: str | os.PathLike) -> None:
+    """Mark a written directory incomplete again (its checks failed): no later step trusts it, the next run
+    rebuilds it."""
+    (Path(path) / COMPLETE_MARKER).unlink(missing_ok=True)
 
 
 def is_complete(path: str | os.PathLike) -> bool:

@@ -14,6 +14,7 @@ field by field below (``# cpu:`` comments).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,18 +35,17 @@ from grasp_core.planner.reward import RewardConfig
 from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import GRPOSettings, RLSettings, SFTSettings, TeacherConfig
 from grasp_core.rerank.documents import DocumentConfig
+from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
 from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
-from grasp_core.rerank.train_config import RerankerTrainConfig
+from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig
 
 
 @dataclass(frozen=True)
 class EvalSettings:
-    max_test_queries: int | None = field(default=None, metadata={"help": "cap on evaluated test queries (None: all)"})
     latency_queries: int = field(default=100, metadata={"help": "queries timed end to end for the latency table"})
-    rerank_k_values: tuple[int, ...] = field(default=(20, 50), metadata={"help": "reranker depths reported"})
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,9 @@ class Profile:
     reward: RewardConfig = field(default_factory=RewardConfig)
     rl: RLSettings = field(default_factory=RLSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
-    reranker_backend: str = "cross-encoder"  # cross-encoder (cpu) | causal-lm (gpu)
+    reranker_kind: str = "ltr"  # ltr (cpu: LightGBM over features) | cross-encoder | causal-lm (gpu: Qwen3-Reranker)
+    ltr: LTRConfig = field(default_factory=LTRConfig)
+    rerank_features: FeatureConfig = field(default_factory=FeatureConfig)
     cross_encoder: CrossEncoderScorerConfig = field(default_factory=CrossEncoderScorerConfig)
     causal_reranker: CausalLMScorerConfig = field(default_factory=CausalLMScorerConfig)
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
@@ -146,8 +148,8 @@ def _cpu() -> Profile:
         # The cross-encoder's scoring head is new, so the base model is not a candidate; each validation
         # (100 queries x K=50) is the reranker step's largest cost (3 min at 256 tokens, measured)
         reranker_train=RerankerTrainConfig(group_size=8, epochs=1, checkpoint_every_epochs=1.0, validate_base=False),
-        # cpu: 100 test queries (the paper: all)
-        eval=EvalSettings(max_test_queries=100, latency_queries=20),
+        # cpu: 20 single queries timed end to end (every test query is scored, as in the paper)
+        eval=EvalSettings(latency_queries=20),
     )
 
 
@@ -167,7 +169,7 @@ def _gpu() -> Profile:
         ),
         mfar=MFARConfig(dense_fields=None),
         planner_model=PlannerModelConfig(model_path=str(models / "Qwen3-1.7B")),
-        reranker_backend="causal-lm",
+        reranker_kind="causal-lm",
         causal_reranker=CausalLMScorerConfig(model_path=str(models / "Qwen3-Reranker-0.6B")),
     )
 
@@ -199,8 +201,9 @@ def _smoke() -> Profile:
             val_queries=8,
         ),
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
-        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, 1000.0), grid_k=(60.0,)),
-        eval=EvalSettings(max_test_queries=12, latency_queries=3, rerank_k_values=(5, 10)),
+        ltr=dataclasses.replace(cpu.ltr, max_rounds=50, early_stopping_rounds=10, min_data_in_leaf=5),
+        rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, math.inf), grid_k=(60.0,)),
+        eval=EvalSettings(latency_queries=3),
     )
 
 

@@ -1,94 +1,102 @@
-"""Results as markdown, read from finished evaluation artifacts (never typed by hand): one dataset's tables, and
-the ablations across datasets with Stouffer-combined McNemar p-values."""
+"""Results read from finished evaluation artifacts (never typed by hand): one dataset's results documents
+(:mod:`grasp_core.eval.results`) per evaluated split, the markdown rendered from them, and the settings across
+datasets with Stouffer-combined McNemar p-values."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.errors import GraspError
+from grasp_core.eval.results import SPLITS, build_results, compared, read_per_query, render_markdown
 from grasp_core.eval.significance import stouffer
-from grasp_core.io import is_complete, read_json
-from grasp_core.pipeline.evaluation import PROGRESSION_COLUMNS
-from grasp_core.pipeline.plots import markdown_table
+from grasp_core.io import atomic_file, is_complete, read_json
 
-METRICS = ["hit@1", "hit@5", "recall@20", "mrr"]
+EVALUATION_ASSETS = ("eval_metrics", "ablations")  # the assets whose per-query rows make up the settings
+README_BEGIN, README_END = "<!-- results:begin (grasp report --readme) -->", "<!-- results:end -->"
 
 
-def dataset_report(art: Artifacts) -> str:
-    parts = [f"## Results: `{art.dataset}`"]
-    eval_dir = art.path("eval_metrics")
-    if is_complete(eval_dir):
-        m = read_json(eval_dir / "metrics.json")
-        parts.append(f"Test set ({m['queries']} queries), served planner: {m['planner']}.\n")
-        parts.append(markdown_table(m["rows"], ["setting", "reranker", *METRICS, "s/query"]))
-        if "human" in m:
-            h = m["human"]
-            rows = [
-                {"setting": "GRASP", "reranker": "no", **h["no-rerank"]},
-                {"setting": "GRASP", "reranker": "yes", **h["rerank"]},
-            ]
-            parts.append(
-                f"\nHuman-written test set ({h['queries']} queries):\n\n"
-                + markdown_table(rows, ["setting", "reranker", *METRICS])
+def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) -> dict[str, dict]:
+    """{split: results document} of every evaluated split; latency and step times go with the test split."""
+    meta = read_json(art.require("eval_metrics") / "metrics.json")
+    latency_dir = art.path("latency")
+    latency = read_json(latency_dir / "latency.json")["stages"] if is_complete(latency_dir) else {}
+    dirs = [art.path(a) for a in EVALUATION_ASSETS if is_complete(art.path(a))]
+    out = {}
+    for split in SPLITS:
+        rows = read_per_query(dirs, split)
+        if len(rows):
+            out[split] = build_results(
+                rows,
+                dataset=art.dataset,
+                profile=meta["profile"],
+                commit=meta["commit"],
+                split=split,
+                latency=latency if split == "test" else None,
+                steps=steps if split == "test" else None,
             )
-    else:
-        parts.append("(eval_metrics not built yet)")
-    text_dir = art.path("text_rankings")
-    if is_complete(text_dir):
-        rows = [r for r in read_json(text_dir / "metrics.json") if r["split"] == "test"]
-        parts.append("\n### Text branch (test)\n\n" + markdown_table(rows, ["retriever", *METRICS]))
-    abl = art.path("ablations")
-    if is_complete(abl):
-        a = read_json(abl / "ablations.json")
-        parts.append(
-            f"\n### Ablations (test, {a['queries']} queries; McNemar on Hit@1 vs GRASP with the same reranker setting)\n\n"
-            + markdown_table(a["rows"], ["setting", "reranker", *METRICS, "p (McNemar)"])
-        )
-        if a.get("progression"):
-            parts.append(
-                "\n### Planner progression (fused Hit@1 without reranker; McNemar against the SFT planner)\n\n"
-                + markdown_table(a["progression"], PROGRESSION_COLUMNS)
-            )
-    lat = art.path("latency")
-    if is_complete(lat):
-        t = read_json(lat / "latency.json")
-        rows = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in t["rows"]]
-        parts.append(
-            f"\n### Latency per query ({t['queries']} single queries)\n\n"
-            + "| stage | mean (s) | p50 (s) | p95 (s) |\n|---|---|---|---|\n"
-            + "\n".join(
-                f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows
-            )
-        )
-    return "\n".join(parts)
+    return out
 
 
-def cross_dataset_report(arts: Sequence[Artifacts]) -> str:
-    """Each ablation's test Hit@1 per dataset (with its McNemar p against GRASP at the same reranker setting) and
-    the p-values combined across datasets by Stouffer's method, signed by the direction of each difference."""
-    tables = {
-        a.dataset: read_json(a.path("ablations") / "ablations.json") for a in arts if is_complete(a.path("ablations"))
-    }
-    if not tables:
-        return "(no dataset has its ablations built yet)"
-    rows: dict[tuple[str, str], dict] = {}
-    for dataset, table in tables.items():
-        full = {r["reranker"]: r["hit@1"] for r in table["rows"] if r["setting"].startswith("GRASP")}
-        for r in table["rows"]:
-            setting = "GRASP" if r["setting"].startswith("GRASP") else r["setting"]
-            row = rows.setdefault(
-                (setting, r["reranker"]), {"setting": setting, "reranker": r["reranker"], "tests": []}
-            )
-            p = r["p (McNemar)"]
-            row[dataset] = f"{r['hit@1']:.1f}" + ("" if p == "—" else f" (p {p})")
-            if p != "—":
-                row["tests"].append((float(p), r["hit@1"] - full[r["reranker"]]))
-    for row in rows.values():
-        tests = row.pop("tests")
-        row["Stouffer p"] = f"{stouffer([p for p, _ in tests], [d for _, d in tests]):.3g}" if tests else "—"
-    names = list(tables)
+def results_path(out_dir: Path, dataset: str, split: str) -> Path:
+    return Path(out_dir) / (f"pipeline_{dataset}.json" if split == "test" else f"pipeline_{dataset}_{split}.json")
+
+
+def write_results(results: Mapping[str, dict], out_dir: Path) -> list[Path]:
+    import json
+
+    paths = []
+    for split, doc in results.items():
+        path = results_path(out_dir, doc["dataset"], split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path) as handle:
+            handle.write(json.dumps(doc, indent=2) + "\n")
+        paths.append(path)
+    return paths
+
+
+def dataset_report(results: Mapping[str, dict]) -> str:
+    return "\n\n".join(render_markdown(doc) for doc in results.values())
+
+
+def cross_dataset_report(docs: Sequence[dict]) -> str:
+    """Each setting's test Hit@1 per dataset with its McNemar p against the setting it is compared with, and the
+    p-values combined across datasets by Stouffer's method, signed by the direction of each difference."""
+    if not docs:
+        return "(no dataset has its evaluation built yet)"
+    names = [d["dataset"] for d in docs]
+    settings = list(dict.fromkeys(s for d in docs for s in d["settings"]))
+    header = ["setting", *names, "Stouffer p"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for setting in settings:
+        cells, tests = [], []
+        for d in docs:
+            if setting not in d["settings"]:
+                cells.append("—")
+                continue
+            hit1 = d["settings"][setting]["hit@1"]
+            pair = compared(d).get(setting)
+            if pair is None:
+                cells.append(f"{hit1:.1f}")
+                continue
+            ref, p = pair
+            cells.append(f"{hit1:.1f} (p {p:.3g})")
+            tests.append((p, hit1 - d["settings"][ref]["hit@1"]))
+        combined = f"{stouffer([p for p, _ in tests], [s for _, s in tests]):.3g}" if tests else "—"
+        lines.append("| " + " | ".join([setting, *cells, combined]) + " |")
     head = (
-        f"## Ablations across datasets (test Hit@1; McNemar p vs GRASP at the same reranker setting; Stouffer "
-        f"across {', '.join(f'`{n}`' for n in names)})\n\n"
+        f"### Settings across datasets (test Hit@1; McNemar p vs `served`, or `served+rerank` vs `served`; "
+        f"Stouffer across {', '.join(f'`{n}`' for n in names)})\n\n"
     )
-    return head + markdown_table(list(rows.values()), ["setting", "reranker", *names, "Stouffer p"])
+    return head + "\n".join(lines)
+
+
+def replace_readme_block(readme: Path, rendered: str) -> None:
+    """Put ``rendered`` between the README's results markers (the README's results are never typed by hand)."""
+    text = Path(readme).read_text()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise GraspError(f"{readme} has no results block: add the lines {README_BEGIN!r} and {README_END!r}")
+    with atomic_file(readme) as handle:
+        handle.write(text[: begin + len(README_BEGIN)] + "\n" + rendered + "\n" + text[end:])

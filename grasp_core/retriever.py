@@ -5,13 +5,16 @@ entity extraction + linking, one planner call per query, plan execution, RRF fus
 (top K, then RRF of the reranker rank and the fused rank). Any subset of components can be used
 (``branches="text"|"graph"|"both"``, ``rerank=False``). Each :class:`Answer` carries its explanation: which
 branch found it and at what rank, the reranker score, and, for graph answers, the plan's paths that reached it;
-each :class:`Result` carries the plan, the Cypher text, the bindings and the per-stage times.
+each :class:`Result` carries the plan, the Cypher text, the bindings and the per-stage times, and ``truncated``:
+which model read only a prefix of a query too long for its window (:mod:`grasp_core.truncation`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,8 +25,12 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.plan.trace import Trace
 from grasp_core.planner.inference import plan_queries
+from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.profiles import get_profile
 from grasp_core.ranking import Ranking, fuse
+from grasp_core.text.mfar import QUERY_MAX_TOKENS
+from grasp_core.textnorm import check_unicode
+from grasp_core.truncation import Cut, cut_to_tokens, planner_cut, reranker_cut
 
 BRANCHES = ("text", "graph", "both")
 STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
@@ -40,6 +47,7 @@ class Answer:
     graph_rank: int | None = None
     fused_rank: int | None = None
     reranker_score: float | None = None
+    reranker_contributions: list[tuple[str, float]] = field(default_factory=list)  # ltr: top features, explain=True
     paths: list[list[str]] = field(default_factory=list)  # node names from an anchor binding to this answer
 
     @property
@@ -62,6 +70,7 @@ class Result:
     cypher: str = ""
     bindings: dict = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    truncated: dict[str, str] = field(default_factory=dict)  # model -> "read 61 of 152 tokens"
 
     @property
     def ranking(self) -> Ranking:
@@ -71,10 +80,22 @@ class Result:
 
 
 class GraspRetriever:
-    def __init__(self, ws: Components, branches: str = "both", rerank: bool = True, planner: str | None = None):
+    def __init__(
+        self,
+        ws: Components,
+        branches: str = "both",
+        rerank: bool = True,
+        planner: str | None = None,
+        parallel_branches: bool = False,
+    ):
         if branches not in BRANCHES:
             raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
         self.ws, self.branches, self.use_rerank = ws, branches, rerank
+        # parallel_branches: the text branch runs in a helper thread while the calling thread runs the graph branch
+        # (as the paper does). Off by default: on the shared 2-core machine it made a warm hpo question slower
+        # (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
+        # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores.
+        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if parallel_branches else None
         ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
         self.text = ws.text_retriever(ws.profile.text_retriever) if branches != "graph" else None
         if branches != "text":
@@ -85,7 +106,7 @@ class GraspRetriever:
             ws.extractor  # noqa: B018
             ws.executor  # noqa: B018
         if rerank:
-            self.scorer, self.builder, (self.w, self.k) = ws.reranker()
+            self.reranker = ws.reranker()
 
     @classmethod
     def from_artifacts(
@@ -105,20 +126,39 @@ class GraspRetriever:
         for i, q in enumerate(queries):
             if not isinstance(q, str) or not q.strip():
                 raise GraspError(f"query {i} is empty: give a non-empty question")
+            check_unicode(q, f"query {i}")
         n = len(queries)
         results = [Result(q, []) for q in queries]
         clock = _Clock(results)
         text = [Ranking.empty()] * n
+        pending = None  # the text branch, when it runs beside the graph branch
         if self.text is not None:
-            with clock("text"):
-                text = self.text.rank(queries, k=100)
+            encoder = getattr(self.text, "encoder", None)
+            if encoder is not None:  # the query encoder truncates by itself; the explanation says so
+                window = encoder.max_tokens(QUERY_MAX_TOKENS) - encoder.tokenizer.num_special_tokens_to_add()
+                _note(results, "text", [cut_to_tokens(q, encoder.tokenizer, window) for q in queries])
+            if self._text_pool is not None:
+                pending = self._text_pool.submit(self._rank_text, queries, clock)
+            else:
+                text = self._rank_text(queries, clock)
         graph = [Ranking.empty()] * n
         traces: list[Trace | None] = [None] * n
         if self.branches != "text":
             with clock("extraction"):
                 tables = self.ws.extractor.extract(queries)
             with clock("planning"):
-                attempts = plan_queries(self.llm, self.ws.skb.schema, queries, tables, self.ws.profile.inference)
+                schema, inference = self.ws.skb.schema, self.ws.profile.inference
+                cuts = [
+                    planner_cut(
+                        self.llm,
+                        lambda q, t=t: build_planner_messages(schema, t, q, inference.compact_prompt),
+                        q,
+                        inference.max_new_tokens,
+                    )
+                    for q, t in zip(queries, tables)
+                ]
+                _note(results, "planner", cuts)
+                attempts = plan_queries(self.llm, schema, [c.text for c in cuts], tables, inference)
             with clock("execution"):
                 executed = self.ws.executor.execute_batch([a.text for a in attempts], queries, tables)
             graph = [r for r, _ in executed]
@@ -134,24 +174,33 @@ class GraspRetriever:
                     tr.cypher,
                     {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()},
                 )
+        if pending is not None:
+            text = pending.result()
         with clock("fusion"):
             fused = [
                 fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
                 for t, g in zip(text, graph)
             ]
         scores: list[dict[int, float]] = [{} for _ in range(n)]
+        contributions: list[dict[int, list]] = [{} for _ in range(n)]
         final = fused
         if self.use_rerank:
-            from grasp_core.rerank.inference import rerank_batch
+            from grasp_core.rerank.features import RerankInput
 
+            tables = [r.entity_table for r in results]
+            inputs = [RerankInput.of(*a) for a in zip(queries, fused, text, graph, traces, tables)]
+            scorer = getattr(self.reranker, "scorer", None)
+            if scorer is not None:  # a pair reranker reads instruction + query + document in one window
+                cuts = [reranker_cut(scorer, q, self.reranker.builder.cfg.max_input_tokens) for q in queries]
+                _note(results, "reranker", cuts)
+                inputs = [dataclasses.replace(x, query=c.text) for x, c in zip(inputs, cuts)]
             with clock("reranking"):
-                reranked = rerank_batch(
-                    fused, queries, self.scorer, self.builder, self.ws.profile.rerank.top_k, self.w, self.k
-                )
+                reranked = self.reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
             final = [r.ranking for r in reranked]
-            scores = [
-                dict(zip(f.node_ids[: len(r.scores)].tolist(), r.scores.tolist())) for f, r in zip(fused, reranked)
-            ]
+            for i, (f, r) in enumerate(zip(fused, reranked)):
+                ids = f.node_ids[: len(r.scores)].tolist()
+                scores[i] = dict(zip(ids, r.scores.tolist()))
+                contributions[i] = dict(zip(ids, r.contributions or []))
         nodes = self.ws.skb.nodes
         for i, res in enumerate(results):
             top = final[i].top(k)
@@ -168,6 +217,7 @@ class GraspRetriever:
                     g_rank.get(node_id),
                     f_rank.get(node_id),
                     scores[i].get(node_id),
+                    contributions[i].get(node_id, []),
                 )
                 res.answers.append(ans)
             trace = traces[i]
@@ -177,6 +227,10 @@ class GraspRetriever:
                         ans.paths = self._paths(trace, ans.node_id)
         return results
 
+    def _rank_text(self, queries: list[str], clock: _Clock) -> list[Ranking]:
+        with clock("text"):
+            return self.text.rank(queries, k=100)
+
     def _paths(self, trace, node_id: int) -> list[list[str]]:
         names = self.ws.skb.nodes["name"]
         found = self.ws.executor.explain_paths(trace.plan, trace, node_id, limit=3)
@@ -184,6 +238,12 @@ class GraspRetriever:
 
     def query(self, text: str, k: int = 10) -> Result:
         return self.retrieve([text], k=k, explain=True)[0]
+
+
+def _note(results: list[Result], model: str, cuts: list[Cut]) -> None:
+    for res, cut in zip(results, cuts):
+        if cut.note:
+            res.truncated[model] = cut.note
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:

@@ -1,8 +1,8 @@
 """MLflow tracking without global state: every training/eval step logs into an explicit run.
 
-The default store is a sqlite database inside ``dagster_home/`` (MLflow's file store is in maintenance
-mode); ``MLFLOW_TRACKING_URI`` points it elsewhere. Artifacts (tables, plots) go next to it in
-``dagster_home/mlartifacts``. Runs of one dataset × round nest under a parent run, so the MLflow UI shows
+The default store is a sqlite database inside :func:`grasp_core.home.grasp_home` (``$DAGSTER_HOME`` or the
+checkout's ``dagster_home``; MLflow's file store is in maintenance mode); ``MLFLOW_TRACKING_URI`` points it
+elsewhere. Artifacts (tables, plots) go next to it in ``mlartifacts/``. Runs of one dataset × round nest under a parent run, so the MLflow UI shows
 them together and configurations compare side by side.
 """
 
@@ -17,11 +17,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_HOME = Path(__file__).resolve().parent.parent / "dagster_home"
+from grasp_core.home import grasp_home
+from grasp_core.redact import MASK, is_secret_key, redact
 
 
 def _default_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{_HOME / 'mlflow.db'}")
+    return os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{grasp_home() / 'mlflow.db'}")
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class TrackingConfig:
     )
     experiment: str = field(default="grasp", metadata={"help": "MLflow experiment every run is logged to"})
     artifact_root: str = field(
-        default_factory=lambda: os.environ.get("GRASP_MLFLOW_ARTIFACTS", str(_HOME / "mlartifacts")),
+        default_factory=lambda: os.environ.get("GRASP_MLFLOW_ARTIFACTS", str(grasp_home() / "mlartifacts")),
         metadata={"help": "where run artifacts (tables, plots) are stored"},
     )
 
@@ -43,8 +44,9 @@ class TrackedRun:
         self.client, self.run_id = client, run_id
 
     def log_params(self, params: Mapping[str, object]) -> None:
+        """Log ``params``; a credential is logged as ``***`` (by key, or inside a value such as a URI)."""
         for k, v in params.items():
-            self.client.log_param(self.run_id, k, str(v)[:6000])
+            self.client.log_param(self.run_id, k, MASK if is_secret_key(k) and v else redact(str(v))[:6000])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         for k, v in metrics.items():
@@ -62,7 +64,7 @@ class TrackedRun:
 
     def set_tags(self, tags: Mapping[str, object]) -> None:
         for k, v in tags.items():
-            self.client.set_tag(self.run_id, k, str(v))
+            self.client.set_tag(self.run_id, k, redact(str(v)))
 
 
 def _metric_key(key: str) -> str:

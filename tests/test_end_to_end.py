@@ -10,7 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import is_complete, read_json
+from grasp_core.io import is_complete
 
 DATASET = "synth-prime"
 
@@ -54,35 +54,75 @@ def test_every_asset_is_built(trained):
     ):
         assert is_complete(art.path(name)), name
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
-    metrics = read_json(art.path("eval_metrics") / "metrics.json")
-    assert {r["reranker"] for r in metrics["rows"]} == {"no", "yes"}
-    assert [r["setting"].rsplit(" ", 1)[-1] for r in metrics["rows"][1:]] == ["K=10", "K=5"]  # deepest first
-    assert all(r["s/query"] > 0 for r in metrics["rows"][1:])  # each depth timed, the shallower one without the cache
-    # every pair the reranker scored is kept for the ablations; the served top K is made of such pairs
-    import pandas as pd
 
-    run = pd.read_parquet(art.path("eval_metrics") / "test_run.parquet")
-    for nodes, scores, served in zip(run["pair_nodes"], run["pair_scores"], run["reranked_ids"]):
-        assert len(nodes) == len(scores) == len(set(nodes)) and set(served[: len(nodes)]) == set(nodes)
-    settings = {r["setting"] for r in read_json(art.path("ablations") / "ablations.json")["rows"]}
-    assert {
-        "text only",
-        "graph only",
-        "no entity table",
-        "no relevance text (whole query)",
-        "SFT only",
-        "teacher (oracle-guided)",
-        "fixed-ratio fusion (AF-Retriever)",
-        "router (HybGRAG)",
-    } <= settings
-    progression = read_json(art.path("ablations") / "ablations.json")["progression"]
-    assert [(r["split"], r["planner"]) for r in progression] == [
-        (split, p)
-        for split in ("val", "test")
-        for p in ("text only", "teacher (oracle-guided)", "SFT", "SFT + RL round 1", "SFT + RL round 2")
-        if p != "SFT + RL round 2" or is_complete(art.path("planner", "2"))
-    ]
-    assert all(0 <= r["fused hit@1"] <= 100 for r in progression)
+
+def test_report_writes_the_results_document_from_the_assets_and_run_records(trained, capsys):
+    tmp, _ = trained
+    from grasp_core.cli import main
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+
+    art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    out = tmp / "results"
+    assert (
+        main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "report", DATASET, "--results-dir", str(out)])
+        == 0
+    )
+    md = capsys.readouterr().out
+    doc = json.loads((out / f"pipeline_{DATASET}.json").read_text())
+    assert doc["split"] == "test" and doc["profile"] == "smoke" and doc["dataset"] == DATASET
+    assert doc["n_queries"] == len(Components(art, get_profile("smoke")).split("test")) > 12  # every test query
+    rounds = ["rl1"] + (["rl2"] if is_complete(art.path("planner", "2")) else [])
+    required = {"text", "graph", "teacher", "sft", *rounds, "served", "served+rerank"}
+    assert required <= set(doc["settings"])
+    assert {"no entity table", "no relevance text", "fixed-ratio fusion", "router", "bm25", "dense", "mfar"} <= set(
+        doc["settings"]
+    )
+    assert all(0 <= v <= 100 for m in doc["settings"].values() for v in m.values())
+    assert doc["settings"]["mfar"] == doc["settings"]["text"]  # the smoke profile's text branch is mFAR
+    assert {"served vs text", "served vs sft", "served+rerank vs served"} <= set(doc["mcnemar"])
+    assert all(0 <= p <= 1 for p in doc["mcnemar"].values())
+    assert {"text", "planning", "reranking", "total"} <= set(doc["latency"])
+    assert {"skb", "teacher_plans", "sft_adapter", "planner/1", "reranker", "eval_metrics", "ablations"} <= set(
+        doc["steps"]
+    )
+    assert all(v > 0 for v in doc["steps"].values())
+    served = doc["settings"]["served"]
+    assert f"| served | {served['hit@1']:.1f} | {served['hit@5']:.1f} |" in md and "| eval_metrics |" in md
+
+
+def test_no_trained_artifact_saw_a_held_out_query(trained):
+    """The inputs of everything trained (the planner's tokenizer, SFT and RFT examples, GRPO's and the reranker's
+    queries) hold training queries only."""
+    tmp, _ = trained
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from grasp_core.components import Components
+    from grasp_core.pipeline.planner import sft_examples, tokenizer_examples
+    from grasp_core.planner.base import base_model_path
+    from grasp_core.profiles import get_profile
+
+    art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    ws = Components(art, get_profile("smoke"))
+    queries = ws.skb.queries
+    train = set(queries.loc[queries["split"] == "train", "qid"].astype(int))
+    train_text = set(queries.loc[queries["split"] == "train", "query"])
+    held_out = set(queries.loc[queries["split"].isin(["val", "test", "test-human"]), "query"]) - train_text
+    assert held_out
+    prompts, plans = tokenizer_examples(ws)
+    sft = sft_examples(ws, AutoTokenizer.from_pretrained(base_model_path(art.require("planner_base"))))
+    texts = prompts + [e["prompt"] for e in sft]
+    assert len(prompts) > 0 and len(sft) > 0
+    assert not [q for q in held_out if any(q in t for t in texts)]
+    for r in ("1", "2"):
+        if is_complete(art.path("rft_samples", r)):
+            assert set(pd.read_parquet(art.path("rft_samples", r) / "samples.parquet")["qid"].astype(int)) <= train
+    negatives = pd.read_parquet(art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    assert set(negatives["qid"].astype(int)) <= train
+    # the test split's teacher plans exist (the oracle-guided setting) but only training ones were taught from
+    teacher = pd.read_parquet(art.require("teacher_plans") / "plans.parquet")
+    assert set(teacher["split"]) == {"train", "test"}
 
 
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):
@@ -118,6 +158,7 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries["query"][0]]) == 0
     out = capsys.readouterr().out
     assert "Plan (" in out and "found by" in out and "Answers:" in out
+    assert "reranker score" in out and "reranker: " in out  # the ltr reranker's three largest contributions
 
     src = tmp / "in.jsonl"
     lines = [json.dumps({"qid": int(q), "query": t}) for q, t in zip(queries["qid"], queries["query"])]
@@ -144,6 +185,215 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     keys = set(nodes["key"])
     assert all(r["ranking"] and all(item["key"] in keys for item in r["ranking"]) for r in rows)
     assert "in.jsonl:3: not JSON" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, capsys):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import pandas as pd
+
+    from grasp_core.cli import main
+
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet").head(2)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "grasp_core.cli", "--profile", "smoke", "--root", root, "serve", DATASET]
+    server = subprocess.Popen([*cmd, "--port", str(port)], env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert server.poll() is None, "grasp serve exited"
+            try:
+                health = httpx.get(f"{url}/health", timeout=2).json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "grasp serve did not come up"
+                time.sleep(0.5)
+        assert health["status"] == "ok" and health["dataset"] == DATASET and health["profile"] == "smoke"
+        assert {"skb", "mfar_model", "graph_store", "reranker", "planner/1"} <= set(health["artifacts"])
+
+        # a batch with bad records: the good ones are answered exactly as one CLI batch of them
+        good = [{"qid": int(q), "query": t} for q, t in zip(queries["qid"], queries["query"])]
+        body = [good[0], {"qid": "e", "query": "   "}, "not a record", {"query": good[1]["query"]}]
+        response = httpx.post(f"{url}/retrieve", json=body, timeout=120)
+        assert response.status_code == 200
+        out = response.json()
+        assert [r["qid"] for r in out] == [good[0]["qid"], "e", 3, 4]
+        assert out[1] == {"qid": "e", "error": "record 2: the query is empty"} and "query" in out[2]["error"]
+        src = tmp_path / "in.jsonl"
+        src.write_text(json.dumps(good[0]) + "\n" + json.dumps({"qid": 4, "query": good[1]["query"]}) + "\n")
+        cli = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--batch-size", "2"]
+        assert main([*cli, "--queries", str(src), "--out", str(tmp_path / "out.jsonl")]) == 0
+        assert [out[0], out[3]] == [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert len(out[0]["ranking"]) == 100
+
+        explained = httpx.post(f"{url}/query", json={"query": good[0]["query"], "k": 3}, timeout=120).json()
+        assert len(explained["answers"]) == 3 and explained["plan"] and explained["entity_table"] is not None
+        assert [a["node_id"] for a in explained["answers"]] == [a["node_id"] for a in out[0]["ranking"][:3]]
+        assert all(a["found_by"] in ("text", "graph", "text+graph") for a in explained["answers"])
+        assert explained["ms"]["text"] > 0 and explained["ms"]["planning"] > 0
+
+        for method, path, content, status, message in [
+            ("POST", "/query", b'{"k": 3}', 400, '"query" must be a non-empty question'),
+            ("POST", "/query", b'{"query": "x", "k": 0}', 400, '"k" (answers returned) must be an integer'),
+            ("POST", "/query", b"{broken", 400, "the body is not JSON"),
+            ("POST", "/retrieve", b'{"qid": 1, "query": "x"}', 400, "the body must be a JSON array"),
+            ("POST", "/retrieve", json.dumps([good[0]] * 33).encode(), 413, "send at most 32 per request"),
+            ("GET", "/retrieve", b"", 405, "Method Not Allowed"),
+            ("GET", "/nothing", b"", 404, "Not Found"),
+        ]:
+            response = httpx.request(method, f"{url}{path}", content=content, timeout=30)
+            error = response.json()["error"]
+            assert response.status_code == status and message in error and "\n" not in error, (path, error)
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    capsys.readouterr()
+
+
+def test_serve_one_failing_question_never_fails_its_batch(trained):
+    from fastapi.testclient import TestClient
+
+    from grasp_core.retriever import GraspRetriever
+    from grasp_core.serve import create_app
+
+    tmp, _ = trained
+    retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke", rerank=False)
+
+    class FailsOnOneQuestion:  # the real retriever, with an internal failure on one question
+        branches, use_rerank = retriever.branches, retriever.use_rerank
+
+        def retrieve(self, queries, **kwargs):
+            if "boom" in queries:
+                raise RuntimeError("boom")
+            return retriever.retrieve(queries, **kwargs)
+
+    with TestClient(create_app(FailsOnOneQuestion(), {"dataset": DATASET})) as client:
+        out = client.post("/retrieve", json=[{"qid": 1, "query": "which drugs?"}, {"qid": 2, "query": "boom"}]).json()
+        assert len(out[0]["ranking"]) == 100
+        assert out[1] == {"qid": 2, "error": "internal error (RuntimeError); see the server log"}
+        response = client.post("/query", json={"query": "boom"})
+        assert response.status_code == 500 and response.json()["error"].startswith("internal error")
+        assert client.get("/health").json() == {"status": "ok", "dataset": DATASET}
+
+
+def test_parallel_branches_give_the_same_answers(trained):
+    import pandas as pd
+
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = tmp / "artifacts"
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")["query"]
+    sequential = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False).retrieve(queries[:4])
+    parallel = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False, parallel_branches=True)
+    for a, b in zip(sequential, parallel.retrieve(queries[:4])):
+        assert [x.to_json() for x in a.answers] == [x.to_json() for x in b.answers] and a.answers
+        assert b.seconds["text"] > 0 and b.plan == a.plan
+
+
+VIGNETTE = (
+    "A 34-year-old woman presents with a three-year history of progressive gait ataxia, dysarthria and "
+    "intermittent diplopia. Her mother and maternal uncle had similar symptoms beginning in their forties. "
+    "Examination shows nystagmus, limb dysmetria, brisk reflexes with extensor plantar responses, reduced "
+    "vibration sense at the ankles and mild cognitive slowing. MRI shows cerebellar and brainstem atrophy. "
+    "Nerve conduction studies reveal an axonal sensory neuropathy. Which genes, proteins, diseases or drugs "
+    "are most relevant to this presentation, and what would you test next to confirm the diagnosis?"
+)
+
+
+def _retrieve(root: str, src, out, *extra) -> int:
+    from grasp_core.cli import main
+
+    argv = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--queries", str(src), "--out", str(out)]
+    return main([*argv, *extra])
+
+
+def test_a_long_vignette_is_truncated_per_model_and_answered_with_its_batch(trained, capsys):
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    import pandas as pd
+
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")
+    src, out = tmp / "vignette.jsonl", tmp / "vignette_out.jsonl"
+    long_case = VIGNETTE + " " + VIGNETTE.replace("34-year-old woman", "her 12-year-old son")  # 1,203 characters
+    lines = [
+        {"qid": 1, "query": queries["query"][0]},
+        {"qid": 2, "query": VIGNETTE},
+        {"qid": 3, "query": long_case},
+        {"qid": 4, "query": queries["query"][1]},
+    ]
+    src.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert len(VIGNETTE) >= 600 and _retrieve(root, src, out, "--batch-size", "4") == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [1, 2, 3, 4] and all(r.get("ranking") for r in rows)
+    assert "truncated" not in rows[0] and "truncated" not in rows[3]
+    # the tiny planner's 1,024-token context holds the prompt of the 600-character case, not of the long one
+    assert "truncated" not in rows[1] and rows[2]["truncated"]["planner"].startswith("read ")
+
+    from grasp_core.cli import main
+
+    assert main(["--profile", "smoke", "--root", root, "query", DATASET, long_case]) == 0
+    assert "Truncated to fit the models' windows: planner read " in capsys.readouterr().out
+
+
+def test_a_batch_with_broken_text_answers_its_good_lines(trained, capsys):
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    src, out = tmp / "surrogate.jsonl", tmp / "surrogate_out.jsonl"
+    src.write_bytes(
+        b'{"qid": 1, "query": "which genes interact with a protein linked to ataxia?"}\n'
+        b'{"qid": 2, "query": "\\ud800 seizures"}\n'
+        b'{"qid": 3, "query": "seiz\xff\xfeures"}\n'
+        b'{"qid": 4, "query": "drugs that target a gene expressed in the retina"}\n'
+    )
+    assert _retrieve(root, src, out) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [1, 4] and all(r["ranking"] for r in rows)
+    err = capsys.readouterr().err
+    assert "surrogate.jsonl:2: lone surrogate \\ud800" in err and "surrogate.jsonl:3: byte 0xff" in err
+
+
+def test_a_query_that_fails_costs_only_its_own_record(trained, monkeypatch):
+    """A failure inside one query's retrieval (here: its text branch) becomes that query's error record."""
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    from grasp_core.text.mfar import MFARRetriever
+
+    rank = MFARRetriever.rank
+
+    def fragile(self, queries, k=100):
+        if any("ataxia" in q for q in queries):
+            raise RuntimeError("text index unreadable (password=hunter2)")
+        return rank(self, queries, k)
+
+    monkeypatch.setattr(MFARRetriever, "rank", fragile)
+    src, out = tmp / "fragile.jsonl", tmp / "fragile_out.jsonl"
+    questions = [
+        {"qid": "a", "query": "retina genes"},
+        {"qid": "b", "query": "ataxia genes"},
+        {"qid": "c", "query": "liver"},
+    ]
+    src.write_text("".join(json.dumps(x) + "\n" for x in questions))
+    assert _retrieve(root, src, out) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == ["a", "b", "c"] and rows[0]["ranking"] and rows[2]["ranking"]
+    assert rows[1] == {"qid": "b", "error": "RuntimeError: text index unreadable (password=***)"}
 
 
 def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monkeypatch):

@@ -10,7 +10,7 @@ import grasp_core
 
 ROOT = Path(grasp_core.__file__).parent
 TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
-TRAINING += ("grasp_core.rerank.train", "trl", "dagster", "grasp_assets")
+TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
 
 
 def test_importing_the_retriever_loads_no_training_module():
@@ -70,3 +70,10 @@ def test_no_import_cycle_between_packages():
     assert "grasp_core.planner" not in graph["grasp_core.llm"]  # llm holds backends only
     assert "grasp_core.pipeline" not in graph["grasp_core.retriever"]
     assert cycles(graph) == []
+
+
+def test_importing_the_server_loads_no_training_module():
+    code = "import sys, json, grasp_core.serve; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert "fastapi" in loaded and [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []

@@ -1,4 +1,4 @@
-"""Evaluation assets: test metrics, ablations with McNemar tests, per-stage latency."""
+"""Evaluation assets: every test query scored per setting (per-query rows, McNemar-ready), per-stage latency."""
 
 import dagster as dg
 
@@ -14,13 +14,14 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="evaluation", retry_
 
 @dg.asset(deps=[RERANKER, dg.AssetDep(PLANNER, partition_mapping=ALL_ROUNDS)], **COMMON)
 def eval_metrics(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
-    """Test Hit@1/Hit@5/R@20/MRR of the full system, with and without the reranker (and the human-written set)."""
+    """Every test query (and the human-written set): the served system with and without the reranker, its graph
+    branch alone and each text retriever, per query."""
     return run_step(context, settings, mlflow, EVAL_METRICS, steps.eval_metrics_step)
 
 
 @dg.asset(deps=[eval_metrics], **COMMON)
 def ablations(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
-    """Every ablation with McNemar p-values against the full system."""
+    """The planners of the progression (SFT, RL rounds), the oracle-guided teacher and every ablation, per query."""
     return run_step(context, settings, mlflow, ABLATIONS, steps.ablations_step)
 
 

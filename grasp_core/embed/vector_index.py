@@ -9,10 +9,9 @@ per-type top-k contains that type's share of the global top-k).
 Speed (``benchmarks/faiss_vs_torch.py``, results in ``benchmarks/results/faiss_vs_torch.json``): faiss-cpu
 1.15.1 only uses BLAS (one matrix product) when a batch has at least
 ``faiss.cvar.distance_compute_blas_threshold`` queries; in this build the default is 128000 (not the 20
-of older releases), so every realistic batch ran the per-query scan. Measured on 2 cores, 384-d, top 100:
-with the threshold at 1, 64 queries against 130k vectors took 61 ms (threshold 20: 122 ms; torch
-matmul+topk: 78 ms) and single queries were no slower (18 ms against 130k, 0.4 ms against 5k; torch
-19.5 / 0.4 ms).
+of older releases), so every realistic batch ran the per-query scan. Measured on 2 shared cores, 384-d, top 100
+(minimum of 30 runs): 64 queries against 130k vectors took 238 ms with the threshold at 1, 1,406 ms at the
+default, 441 ms with torch matmul+topk; single queries against 130k took 47 / 52 / 50 ms.
 So faiss stays the index and ``IndexConfig.blas_threshold`` = 1 is applied (process-wide: faiss has one
 global) whenever an index is built or loaded.
 """
@@ -44,7 +43,7 @@ class IndexConfig:
         default=1,
         metadata={
             "help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
-            "(measured fastest at 1 for 1 and 64 queries; see benchmarks/faiss_vs_torch.py)."
+            "(measured fastest at 1 for batches of 64; see benchmarks/faiss_vs_torch.py)."
         },
     )
 

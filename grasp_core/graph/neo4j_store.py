@@ -5,7 +5,7 @@ node_id, under a uniqueness constraint, which also indexes it) and ``name``; one
 relation. ``load`` first deletes the nodes of this schema's labels (in batches), creates the constraints,
 then writes nodes and edges in ``UNWIND $rows`` batches of ``GraphStoreConfig.batch_size``. The schema is
 kept on a single ``GraspMeta`` node so that ``counts`` works on a reconnected store. Connection settings
-come from the config or the env vars NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD.
+come from the config or the env vars NEO4J_URI / NEO4J_USER; the password only from NEO4J_PASSWORD.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from grasp_core.errors import GraphStoreError
 from grasp_core.graph.store import Dialect, GraphStoreConfig, edge_groups, quote, table_names
+from grasp_core.redact import redact
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
 
@@ -40,7 +41,7 @@ class Neo4jStore:
             self._driver = driver or neo4j.GraphDatabase.driver(uri, auth=(user, password))
             self._driver.verify_connectivity()
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
-            raise GraphStoreError(f"cannot connect to Neo4j at {uri}: {exc}") from exc
+            raise GraphStoreError(redact(f"cannot connect to Neo4j at {uri}: {exc}")) from None
 
     def _session(self):
         return self._driver.session(database=self.cfg.database)

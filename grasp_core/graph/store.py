@@ -38,7 +38,6 @@ class GraphStoreConfig:
     )
     uri: str | None = field(default=None, metadata={"help": "Neo4j Bolt URI; None = env NEO4J_URI."})
     user: str | None = field(default=None, metadata={"help": "Neo4j user; None = env NEO4J_USER (else 'neo4j')."})
-    password: str | None = field(default=None, metadata={"help": "Neo4j password; None = env NEO4J_PASSWORD."})
     database: str | None = field(default=None, metadata={"help": "Neo4j database name; None = the server default."})
     batch_size: int = field(default=20_000, metadata={"help": "Rows per UNWIND batch when loading Neo4j."})
     num_threads: int = field(default=0, metadata={"help": "LadybugDB worker threads; 0 = all cores."})
@@ -52,11 +51,12 @@ class GraphStoreConfig:
     read_only: bool = field(default=False, metadata={"help": "Open an existing LadybugDB store read-only (serving)."})
 
     def neo4j_auth(self) -> tuple[str, str, str]:
-        """(uri, user, password), falling back to NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD."""
+        """(uri, user, password), falling back to NEO4J_URI / NEO4J_USER. The password comes only from the
+        environment (NEO4J_PASSWORD): a secret in a configuration would be logged with it."""
         return (
             self.uri or os.environ.get("NEO4J_URI", ""),
             self.user or os.environ.get("NEO4J_USER", "neo4j"),
-            self.password or os.environ.get("NEO4J_PASSWORD", ""),
+            os.environ.get("NEO4J_PASSWORD", ""),
         )
 
 

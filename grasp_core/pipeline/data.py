@@ -10,7 +10,16 @@ import time
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import DatasetConfig, build_graph, build_queries
-from grasp_core.skb.format import SKB, read_skb, validate, write_queries, write_skb
+from grasp_core.errors import GraspError
+from grasp_core.skb.format import (
+    BUILT_FROM,
+    FINGERPRINT,
+    SKB,
+    read_skb,
+    validate,
+    write_queries,
+    write_skb,
+)
 
 
 def build_skb_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> dict:
@@ -18,9 +27,12 @@ def build_skb_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> dict
     start = time.perf_counter()
     graph = build_graph(dataset, cfg)
     built = time.perf_counter() - start
-    write_skb(SKB(graph.schema, graph.nodes, graph.edges, graph.queries.iloc[0:0]), art.path("skb"))
-    if len(graph.queries):  # sources that ship their queries (STaRK, user SKBs) keep them for the queries step
-        write_queries(graph.queries, art.path("skb") / "source_queries.parquet")
+    # sources that ship their queries (STaRK, user SKBs) keep them for the queries step, in the same directory
+    write_skb(
+        SKB(graph.schema, graph.nodes, graph.edges, graph.queries.iloc[0:0]),
+        art.path("skb"),
+        source_queries=graph.queries if len(graph.queries) else None,
+    )
     return {
         "num_nodes": graph.num_nodes,
         "num_edges": len(graph.edges),
@@ -37,11 +49,15 @@ def build_queries_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> 
     shipped = skb_dir / "source_queries.parquet"
     graph = read_skb(skb_dir, queries_file=shipped) if shipped.exists() else read_skb(skb_dir)
     queries = build_queries(dataset, graph, cfg)
+    if len(queries) == 0:
+        raise GraspError(f"no queries for {dataset!r}: the source ships none and none were synthesized")
     validate(SKB(graph.schema, graph.nodes, graph.edges, queries))
-    from grasp_core.io import atomic_dir
+    from grasp_core.io import atomic_dir, write_json
 
     with atomic_dir(art.path("queries")) as tmp:
         write_queries(queries, tmp / "queries.parquet")
+        if (skb_dir / FINGERPRINT).exists():
+            write_json(tmp / BUILT_FROM, {"skb": (skb_dir / FINGERPRINT).read_text().strip()})
     counts = queries["split"].value_counts().sort_index()
     n_answers = queries["answer_ids"].map(len)
     return {

@@ -1,52 +1,60 @@
-"""Evaluation steps: the full system's test metrics, the ablations with McNemar tests, and per-stage latency.
+"""Evaluation steps: every setting's per-query metrics on every test query, and per-stage latency.
 
-One pass of the served planner over the test queries is cached (``eval_metrics/test_run.parquet``) and the
-ablations recombine it, so each planner runs once per setting. Settings without the reranker are compared
-(McNemar on Hit@1) with the full system without the reranker, reranked ones with the full system.
+Each step scores every query of the ``test`` split (and of ``test-human`` where the dataset has one) and writes,
+per split, one row per (setting, query) (``per_query_<split>.parquet``, see :mod:`grasp_core.eval.results`).
+``eval_metrics`` runs the served planner once per query and stores its plans, graph rankings and execution traces
+(``plans_<split>.parquet``, ``graph_<split>.parquet``); ``ablations`` reuses them and adds the other planners, the teacher and the ablated systems. Nothing here is
+selected: the planner, its checkpoints and the reranker's (w, k) were chosen on validation by earlier steps.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from grasp_core.components import Components
-from grasp_core.eval.significance import mcnemar
+from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.errors import GraspError
+from grasp_core.eval.results import (
+    RERANKED,
+    SERVED,
+    SPLITS,
+    build_results,
+    per_query_file,
+    per_query_rows,
+    render_markdown,
+)
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.metrics import evaluate, per_query_hits
 from grasp_core.pipeline.planner import load_teacher_plans, planner_env
-from grasp_core.pipeline.plots import bar_plot, markdown_table
-from grasp_core.planner.inference import check_plan, plan_queries
+from grasp_core.pipeline.plots import bar_plot
+from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.rounds import ROUNDS
 from grasp_core.ranking import Ranking, fuse
+from grasp_core.text.rankings_io import read_rankings, write_rankings
 
-METRIC_COLUMNS = ["setting", "reranker", "hit@1", "hit@5", "recall@20", "mrr", "p (McNemar)"]
 
+class SplitRun:
+    """Per-setting rankings of every query of one split, computed lazily and shared by all settings."""
 
-class TestRun:
-    """Per-setting rankings of the evaluated queries, computed lazily and shared by all tables."""
-
-    def __init__(self, ws: Components, split: str = "test"):
+    def __init__(self, ws: Components, split: str):
         self.ws, self.split = ws, split
-        q = ws.split(split).head(ws.profile.eval.max_test_queries)
+        q = ws.split(split)
         self.qids = q["qid"].astype(int).tolist()
         self.queries = q["query"].tolist()
         self.env = planner_env(ws)
         self.answers = [self.env.gold[x] for x in self.qids]
         self.tables = [self.env.tables[x] for x in self.qids]
         self.text = [self.env.text[x] for x in self.qids]
-        self._reranker = None
         self.plans: dict[str, list[str]] = {}
-        self.scores: dict[tuple[str, int], float] = {}  # reranker score per (query, node), shared by every setting
+        self.rows: list[pd.DataFrame] = []
 
-    # -- graph branch variants ------------------------------------------------------------------
-    def planner_plans(self, name: str, checkpoint, tables=None) -> list[str]:
-        key = name if tables is None else f"{name}/no-table"
+    def planner_plans(self, key: str, checkpoint, tables=None) -> list[str]:
+        """Plans of the planner at ``checkpoint`` (cached under ``key``; one generation pass per planner)."""
+        key = key if tables is None else f"{key}/no-table"
         if key not in self.plans:
             llm = self.ws.planner_llm(checkpoint)
             attempts = plan_queries(
@@ -64,30 +72,31 @@ class TestRun:
     def fused(self, graph: list[Ranking]) -> list[Ranking]:
         return [fuse(t, g, self.ws.profile.reward) for t, g in zip(self.text, graph)]
 
-    # -- reranker ----------------------------------------------------------------------------------
-    @property
-    def reranker(self):
-        if self._reranker is None:
-            self._reranker = self.ws.reranker()
-        return self._reranker
+    def add(self, setting: str, rankings: list[Ranking]) -> None:
+        self.rows.append(per_query_rows(setting, self.qids, rankings, self.answers, self.ws.skb.num_nodes))
 
-    def rerank(self, rankings: list[Ranking], K: int, cached: bool = True) -> tuple[list[Ranking], float]:
-        """Reranked rankings and the mean seconds per query (pairs already scored are reused unless ``cached`` is
-        off, which is how per-query times are measured)."""
-        from grasp_core.rerank.inference import rerank_batch
+    def write(self, directory: Path) -> pd.DataFrame:
+        rows = pd.concat(self.rows, ignore_index=True)
+        rows.to_parquet(directory / per_query_file(self.split))
+        return rows
 
-        scorer, builder, (w, k) = self.reranker
-        t0 = time.perf_counter()
-        out = rerank_batch(
-            rankings, self.queries[: len(rankings)], scorer, builder, K, w, k, cache=self.scores if cached else None
-        )
-        return [r.ranking for r in out], (time.perf_counter() - t0) / max(1, len(rankings))
 
-    def metrics(self, rankings: list[Ranking]) -> dict:
-        return evaluate(rankings, self.answers, self.ws.skb.num_nodes)
+def splits(ws: Components) -> list[str]:
+    """The evaluated splits this dataset has (``test``, and ``test-human`` where it exists)."""
+    return [s for s in SPLITS if len(ws.split(s))]
 
-    def hits(self, rankings: list[Ranking]) -> np.ndarray:
-        return per_query_hits(rankings, self.answers, self.ws.skb.num_nodes)
+
+def code_commit() -> str:
+    """The checkout's commit (``+dirty`` with uncommitted changes to tracked files), or ``unknown``."""
+    repo = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=repo, capture_output=True).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def _query_as_relevance(plan_text: str, query: str) -> str:
@@ -120,208 +129,126 @@ def fixed_ratio_merge(text: Ranking, graph: Ranking, graph_share: float = 0.5, t
     return Ranking(np.asarray(out, np.int64), np.linspace(1.0, 0.0, len(out), dtype=np.float32))
 
 
-def route(text: Ranking, graph: Ranking, trace, max_candidates: int = 100) -> Ranking:
-    """HybGRAG-style router: one branch per query — the graph ranking when the plan is valid and selective."""
-    if trace.error is None and len(graph) and trace.candidates <= max_candidates:
+def route(text: Ranking, graph: Ranking, error: str | None, candidates: int, max_candidates: int = 100) -> Ranking:
+    """HybGRAG-style router: one branch per query — the graph ranking when the plan is valid and selective
+    (``error`` and ``candidates`` are the plan's execution trace's)."""
+    if error is None and len(graph) and candidates <= max_candidates:
         return graph
     return text
 
 
+def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
+    """Asset metadata of an evaluation step: its test-split table and Hit@1 per setting."""
+    test = rows[rows["qid"].isin(ws.split("test")["qid"].astype(int))]
+    results = build_results(test, dataset=ws.dataset, profile=ws.profile.name, commit=code_commit(), split="test")
+    hit1 = {name: m["hit@1"] for name, m in results["settings"].items()}
+    return {
+        "test_queries": results["n_queries"],
+        f"{step}_md": render_markdown(results),
+        f"{step}_png": bar_plot(hit1, "test Hit@1 by setting", "%"),
+        **{f"{name}.hit@1": v for name, v in hit1.items()},
+        "path": str(ws.art.path(step)),
+    }
+
+
 def eval_metrics_step(ws: Components) -> dict:
-    run = TestRun(ws)
-    name, ckpt = ws.final_planner()
-    plans = run.planner_plans(name, ckpt)
-    graph, traces = run.graph(plans)
-    fused = run.fused(graph)
-    rows, hits = [], {}
-    rows.append({"setting": f"GRASP ({name})", "reranker": "no", **run.metrics(fused)})
-    hits["no-rerank"] = run.hits(fused)
-    served = None
-    # the deepest K is scored first and timed on every query; a shallower K reuses those scores (a pair's score
-    # does not depend on K) and is timed on its own, without the cache, on the latency queries
-    depths = sorted(ws.profile.eval.rerank_k_values, reverse=True)
-    for K in depths:
-        reranked, seconds = run.rerank(fused, K)
-        if K != depths[0]:
-            seconds = run.rerank(fused[: ws.profile.eval.latency_queries], K, cached=False)[1]
-        if K == ws.profile.rerank.top_k:
-            served = reranked
-        rows.append(
-            {
-                "setting": f"GRASP ({name}) K={K}",
-                "reranker": "yes",
-                **run.metrics(reranked),
-                "s/query": round(seconds, 3),
-            }
-        )
-    out = {"split": "test", "queries": len(run.qids), "planner": name, "rows": rows}
-    human = ws.split("test-human")
-    if len(human):
-        hrun = TestRun(ws, "test-human")
-        hplans = hrun.planner_plans(name, ckpt)
-        hfused = hrun.fused(hrun.graph(hplans)[0])
-        out["human"] = {
-            "queries": len(hrun.qids),
-            "no-rerank": hrun.metrics(hfused),
-            "rerank": hrun.metrics(hrun.rerank(hfused, ws.profile.rerank.top_k)[0]),
-        }
-    with atomic_dir(ws.art.path("eval_metrics")) as tmp:
-        write_json(tmp / "metrics.json", out)
-        cached = {"qid": run.qids, "plan": plans}
-        if served is not None:  # the served (reranked) ranking, reused by the ablations instead of reranking again
-            cached["reranked_ids"] = [r.node_ids.tolist() for r in served]
-            cached["reranked_scores"] = [r.scores.tolist() for r in served]
-        # the reranker's score of every pair scored, so the ablations rerank only candidates not seen here
-        pairs: dict[str, tuple[list[int], list[float]]] = {q: ([], []) for q in run.queries}
-        for (query, node), score in run.scores.items():
-            pairs[query][0].append(node)
-            pairs[query][1].append(score)
-        cached["pair_nodes"] = [pairs[q][0] for q in run.queries]
-        cached["pair_scores"] = [pairs[q][1] for q in run.queries]
-        pd.DataFrame(cached).to_parquet(tmp / "test_run.parquet")
-    main = next(r for r in rows if r["reranker"] == "yes" and r["setting"].endswith(f"K={ws.profile.rerank.top_k}"))
-    return {
-        "planner": name,
-        "test_queries": len(run.qids),
-        "hit@1": main["hit@1"],
-        "hit@5": main["hit@5"],
-        "recall@20": main["recall@20"],
-        "mrr": main["mrr"],
-        "metrics_md": markdown_table(rows, ["setting", "reranker", "hit@1", "hit@5", "recall@20", "mrr", "s/query"]),
-        "metrics_png": bar_plot({r["setting"]: r["hit@1"] for r in rows}, "test Hit@1", "%"),
-        "path": str(ws.art.path("eval_metrics")),
-    }
+    """The served system with and without the reranker, its graph branch alone, and every text retriever."""
+    from grasp_core.rerank.features import RerankInput
 
-
-def ablations_step(ws: Components) -> dict:
-    """Every ablation of paper Table 2 (docs/design.md, Evaluation), with McNemar p-values against the full system."""
-    run = TestRun(ws)
-    cached = pd.read_parquet(ws.art.require("eval_metrics") / "test_run.parquet")
     name, ckpt = ws.final_planner()
-    run.plans[name] = cached["plan"].tolist()
-    graph, traces = run.graph(run.plans[name])
-    full = run.fused(graph)
+    reranker = ws.reranker()
     K = ws.profile.rerank.top_k
-    if "pair_nodes" in cached:
-        run.scores.update(
-            ((q, int(n)), float(v))
-            for q, nodes, vals in zip(run.queries, cached["pair_nodes"], cached["pair_scores"])
-            for n, v in zip(nodes, vals)
+    text_rankings = {r: read_rankings(ws.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS}
+    frames, info = [], {}
+    with atomic_dir(ws.art.path("eval_metrics")) as tmp:
+        for split in splits(ws):
+            run = SplitRun(ws, split)
+            plans = run.planner_plans(name, ckpt)
+            graph, traces = run.graph(plans)
+            fused = run.fused(graph)
+            t0 = time.perf_counter()
+            inputs = [
+                RerankInput.of(*a) for a in zip(run.queries, fused, run.text, graph, traces, run.tables, strict=True)
+            ]
+            reranked = reranker.rerank(inputs, K)
+            info[split] = {"queries": len(run.qids), "rerank_s_per_query": (time.perf_counter() - t0) / len(run.qids)}
+            run.add("text", run.text)
+            for retriever, by_qid in text_rankings.items():
+                run.add(retriever, [by_qid[q] for q in run.qids])
+            run.add("graph", graph)
+            run.add(SERVED, fused)
+            run.add(RERANKED, [r.ranking for r in reranked])
+            frames.append(run.write(tmp))
+            # the served planner's plans, graph rankings and traces, reused by the ablations
+            pd.DataFrame(
+                {
+                    "qid": run.qids,
+                    "plan": plans,
+                    "error": [t.error for t in traces],
+                    "candidates": [t.candidates for t in traces],
+                }
+            ).to_parquet(tmp / f"plans_{split}.parquet")
+            write_rankings(tmp / f"graph_{split}.parquet", run.qids, graph)
+        write_json(
+            tmp / "metrics.json",
+            {"planner": name, "profile": ws.profile.name, "commit": code_commit(), "rerank_K": K, "splits": info},
         )
-    if "reranked_ids" in cached:
-        full_rr = [
-            Ranking(np.asarray(i, np.int64), np.asarray(v, np.float32))
-            for i, v in zip(cached["reranked_ids"], cached["reranked_scores"])
-        ]
-    else:
-        full_rr, _ = run.rerank(full, K)
-    ref = {"no": run.hits(full), "yes": run.hits(full_rr)}
-    settings: list[tuple[str, str, list[Ranking]]] = [
-        (f"GRASP ({name})", "no", full),
-        (f"GRASP ({name})", "yes", full_rr),
-    ]
-    settings.append(("text only", "no", run.text))
-    settings.append(("text only", "yes", run.rerank(run.text, K)[0]))
-    settings.append(("graph only", "no", graph))
-    empty = [type(t)() for t in run.tables]
-    no_table_graph = run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0]
-    settings.append(("no entity table", "no", run.fused(no_table_graph)))
-    settings.append(
-        ("no relevance text (whole query)", "no", run.fused(run.graph(run.plans[name], drop_relevance=True)[0]))
-    )
-    sft_plans = run.planner_plans("sft", ws.art.require("sft_adapter"))
-    settings.append(("SFT only", "no", run.fused(run.graph(sft_plans)[0])))
-    from grasp_core.io import is_complete
-
-    if name != "round 1" and is_complete(ws.art.path("planner", "1")):
-        settings.append(
-            (
-                "SFT + RL round 1",
-                "no",
-                run.fused(run.graph(run.planner_plans("round 1", ws.art.path("planner", "1")))[0]),
-            )
-        )
-    teacher = load_teacher_plans(ws).set_index("qid")
-    teacher_plans = [
-        teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids
-    ]
-    settings.append(("teacher (oracle-guided)", "no", run.fused(run.graph(teacher_plans)[0])))
-    settings.append(
-        ("fixed-ratio fusion (AF-Retriever)", "no", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
-    )
-    settings.append(("router (HybGRAG)", "no", [route(t, g, tr) for t, g, tr in zip(run.text, graph, traces)]))
-    progression = planner_progression(ws, {"test": run})
-    rows = []
-    for setting, rr, rankings in settings:
-        m = run.metrics(rankings)
-        is_ref = setting.startswith("GRASP")
-        p = None if is_ref else mcnemar(run.hits(rankings), ref[rr])[1]
-        rows.append({"setting": setting, "reranker": rr, **m, "p (McNemar)": "—" if p is None else f"{p:.3g}"})
-    with atomic_dir(ws.art.path("ablations")) as tmp:
-        write_json(tmp / "ablations.json", {"queries": len(run.qids), "rows": rows, "progression": progression})
-    return {
-        "test_queries": len(run.qids),
-        "ablations_md": markdown_table(rows, METRIC_COLUMNS),
-        "progression_md": markdown_table(progression, PROGRESSION_COLUMNS),
-        "ablations_png": bar_plot(
-            {f"{r['setting']} [{r['reranker']}]": r["hit@1"] for r in rows}, "test Hit@1 by setting", "%"
-        ),
-        **{f"{r['setting']} [{r['reranker']}].hit@1": r["hit@1"] for r in rows},
-        "path": str(ws.art.path("ablations")),
-    }
-
-
-PROGRESSION_COLUMNS = ["split", "planner", "queries", "fused hit@1", "graph hit@1", "valid plans", "p vs SFT (McNemar)"]
+    return {"planner": name, **_summary(ws, pd.concat(frames, ignore_index=True), "eval_metrics")}
 
 
 def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
-    """(label, plan-cache key, checkpoint) of the SFT planner and each written RL round; the keys are the ones
-    eval_metrics and the ablations use, so a planner already run on the test queries is not run again."""
+    """(setting, plan-cache key, checkpoint) of the SFT planner and of each RL round that wrote a planner (its
+    gate passed or not); the keys are :func:`final_planner`'s names, so the served planner's plans are reused."""
     from grasp_core.io import is_complete
 
-    planners = [("SFT", "sft", ws.art.require("sft_adapter"))]
+    planners = [("sft", "sft", ws.art.require("sft_adapter"))]
     return planners + [
-        (f"SFT + RL round {r}", f"round {r}", ws.art.path("planner", r))
-        for r in ROUNDS
-        if is_complete(ws.art.path("planner", r))
+        (f"rl{r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))
     ]
 
 
-def planner_progression(ws: Components, runs: dict[str, TestRun] | None = None) -> list[dict]:
-    """Fused Hit@1 (no reranker) on validation and test for text only, the teacher, SFT and each kept RL round,
-    with McNemar p-values against the SFT planner (issue: the planner's progression)."""
-    runs = dict(runs or {})
-    planners = kept_planners(ws)
+def ablations_step(ws: Components) -> dict:
+    """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
+    Table 2 / DESIGN §3, fused with the text list without the reranker."""
+    name, ckpt = ws.final_planner()
+    eval_dir = ws.art.require("eval_metrics")
     teacher = load_teacher_plans(ws).set_index("qid")
-    rows = []
-    for split in ("val", "test"):
-        run = runs.get(split) or TestRun(ws, split)
-        settings: list[tuple[str, list[Ranking], list[str] | None]] = [("text only", run.text, None)]
-        plans = [teacher.loc[q, "plan"] if q in teacher.index and teacher.loc[q, "plan"] else "{}" for q in run.qids]
-        settings.append(("teacher (oracle-guided)", run.graph(plans)[0], plans))
-        for name, key, path in planners:
-            plans = run.planner_plans(key, path)
-            settings.append((name, run.graph(plans)[0], plans))
-        fused = {name: (graph if name == "text only" else run.fused(graph)) for name, graph, _ in settings}
-        ref = run.hits(fused["SFT"])
-        for name, graph, written in settings:
-            row = {
-                "split": split,
-                "planner": name,
-                "queries": len(run.qids),
-                "fused hit@1": run.metrics(fused[name])["hit@1"],
-                "graph hit@1": None if written is None else run.metrics(graph)["hit@1"],
-                "valid plans": None
-                if written is None
-                else round(100 * float(np.mean([_is_valid(p, ws, t) for p, t in zip(written, run.tables)])), 1),
-            }
-            row["p vs SFT (McNemar)"] = "—" if name == "SFT" else f"{mcnemar(run.hits(fused[name]), ref)[1]:.3g}"
-            rows.append(row)
-    return rows
-
-
-def _is_valid(plan: str, ws: Components, table) -> bool:
-    return check_plan(plan, ws.skb.schema, table) is None
+    frames = []
+    with atomic_dir(ws.art.path("ablations")) as tmp:
+        for split in splits(ws):
+            run = SplitRun(ws, split)
+            served = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
+            run.plans[name] = served["plan"].tolist()
+            by_qid = read_rankings(eval_dir / f"graph_{split}.parquet")
+            graph = [by_qid[q] for q in run.qids]
+            for setting, key, path in kept_planners(ws):
+                planner_graph = graph if key == name else run.graph(run.planner_plans(key, path))[0]
+                run.add(setting, run.fused(planner_graph))
+            if split == "test":  # the teacher taught the test queries only (never test-human)
+                missing = set(run.qids) - set(teacher.index)
+                if missing:
+                    raise GraspError(
+                        f"teacher_plans of {ws.dataset!r} lack {len(missing)} test queries (built by an older version "
+                        "that taught 100): rematerialize teacher_plans and what depends on it"
+                    )
+                plans = [teacher.loc[q, "plan"] if teacher.loc[q, "plan"] else "{}" for q in run.qids]
+                run.add("teacher", run.fused(run.graph(plans)[0]))
+            empty = [type(t)() for t in run.tables]
+            run.add(
+                "no entity table", run.fused(run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0])
+            )
+            run.add("no relevance text", run.fused(run.graph(run.plans[name], drop_relevance=True)[0]))
+            run.add("fixed-ratio fusion", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
+            run.add(
+                "router",
+                [
+                    route(t, g, None if pd.isna(e) else e, int(c))
+                    for t, g, e, c in zip(run.text, graph, served["error"], served["candidates"])
+                ],
+            )
+            frames.append(run.write(tmp))
+    served_rows = pd.read_parquet(eval_dir / per_query_file("test"))  # so that the metadata table has McNemar p
+    return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
 def latency_step(ws: Components) -> dict:
@@ -331,40 +258,24 @@ def latency_step(ws: Components) -> dict:
     retriever = GraspRetriever(ws)
     queries = ws.split("test")["query"].head(ws.profile.eval.latency_queries).tolist()
     retriever.retrieve(queries[:2])  # warm-up (lazy model loading, caches)
-    per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
-    totals = []
+    per_stage: dict[str, list[float]] = {s: [] for s in (*STAGES, "total")}
     for q in queries:
         t0 = time.perf_counter()
         res = retriever.retrieve([q])[0]
-        totals.append(time.perf_counter() - t0)
+        per_stage["total"].append(time.perf_counter() - t0)
         for s in STAGES:
             per_stage[s].append(res.seconds[s])
-    rows: list[dict[str, Any]] = [
-        {
-            "stage": s,
-            "mean (s)": float(np.mean(v)),
-            "p50 (s)": float(np.median(v)),
-            "p95 (s)": float(np.percentile(v, 95)),
-        }
+    stages = {
+        s: {"mean": float(np.mean(v)), "p50": float(np.median(v)), "p95": float(np.percentile(v, 95))}
         for s, v in per_stage.items()
-    ]
-    rows.append(
-        {
-            "stage": "total",
-            "mean (s)": float(np.mean(totals)),
-            "p50 (s)": float(np.median(totals)),
-            "p95 (s)": float(np.percentile(totals, 95)),
-        }
-    )
+    }
     with atomic_dir(ws.art.path("latency")) as tmp:
-        write_json(tmp / "latency.json", {"queries": len(queries), "rows": rows})
-    md = "| stage | mean (s) | p50 (s) | p95 (s) |\n|---|---|---|---|\n" + "\n".join(
-        f"| {r['stage']} | {r['mean (s)']:.3f} | {r['p50 (s)']:.3f} | {r['p95 (s)']:.3f} |" for r in rows
-    )
+        write_json(tmp / "latency.json", {"queries": len(queries), "stages": stages})
     return {
         "queries": len(queries),
-        "total_mean_s": rows[-1]["mean (s)"],
-        "latency_md": md,
-        "latency_png": bar_plot({r["stage"]: r["mean (s)"] for r in rows[:-1]}, "mean latency per stage", "s"),
+        "total_mean_s": stages["total"]["mean"],
+        "latency_png": bar_plot(
+            {s: v["mean"] for s, v in stages.items() if s != "total"}, "mean latency per stage", "s"
+        ),
         "path": str(ws.art.path("latency")),
     }

@@ -100,14 +100,15 @@ def make_teacher(ws: Components):
 
 
 def teacher_plans_step(ws: Components) -> dict:
-    """Teacher plans: training queries in the SFT order until enough usable plans, plus val/test."""
+    """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
+    query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
+    ``test-human`` queries are never taught: no step before the evaluation touches them."""
     profile = ws.profile
     teacher = make_teacher(ws)
     queries = ws.skb.queries.set_index("qid")
     tables = ws.entity_tables
     train_order = [int(q) for q in shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)]
-    eval_cap = profile.eval.max_test_queries
-    eval_qids = [int(q) for s in ("val", "test") for q in ws.split(s)["qid"].head(eval_cap)]
+    eval_qids = [int(q) for q in ws.split("test")["qid"]]
     rows, usable = [], 0
     budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
@@ -168,18 +169,26 @@ def load_teacher_plans(ws: Components) -> pd.DataFrame:
     return pd.read_parquet(ws.art.require("teacher_plans") / "plans.parquet")
 
 
-def planner_base_step(ws: Components) -> dict:
+def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
+    """(prompts, plans) of training queries with a teacher plan, for the offline planner's tokenizer: no
+    validation or test query text reaches a trained artifact."""
     teacher = load_teacher_plans(ws)
     tables = ws.entity_tables
-    queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    train = ws.split("train")
+    queries = dict(zip(train["qid"].astype(int), train["query"]))
     compact = ws.profile.inference.compact_prompt
     with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
-    sample = teacher[teacher["plan"].notna()].head(3000)
+    sample = teacher[teacher["plan"].notna() & teacher["qid"].astype(int).isin(queries)].head(limit)
     prompts, plans = [], []
     for r in sample.itertuples():
         messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
         prompts.append("\n".join(m["content"] for m in messages))
         plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
+    return prompts, plans
+
+
+def planner_base_step(ws: Components) -> dict:
+    prompts, plans = tokenizer_examples(ws)
     return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
 
 

@@ -1,7 +1,16 @@
-"""Pipeline steps of the reranker: hard negatives from the trained planner's fused rankings, then training."""
+"""Pipeline steps of the reranker: training data from the served planner's fused rankings, then training.
+
+``Profile.reranker_kind`` chooses the reranker: ``ltr`` (the ``cpu`` default: LightGBM lambdarank over
+:mod:`grasp_core.rerank.features`), ``cross-encoder`` (MiniLM) or ``causal-lm`` (the ``gpu`` profile's
+Qwen3-Reranker + LoRA). Both steps and :meth:`Components.reranker` (which loads the result) follow it; the
+``reranker`` artifact records its kind in ``rrf.json``, so a model of another kind is refused with a message
+instead of being misread.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import shutil
 import time
 
@@ -10,49 +19,176 @@ import pandas as pd
 
 from grasp_core.components import Components
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
 from grasp_core.planner.scoring import evaluate_planner
+from grasp_core.ranking import Ranking
+from grasp_core.rerank.features import RerankInput
 from grasp_core.rerank.weights import RRF_FILE
 
+LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
 
-def _fused_for(ws: Components, split: str, cap: int | None):
-    """Fused rankings of the served planner on ``split`` (the planner runs once per query)."""
+
+def served_inputs(ws: Components, split: str, cap: int | None = None):
+    """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the
+    planner runs once per query) and gold answers."""
     from grasp_core.pipeline.planner import planner_env
 
     name, ckpt = ws.final_planner()
     env = planner_env(ws)
     qids = ws.split(split)["qid"].astype(int).head(cap).tolist()
     result = evaluate_planner(ws.planner_llm(ckpt), env, qids, ws.profile.inference)
-    return name, qids, result["fused_rankings"], env
+    inputs = [
+        RerankInput.of(env.queries[q], f, env.text[q], g, t, env.tables[q])
+        for q, f, g, t in zip(qids, result["fused_rankings"], result["graph_rankings"], result["traces"])
+    ]
+    return name, qids, inputs, [env.gold[q] for q in qids]
+
+
+def _train_cap(ws: Components) -> int | None:
+    return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
 
 
 def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
-    cap = ws.profile.rl.max_queries
-    planner, qids, fused, env = _fused_for(ws, "train", cap)
-    negs = mine_hard_negatives(qids, fused, [env.gold[q] for q in qids])
+    planner, qids, inputs, gold = served_inputs(ws, "train", _train_cap(ws))
+    negs = mine_hard_negatives(qids, [x.fused for x in inputs], gold)
     with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
         negs.to_parquet(tmp / "hard_negatives.parquet")
+        _inputs_frame(qids, inputs).to_parquet(tmp / LISTS_FILE)
+    K = ws.profile.rerank.top_k
     return {
         "planner": planner,
         "train_queries": len(qids),
         "queries_with_positive": len(negs),
+        "gold_in_top_k_share": round(
+            100.0 * float(np.mean([(x.fused.rank_of(g) or K + 1) <= K for x, g in zip(inputs, gold)])), 1
+        )
+        if inputs
+        else 0.0,
         "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
         "path": str(ws.art.path("reranker_hard_negatives")),
     }
 
 
+def _inputs_frame(qids, inputs: list[RerankInput]) -> pd.DataFrame:
+    """One row per query: its rankings, plan target type and bindings (entity tables live in their own asset)."""
+    return pd.DataFrame(
+        {
+            "qid": qids,
+            **{
+                f"{name}_{part}": [getattr(x, name)[i].tolist() for x in inputs]
+                for name in ("fused", "text", "graph")
+                for i, part in enumerate(("ids", "scores"))
+            },
+            "target_type": [x.target_type for x in inputs],
+            "binding_ids": [[b for b, _ in x.bindings] for x in inputs],
+            "binding_scores": [[s for _, s in x.bindings] for x in inputs],
+        }
+    )
+
+
+def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[RerankInput]]:
+    queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    tables = ws.entity_tables
+    out = []
+    for row in frame.itertuples(index=False):
+        q = int(row.qid)
+        rankings = {
+            name: Ranking(
+                np.asarray(getattr(row, f"{name}_ids"), np.int64),
+                np.asarray(getattr(row, f"{name}_scores"), np.float32),
+            )
+            for name in ("fused", "text", "graph")
+        }
+        base = RerankInput.of(queries[q], rankings["fused"], rankings["text"], rankings["graph"], None, tables[q])
+        bindings = tuple(zip(map(int, row.binding_ids), map(float, row.binding_scores)))
+        out.append(dataclasses.replace(base, target_type=row.target_type, bindings=bindings))
+    return frame["qid"].astype(int).tolist(), out
+
+
 def reranker_step(ws: Components, log_fn=None) -> dict:
+    if ws.reranker_kind == "ltr":
+        return _ltr_step(ws)
+    return _pair_step(ws, log_fn)
+
+
+def _ltr_step(ws: Components) -> dict:
+    from grasp_core.rerank.inference import ValItem, select_rrf_params
+    from grasp_core.rerank.ltr import labels_of, train_ranker
+    from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
+
+    K = ws.profile.rerank.top_k
+    frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
+    train_qids, train_inputs = _inputs_of(ws, frame)
+    _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
+    features = ws.reranker_features()
+    t0 = time.perf_counter()
+    gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
+    train_X = features.build(train_inputs, K)
+    train_y = [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)]
+    val_X = features.build(val_inputs, K)
+    val_y = [labels_of(x.fused.node_ids[:K], g) for x, g in zip(val_inputs, val_gold)]
+    feature_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trained = train_ranker((train_X, train_y), (val_X, val_y), features.names, ws.profile.ltr)
+    train_seconds = time.perf_counter() - t0
+    val_scores = [
+        trained.booster.predict(X, num_iteration=trained.best_round) if len(X) else np.zeros(0) for X in val_X
+    ]
+    items = [ValItem(x.fused, s.astype(np.float32), g) for x, s, g in zip(val_inputs, val_scores, val_gold)]
+    w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
+    with atomic_dir(ws.art.path("reranker")) as tmp:
+        trained.booster.save_model(str(tmp / MODEL_FILE), num_iteration=trained.best_round)
+        write_json(tmp / FEATURES_FILE, {"names": features.names, "importance_gain": trained.importance})
+        write_json(tmp / RRF_FILE, {"kind": "ltr", "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K})
+    hit1 = {
+        "val_hit1_fused": 100.0 * float(np.mean([x.fused.rank_of(g) == 1 for x, g in zip(val_inputs, val_gold)])),
+        "val_hit1_reranker_order": 100.0
+        * float(
+            np.mean(
+                [
+                    Ranking.from_scores(i.fused.node_ids[: len(i.scores)], i.scores).rank_of(i.answers) == 1
+                    for i in items
+                ]
+            )
+        ),
+    }
+    top = dict(list(trained.importance.items())[:15])
+    return {
+        "kind": "ltr",
+        "train_queries": len(train_inputs),
+        "train_groups": trained.train_groups,
+        "val_queries": len(val_inputs),
+        "best_round": trained.best_round,
+        **hit1,
+        "rrf_w": w if math.isfinite(w) else "inf (ranker order)",
+        "rrf_k": k,
+        "feature_seconds": round(feature_seconds, 1),
+        "train_seconds": round(train_seconds, 1),
+        "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),
+        "feature_importance_md": markdown_table(
+            [{"feature": n, "gain": v} for n, v in trained.importance.items()], ["feature", "gain"]
+        ),
+        "feature_importance_png": bar_plot(top, "reranker feature importance (gain, top 15)", "total gain"),
+        "validation_png": line_plot(
+            {"val NDCG@1": (list(range(1, len(trained.val_curve) + 1)), trained.val_curve)},
+            "ltr reranker early stopping",
+            "boosting round",
+            "NDCG@1 (%)",
+        ),
+        "path": str(ws.art.path("reranker")),
+    }
+
+
+def _pair_step(ws: Components, log_fn=None) -> dict:
     from grasp_core.rerank.inference import RerankValidation, ValItem, rerank_batch, select_rrf_params
     from grasp_core.rerank.train import train_reranker
 
     negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
     scorer, builder = ws.reranker_scorer(), ws.reranker_documents()
-    val_cap = ws.profile.grpo.val_queries
-    _, val_qids, val_fused, env = _fused_for(ws, "val", val_cap)
-    val_queries = [env.queries[q] for q in val_qids]
-    val_answers = [env.gold[q] for q in val_qids]
+    _, _, val, val_answers = served_inputs(ws, "val", ws.profile.grpo.val_queries)
+    val_fused, val_queries = [x.fused for x in val], [x.query for x in val]
     K = ws.profile.rerank.top_k
     validation = RerankValidation(val_fused, val_queries, val_answers, builder, K)
     work = ws.art.path("reranker_work")
@@ -76,16 +212,19 @@ def reranker_step(ws: Components, log_fn=None) -> dict:
     w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
     with atomic_dir(ws.art.path("reranker")) as tmp:
         shutil.copytree(result.best_dir, tmp, dirs_exist_ok=True)
-        write_json(tmp / RRF_FILE, {"w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K})
+        write_json(
+            tmp / RRF_FILE, {"kind": ws.reranker_kind, "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K}
+        )
     shutil.rmtree(work, ignore_errors=True)
     losses = [(h["step"], h["val"]) for h in result.history]
     fused_hit1 = 100 * float(np.mean([f.rank_of(a) == 1 for f, a in zip(val_fused, val_answers)]))
     return {
+        "kind": ws.reranker_kind,
         "train_queries": len(negs),
         "best_step": result.best_step,
         "val_hit1_reranker_order": result.best_val,
         "val_hit1_fused": fused_hit1,
-        "rrf_w": w,
+        "rrf_w": w if math.isfinite(w) else "inf (reranker order)",
         "rrf_k": k,
         "train_seconds": round(train_seconds, 1),
         "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),

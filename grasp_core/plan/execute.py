@@ -3,7 +3,8 @@
 ``PlanExecutor.execute`` is on the serving and reward path, so it never raises: a plan that does not parse
 or validate, an anchor with nothing to bind, a plan that reaches nothing or a failing store all give an
 empty :class:`Ranking` and a :class:`Trace` whose ``error`` says why (a :class:`PlanError` reason,
-``no_bindings``, ``no_candidates``, ``store`` or ``internal``).
+``no_bindings``, ``no_candidates``, ``store`` or ``internal``), for any plan text, query and entity table (a
+property-based test holds it to that). A lone surrogate in an anchor or relevance text is read as U+FFFD.
 
 Decisions the paper leaves open:
 - An empty relevance text means the query minus the anchors' texts (:mod:`grasp_core.plan.relevance`).
@@ -25,6 +26,7 @@ Decisions the paper leaves open:
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -92,24 +94,53 @@ class PlanExecutor:
         texts: list[str] = []
         slots: list[tuple[list[int], int] | None] = []  # slots[i] = (anchor texts' rows, relevance row) of plan i
         for trace, query, table in zip(traces, queries, tables):
-            if trace.plan is None:
+            own = self._texts(trace, query, table)
+            if own is None:
                 slots.append(None)
                 continue
-            anchors = [len(texts) + i for i in range(len(trace.plan.anchors))]
-            texts += [_anchor_text(a, table) for a in trace.plan.anchors]
-            texts.append(trace.plan.relevance_text.strip() or relevance_text(query, texts[len(texts) - len(anchors) :]))
-            slots.append((anchors, len(texts) - 1))
+            slots.append(([len(texts) + i for i in range(len(own) - 1)], len(texts) + len(own) - 1))
+            texts += own
         start = time.perf_counter()
-        vectors = self._encode(texts)
+        vectors = self._encode_each(texts, traces, slots)
         share = (time.perf_counter() - start) / max(1, sum(s is not None for s in slots))
         results = []
         for trace, slot in zip(traces, slots):
-            if slot is None:
+            if slot is None or trace.error is not None:
                 results.append((Ranking.empty(), trace))
                 continue
             trace.seconds["link"] += share
             results.append((self._run(trace, vectors[slot[0]], vectors[slot[1]]), trace))
         return results
+
+    def _texts(self, trace: Trace, query: str, table: EntityTable | None) -> list[str] | None:
+        """The plan's anchor texts then its relevance text, as the encoder can read them (a lone surrogate, e.g.
+        from a broken byte in a pasted text, becomes U+FFFD); None for a plan that does not run."""
+        if trace.plan is None:
+            return None
+        try:
+            anchors = [_readable(_anchor_text(a, table)) for a in trace.plan.anchors]
+            return anchors + [_readable(trace.plan.relevance_text.strip() or relevance_text(str(query), anchors))]
+        except Exception as exc:  # never raise on the serving path
+            log.exception("plan texts failed unexpectedly")
+            trace.plan, trace.error, trace.message = None, "internal", repr(exc)
+            return None
+
+    def _encode_each(self, texts: list[str], traces: list[Trace], slots: list) -> np.ndarray:
+        """:meth:`_encode` of the whole batch; if that fails, plan by plan, so only the failing plans fail."""
+        try:
+            return self._encode(texts)
+        except Exception:
+            log.exception("encoding a batch of plan texts failed; encoding plan by plan")
+        vectors = np.zeros((len(texts), self.encoder.dim), np.float32)
+        for trace, slot in zip(traces, slots):
+            if slot is None:
+                continue
+            rows = [*slot[0], slot[1]]
+            try:
+                vectors[rows] = self._encode([texts[i] for i in rows])
+            except Exception as exc:
+                trace.error, trace.message = "internal", repr(exc)
+        return vectors
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts``; each distinct text is encoded once per process (plans of one query share their
@@ -249,6 +280,13 @@ class PlanExecutor:
             )
             out[var] = paths[:limit]
         return out
+
+
+def _readable(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _anchor_text(anchor: Anchor, table: EntityTable | None) -> str:

@@ -111,4 +111,5 @@ def evaluate_planner(llm, env: PlannerEnv, qids: Sequence[int], cfg: InferenceSe
         ),
         "graph_rankings": graph,
         "fused_rankings": fused,
+        "traces": [t for _, t in results],
     }

@@ -13,6 +13,7 @@ embedding (neighbour ordering needs the query vector).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,16 +32,17 @@ class RerankConfig:
     w: float = field(default=1.0, metadata={"help": "RRF weight of the reranker list (the fused list has weight 1)."})
     k: float = field(default=60.0, metadata={"help": "RRF rank offset."})
     grid_w: tuple[float, ...] = field(
-        default=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 1000.0),
-        metadata={"help": "Validation grid for w (1000 ≈ the reranker's order alone)."},
+        default=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, math.inf),
+        metadata={"help": "Validation grid for w (inf = the reranker's order alone)."},
     )
     grid_k: tuple[float, ...] = field(default=(1.0, 5.0, 10.0, 30.0, 60.0), metadata={"help": "Validation grid for k."})
 
 
 class Reranked(NamedTuple):
     ranking: Ranking  # the whole fused list, top K reordered
-    scores: np.ndarray  # f32[min(K, len(fused))]: reranker logits of fused.node_ids[:K], in fused order
+    scores: np.ndarray  # f32[min(K, len(fused))]: reranker scores of fused.node_ids[:K], in fused order
     seconds: float
+    contributions: list[list[tuple[str, float]]] | None = None  # ltr with explain: top features per candidate
 
 
 class ValItem(NamedTuple):
@@ -50,8 +52,16 @@ class ValItem(NamedTuple):
 
 
 def fuse_reranked(fused: Ranking, scores: np.ndarray, w: float, k: float) -> Ranking:
-    """RRF of the reranker's order of the fused top ``len(scores)`` (weight ``w``) and the fused list (weight 1)."""
-    reranked = Ranking.from_scores(fused.node_ids[: len(scores)], scores)
+    """RRF of the reranker's order of the fused top ``len(scores)`` (weight ``w``) and the fused list (weight 1).
+
+    Candidates the reranker scores equally keep their fused order. ``w = inf`` is the limit: the reranker's
+    order of the top block, then the rest of the fused list."""
+    order = np.argsort(-np.asarray(scores, np.float32), kind="stable")
+    reranked = Ranking(fused.node_ids[: len(scores)][order], np.asarray(scores, np.float32)[order])
+    if math.isinf(w):
+        rest = fused.node_ids[len(scores) :]
+        n = len(reranked) + len(rest)
+        return Ranking(np.concatenate([reranked.node_ids, rest]), np.arange(n, 0, -1, dtype=np.float32) / max(1, n))
     return rrf([reranked, fused], weights=[w, 1.0], k=k)
 
 
@@ -86,6 +96,23 @@ def rerank_batch(
             scores = np.asarray([cache[(query, i)] for i in ids], np.float32)
         out.append(Reranked(fuse_reranked(ranking, scores, w, k), scores, shared + time.perf_counter() - t0))
     return out
+
+
+class PairReranker:
+    """A pointwise (query, document) scorer (cross-encoder or causal LM) with its document builder and the
+    ``(w, k)`` picked on validation, behind the interface the ``ltr`` reranker shares (only the query and the
+    fused list of each input are read)."""
+
+    def __init__(self, scorer, builder: CandidateDocumentBuilder, w: float = 1.0, k: float = 60.0):
+        self.scorer, self.builder, self.w, self.k = scorer, builder, w, k
+
+    def rerank(
+        self, inputs, K: int, w: float | None = None, k: float | None = None, explain=False, cache=None
+    ) -> list[Reranked]:
+        w, k = self.w if w is None else w, self.k if k is None else k
+        return rerank_batch(
+            [x.fused for x in inputs], [x.query for x in inputs], self.scorer, self.builder, K, w, k, cache
+        )
 
 
 def rerank(

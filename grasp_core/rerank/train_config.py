@@ -1,5 +1,5 @@
-"""The settings of reranker training (profile section ``reranker_train``), apart from the trainer so that
-reading a profile (as serving does) never loads training code."""
+"""The settings of reranker training (profile sections ``reranker_train`` and ``ltr``), apart from the trainers
+so that reading a profile (as serving does) never loads training code."""
 
 from __future__ import annotations
 
@@ -33,3 +33,26 @@ class RerankerTrainConfig:
         },
     )
     seed: int = field(default=0, metadata={"help": "Seed of data order, group sampling and dropout."})
+
+
+@dataclass(frozen=True)
+class LTRConfig:
+    num_leaves: int = field(default=31, metadata={"help": "Leaves per tree."})
+    learning_rate: float = field(default=0.05, metadata={"help": "Shrinkage per boosting round."})
+    max_rounds: int = field(default=1000, metadata={"help": "Boosting rounds at most (early stopping ends sooner)."})
+    early_stopping_rounds: int = field(
+        default=50, metadata={"help": "Stop after this many rounds without a better validation NDCG@1."}
+    )
+    min_data_in_leaf: int = field(default=20, metadata={"help": "Candidates per leaf at least."})
+    feature_fraction: float = field(default=0.8, metadata={"help": "Share of features each tree sees."})
+    bagging_fraction: float = field(default=0.8, metadata={"help": "Share of candidates each tree sees."})
+    lambda_l2: float = field(default=1.0, metadata={"help": "L2 regularization of leaf values."})
+    seed: int = field(default=0, metadata={"help": "Seed of bagging and feature sampling."})
+    num_threads: int = field(default=2, metadata={"help": "LightGBM threads."})
+    train_queries: int | None = field(
+        default=None, metadata={"help": "Training queries whose fused lists are mined (None: every train query)."}
+    )
+    val_queries: int | None = field(
+        default=None,
+        metadata={"help": "Validation queries for early stopping and the (w, k) grid (None: every val query)."},
+    )

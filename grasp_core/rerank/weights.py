@@ -11,7 +11,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import is_complete
 
 WEIGHTS = "weights.safetensors"
-RRF_FILE = "rrf.json"  # in the reranker artifact: {"w", "k", "grid", "K"} of the final RRF with the fused rank
+RRF_FILE = "rrf.json"  # in the reranker artifact: {"kind", "w", "k", "grid", "K"}: its kind and the final RRF
 
 
 def load_trained_weights(scorer, path: str | Path) -> None:

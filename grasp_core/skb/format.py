@@ -7,6 +7,8 @@ and raises :class:`SKBFormatError` naming the file, the row and the problem.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,11 +18,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from grasp_core.errors import SKBFormatError
+from grasp_core.errors import GraspError, SKBFormatError
 from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
+from grasp_core.textnorm import check_unicode
 
 SPLITS = ("train", "val", "test", "test-human")
+FINGERPRINT = "fingerprint.txt"  # in an SKB directory: the content hash of its graph files
+BUILT_FROM = "built_from.json"  # in a queries directory: {"skb": the fingerprint of the SKB it was built from}
 HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
 QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
 # Columns of queries.parquet that only analysis may read (never a retriever or the planner).
@@ -87,9 +92,15 @@ def empty_queries() -> pd.DataFrame:
     return pd.DataFrame({c: [] for c in QUERY_COLUMNS})
 
 
-def write_skb(skb: SKB, path: str | Path) -> Path:
-    """Validate and write ``skb`` to ``path`` atomically (a crash leaves the previous version intact)."""
+def write_skb(skb: SKB, path: str | Path, source_queries: pd.DataFrame | None = None) -> Path:
+    """Validate and write ``skb`` to ``path`` atomically (a crash leaves the previous version intact).
+
+    ``source_queries`` (queries a source ships, validated against the graph) go into the same directory as
+    ``source_queries.parquet``; the directory is marked complete only when both are written.
+    """
     validate(skb)
+    if source_queries is not None:
+        validate(SKB(skb.schema, skb.nodes, skb.edges, source_queries))
     path = Path(path)
     with atomic_dir(path) as tmp:
         skb.schema.save(tmp / "schema.json")
@@ -105,7 +116,40 @@ def write_skb(skb: SKB, path: str | Path) -> Path:
             tmp / "edges.parquet",
         )
         pq.write_table(_queries_table(skb.queries), tmp / "queries.parquet")
+        (tmp / FINGERPRINT).write_text(
+            content_hash([tmp / "schema.json", tmp / "nodes.parquet", tmp / "edges.parquet"])
+        )
+        if source_queries is not None:
+            pq.write_table(_queries_table(source_queries), tmp / "source_queries.parquet")
     return path
+
+
+def content_hash(files: list[Path]) -> str:
+    """sha256 over the bytes of ``files`` (in order)."""
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def check_built_from(skb_dir: Path, queries_file: Path) -> None:
+    """Refuse queries built from another version of the SKB (e.g. a build killed between its two writes).
+
+    Artifacts written before fingerprints were recorded have none and are not checked."""
+    skb_print, record = Path(skb_dir) / FINGERPRINT, Path(queries_file).parent / BUILT_FROM
+    if not (skb_print.exists() and record.exists()):
+        return
+    built_from = json.loads(record.read_text()).get("skb")
+    if built_from != skb_print.read_text().strip():
+        dataset = Path(skb_dir).parent.name
+        raise SKBFormatError(
+            str(queries_file),
+            f"built from another version of the SKB at {skb_dir} (SKB {skb_print.read_text().strip()[:12]}, "
+            f"queries built from {str(built_from)[:12]}); rebuild them: `grasp data build {dataset}` "
+            f"(or materialize the `queries` asset)",
+        )
 
 
 def _nodes_table(skb: SKB) -> pa.Table:
@@ -154,12 +198,18 @@ def read_skb(path: str | Path, with_queries: bool = True, queries_file: str | Pa
         raise SKBFormatError(str(path), "SKB directory does not exist (build it first, e.g. `grasp data build`)")
     schema = Schema.load(path / "schema.json")
     nodes = _read_parquet(path / "nodes.parquet", ("node_id", "key", "type", "name"))
+    nodes["node_id"] = _integers(nodes["node_id"], str(path / "nodes.parquet"), "node_id")
     edges = _read_parquet(path / "edges.parquet", ("src", "rel", "dst"))
-    queries = (
-        _read_parquet(Path(queries_file) if queries_file else path / "queries.parquet", QUERY_COLUMNS)
-        if with_queries
-        else empty_queries()
-    )
+    for end in ("src", "dst"):
+        edges[end] = _integers(edges[end], str(path / "edges.parquet"), f"edge {end}", "node id")
+    queries = empty_queries()
+    if with_queries:
+        q_file = Path(queries_file) if queries_file else path / "queries.parquet"
+        queries = _read_parquet(q_file, QUERY_COLUMNS)
+        queries["qid"] = _integers(queries["qid"], str(q_file), "qid")
+        queries["answer_ids"] = _answer_lists(queries["answer_ids"], str(q_file))
+    if queries_file:
+        check_built_from(path, Path(queries_file))
     skb = SKB(schema, nodes, edges, queries)
     validate(skb, where=path, queries_file=queries_file)
     return skb
@@ -176,6 +226,38 @@ def _read_parquet(file: Path, required: tuple[str, ...]) -> pd.DataFrame:
     if missing:
         raise SKBFormatError(str(file), f"missing columns {missing}")
     return table.to_pandas()
+
+
+def _integers(column: pd.Series, file: str, what: str, kind: str = "") -> pd.Series:
+    """``column`` as int64; a value that is not an integer (a string, NaN, 3.5) is an error naming its row.
+    Integral floats (``3.0``, what a CSV round trip makes of ids) are accepted."""
+    if pd.api.types.is_integer_dtype(column.dtype):
+        return column.astype(np.int64)
+    numbers = pd.to_numeric(column, errors="coerce") if column.dtype == object else column
+    ok = np.array([isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in column])
+    values = np.asarray(numbers, dtype=np.float64) if ok.all() else np.zeros(len(column))
+    bad = ~ok | ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        row = _first_bad(bad)
+        value = column.iloc[row]
+        value = value.item() if isinstance(value, np.generic) else value
+        raise SKBFormatError(file, f"{what} {value!r} is not an integer{' ' + kind if kind else ''}", row)
+    return pd.Series(values.astype(np.int64), index=column.index)
+
+
+def _answer_lists(column: pd.Series, file: str) -> pd.Series:
+    """Every ``answer_ids`` value as a list of ints; a scalar or a non-integer id is an error naming its row."""
+    out = []
+    for row, answers in enumerate(column):
+        if answers is None or isinstance(answers, (str, bytes)) or not hasattr(answers, "__len__"):
+            raise SKBFormatError(file, f"answer_ids must be a list of node ids, got {answers!r}", row)
+        ids = []
+        for a in answers:
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                raise SKBFormatError(file, f"answer id {a!r} is not an integer node id", row)
+            ids.append(int(a))
+        out.append(ids)
+    return pd.Series(out, index=column.index, dtype=object)
 
 
 def validate(skb: SKB, where: str | Path = "<memory>", queries_file: str | Path | None = None) -> None:
@@ -263,6 +345,17 @@ def _validate_queries(skb: SKB, file: str) -> None:
     if dup.any():
         row = _first_bad(dup)
         raise SKBFormatError(file, f"duplicate qid {q['qid'].iloc[row]}", row)
+    for row, text in enumerate(q["query"]):
+        if not isinstance(text, str):
+            raise SKBFormatError(
+                file, "query text is missing" if text is None else f"query text {text!r} is not a string", row
+            )
+        if not text.strip():
+            raise SKBFormatError(file, "query text is empty", row)
+        try:
+            check_unicode(text, "query text")
+        except GraspError as exc:
+            raise SKBFormatError(file, str(exc), row) from None
     splits = q["split"].to_numpy()
     bad_split = ~np.isin(splits, SPLITS)
     if bad_split.any():

@@ -91,6 +91,12 @@ class Schema:
             relations.append(Relation(r["name"], r["src"], r["dst"]))
         if len(set(relations)) != len(relations):
             raise SKBFormatError(file, "duplicate relation entries")
+        for what, names in (("node types", node_types), ("relations", {r.name for r in relations})):
+            by_fold: dict[str, str] = {}
+            for name in sorted(names):  # graph stores fold the case of table names
+                if name.casefold() in by_fold:
+                    raise SKBFormatError(file, f"{what} {by_fold[name.casefold()]!r} and {name!r} differ only in case")
+                by_fold[name.casefold()] = name
         return cls(obj["name"], node_types, tuple(relations))
 
     def save(self, path: str | Path) -> None:

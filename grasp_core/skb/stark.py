@@ -79,6 +79,33 @@ def load_stark_skb(name: str, skb_dir: str | Path, qa_dir: str | Path) -> SKB:
     return skb
 
 
+def find_stark_dirs(name: str, stark_root: str | Path, qa_root: str | Path) -> tuple[Path, Path]:
+    """(skb_dir, qa_dir) of ``name`` under the two roots, in any layout stark-qa or the STaRK sources produce:
+
+    - SKB: ``<stark_root>/<name>`` (stark-qa's ``load_skb(name, root)``) or ``<stark_root>/skb/<name>`` (the
+      Hugging Face dataset ``snap-stanford/stark``, unzipped in place); the first that holds the processed files;
+    - QA: ``<qa_root>/<name>`` (stark-qa's ``load_qa(name, root)``), ``<qa_root>/qa/<name>`` (the Hugging Face
+      dataset) or, for prime, ``<qa_root>/primekg`` and ``<qa_root>/qa/primekg`` (the STaRK GitHub repository).
+    """
+    _check_name(name)
+    stark_root, qa_root = Path(stark_root), Path(qa_root)
+    skb_dirs = [stark_root / name, stark_root / "skb" / name]
+    found = [
+        d for d in skb_dirs if (d / _PROCESSED[name] / "node_info.pkl").is_file() or (d / "node_info.pkl").is_file()
+    ]
+    qa_names = [name, "primekg"] if name == "prime" else [name]
+    qa_dirs = [qa_root / n for n in qa_names] + [qa_root / "qa" / n for n in qa_names]
+    qa = [d for d in qa_dirs if (d / QA_CSV).is_file()]
+    if not qa:
+        raise SKBFormatError(
+            str(qa_root),
+            f"no STaRK {name} QA files under {qa_root}: looked for {QA_CSV} in "
+            f"{', '.join(str(d) for d in qa_dirs)}. Fetch them elsewhere (stark-qa's load_qa({name!r}, root)) and "
+            "set $GRASP_STARK_QA_ROOT to that root",
+        )
+    return (found or skb_dirs)[0], qa[0]
+
+
 def expected_files(name: str, skb_dir: str | Path) -> list[Path]:
     """The processed files :func:`load_stark_graph` reads for ``name`` (type dictionaries optional for MAG)."""
     folder = Path(skb_dir) / _PROCESSED[name]

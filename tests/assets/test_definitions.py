@@ -50,7 +50,7 @@ def test_blocking_gate_check_on_planner():
 def test_jobs_schedule_and_sensors():
     assert {j.name for j in defs.jobs} == {"prepare", "rl_round", "finish"}
     assert defs.resolve_schedule_def("weekly_retraining").cron_schedule == "0 3 * * 0"
-    assert {s.name for s in defs.sensors} == {"chain_training_stages", "dataset_registry"}
+    assert {s.name for s in defs.sensors} == {"chain_training_stages", "dataset_registry", "release_dead_runs_sensor"}
 
 
 def test_heavy_assets_share_a_pool_and_retry():

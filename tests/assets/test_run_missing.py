@@ -81,23 +81,55 @@ def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypat
     assert "RL round 1: up to date" in out and "RL round 2: skipped, round 1's validation gate failed" in out
 
 
-def test_runs_of_dead_processes_are_failed_and_free_their_pool_slots(tmp_path):
-    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+def test_a_killed_materialization_does_not_block_the_next(tmp_path, monkeypatch):
+    """kill -9 of a real `dagster asset materialize` holding the `heavy` pool slot; the next materialization of
+    that pool runs at once after the start-up check (it would otherwise wait for the slot forever)."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
 
-    from grasp_assets.run import PID_TAG, release_dead_runs
+    from dagster._core.events import DagsterEventType
+    from dagster._core.storage.dagster_run import DagsterRunStatus
 
-    instance = dg.DagsterInstance.local_temp(str(tmp_path))
-    storage = instance.event_log_storage
-    storage.set_concurrency_slots("heavy", 1)
-    dead = DagsterRun(job_name="j", status=DagsterRunStatus.STARTED, tags={PID_TAG: "999999999"})
-    alive = DagsterRun(job_name="j", status=DagsterRunStatus.STARTED, tags={PID_TAG: str(os.getpid())})
-    for run in (dead, alive):
-        instance.add_run(run)
-    assert storage.claim_concurrency_slot("heavy", dead.run_id, "sft_adapter").is_claimed
-    assert not storage.claim_concurrency_slot("heavy", alive.run_id, "mfar_model").is_claimed  # blocked by the dead run
+    from grasp_assets.dead_runs import release_dead_runs
+    from tests.assets.sleeper import sleeper
 
-    assert release_dead_runs(instance) == [dead.run_id]
-    assert instance.get_run_by_id(dead.run_id).status == DagsterRunStatus.FAILURE
-    assert instance.get_run_by_id(alive.run_id).status == DagsterRunStatus.STARTED
-    assert storage.claim_concurrency_slot("heavy", alive.run_id, "mfar_model").is_claimed
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml", home)  # pools: limit 1
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    instance = dg.DagsterInstance.get()  # creates the storage before the subprocess opens it
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    dagster = str(Path(sys.executable).parent / "dagster")
+    config = '{"ops": {"sleeper": {"config": {"seconds": 600}}}}'
+    proc = subprocess.Popen(
+        [dagster, "asset", "materialize", "-m", "tests.assets.sleeper", "--select", "sleeper", "--config-json", config],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not instance.get_event_records(dg.EventRecordsFilter(DagsterEventType.STEP_START), limit=1):
+            assert proc.poll() is None and time.monotonic() < deadline, "the first materialization never started"
+            time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its step worker
+        proc.wait()
+    (first,) = instance.get_runs()
+    assert first.status == DagsterRunStatus.STARTED  # what a kill leaves: the run holds the pool slot
+
+    start = time.monotonic()
+    released = release_dead_runs(instance)
+    while not released and time.monotonic() - start < 20:  # the killed processes take a moment to vanish
+        time.sleep(0.5)
+        released = release_dead_runs(instance)
+    assert released == [first.run_id]
+    result = dg.materialize([sleeper], instance=instance, run_config={"ops": {"sleeper": {"config": {"seconds": 0}}}})
+    assert result.success and time.monotonic() - start < 60
+    assert instance.get_run_by_id(first.run_id).status == DagsterRunStatus.FAILURE
     instance.dispose()

@@ -2,7 +2,7 @@
 
 A tiny synth-prime SKB gets synthesized train/val/test queries plus ``test-human`` rows whose text carries a
 marker. The steps run for real (MiniLM, faiss, LadybugDB, the programmatic teacher, the planner tokenizer,
-SFT, the reranker's hard negatives, mFAR; smoke profile); every text the encoder sees while training and every training example is checked.
+SFT, the reranker's hard negatives and the ltr reranker, mFAR; smoke profile); every text the encoder sees while training and every training example is checked.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from grasp_core.pipeline.planner import (
     sft_step,
     teacher_plans_step,
 )
-from grasp_core.pipeline.reranker import hard_negatives_step
+from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, reranker_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
 from grasp_core.planner.base import base_model_path
 from grasp_core.planner.rl import rl_queries
 from grasp_core.profiles import get_profile
+from grasp_core.rerank.ranker import LTRReranker
 from grasp_core.skb.format import HUMAN_QID_OFFSET, write_queries, write_skb
 from grasp_core.skb.querygen import synthesize_queries
 from grasp_core.skb.synth import build_synth_skb
@@ -82,7 +83,7 @@ def encoded_in_training(ws):
 
     training(teacher_plans_step, planner_base_step, mfar_model_step)
     text_rankings_step(ws)  # inference: ranks every split's queries, the evaluation's input
-    training(sft_step, hard_negatives_step)
+    training(sft_step, hard_negatives_step, reranker_step)
     return seen
 
 
@@ -115,6 +116,9 @@ def test_reranker_trains_on_train_queries_only(ws, encoded_in_training):
     negatives = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
     train = set(ws.split("train")["qid"].astype(int))
     assert len(negatives) and set(negatives["qid"].astype(int)) <= train
+    lists = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)  # the ltr ranker's training lists
+    assert set(lists["qid"].astype(int)) == train  # every train query (LTRConfig.train_queries = None)
+    assert isinstance(ws.reranker(), LTRReranker)  # the smoke profile's kind, loaded from the artifact just built
 
 
 def test_extractor_demonstrations_come_from_train(ws):

@@ -278,3 +278,74 @@ def test_beyond_the_exact_limit_candidates_are_rescored_through_the_index(env):
     assert ranking.node_ids.tolist() == want
     if want:
         np.testing.assert_allclose(ranking.scores, exact.scores[exact.node_ids == want[0]], atol=1e-5)
+
+
+# ------------------------------------------------------------------ never raises, for any input (hypothesis)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ANY_TEXT = st.lists(  # any text, lone surrogates and control characters included (st.text leaves surrogates out)
+    st.characters() | st.sampled_from(["\ud800", "\udcff", "\udfff", "\x00", "\x1b", "\u202e"]), max_size=40
+).map("".join)
+TYPES = st.sampled_from([*SCHEMA.node_types, "organ", "", "Drug"])
+RELS = st.sampled_from([*SCHEMA.relation_names, "cures", ""])
+VARS = st.sampled_from(["a1", "a2", "x1", "target", "", "E1"])
+ANCHOR = st.fixed_dictionaries(
+    {"var": VARS},
+    optional={
+        "type": TYPES,
+        "text": ANY_TEXT,
+        "ref": st.sampled_from(["E1", "E2", "E9"]),
+        "match_mode": st.sampled_from(["name", "doc", "fuzzy"]),
+    },
+)
+HOP = st.fixed_dictionaries({"from": VARS, "rel": RELS, "to": VARS}, optional={"to_type": TYPES})
+PLAN = st.fixed_dictionaries(
+    {"target": st.fixed_dictionaries({"type": TYPES}), "anchors": st.lists(ANCHOR, max_size=3)},
+    optional={"hops": st.lists(HOP, max_size=3), "relevance_text": ANY_TEXT},
+)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+VALID_SHAPE = st.builds(  # a valid plan with any anchor and relevance texts (the random shapes rarely validate)
+    lambda anchor, relevance: {
+        **GOOD,
+        "anchors": [{**GOOD["anchors"][0], "text": anchor}],
+        "relevance_text": relevance,
+    },
+    ANY_TEXT,
+    ANY_TEXT,
+)
+PLAN_TEXT = (VALID_SHAPE | PLAN).map(json.dumps) | JSON.map(json.dumps) | ANY_TEXT
+TABLES = st.none() | st.builds(
+    lambda mention, types: EntityTable((EntityRow("E1", mention, "anchor", types), TABLE.rows[0])),
+    ANY_TEXT,
+    st.lists(TYPES, max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(st.tuples(PLAN_TEXT, ANY_TEXT, TABLES), min_size=1, max_size=3))
+def test_execute_batch_never_raises(env, batch):
+    executor, _, _ = env
+    plans, queries, tables = (list(x) for x in zip(*batch))
+    results = executor.execute_batch(plans, queries, tables)
+    assert len(results) == len(plans)
+    for ranking, trace in results:
+        assert (trace.error is None) == (len(ranking) > 0 or trace.plan is not None and trace.error is None)
+        assert trace.error is None or isinstance(trace.error, str)
+        assert set(ranking.node_ids.tolist()) <= set(range(len(NODES)))
+
+
+def test_a_lone_surrogate_in_an_anchor_text_costs_nothing_to_the_batch(env):
+    executor, _, _ = env
+    bad = plan_text([{"var": "a1", "type": "anatomy", "text": "ret\ud800ina"}], TWO_HOPS)
+    good = plan_text([RETINA], TWO_HOPS)
+    (r_bad, t_bad), (r_good, t_good) = executor.execute_batch([bad, good], ["which drug?", "which drug?"])
+    assert (
+        t_good.error is None and r_good.node_ids.tolist() == executor.execute(good, "which drug?")[0].node_ids.tolist()
+    )
+    assert t_bad.error is None and len(r_bad) > 0  # read as "ret\ufffdina"

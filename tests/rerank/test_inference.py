@@ -3,6 +3,8 @@ rerank call with the MiniLM cross-encoder."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,7 @@ SCORES = np.array([0.1, 0.9, 0.5], np.float32)  # reranker scores of 10, 20, 30:
         (0.5, 1.0, [10, 20, 30, 40, 50], [0.625, 7 / 12, 5 / 12, 1 / 5, 1 / 6]),
         (1000.0, 60.0, [20, 30, 10, 40, 50], None),  # ≈ the reranker's order; the tail keeps the fused order
         (0.0, 60.0, [10, 20, 30, 40, 50], None),  # the fused order
+        (math.inf, 1.0, [20, 30, 10, 40, 50], [1.0, 0.8, 0.6, 0.4, 0.2]),  # exactly the reranker's order, then the tail
     ],
 )
 def test_rrf_of_reranker_rank_and_fused_rank(w, k, ids, scores):
@@ -52,7 +55,7 @@ def test_rerank_scores_the_top_k_with_the_real_cross_encoder(tiny_skb, minilm_bu
     scorer = CrossEncoderScorer(CrossEncoderScorerConfig(max_length=64))
     fused = Ranking(np.array([3, 0, 5, 4, 1, 2]), np.linspace(1, 0, 6).astype(np.float32))
     query = "tall stature phenotype"
-    ranking, scores, seconds = rerank(fused, query, scorer, minilm_builder, K=4, w=1000.0, k=60.0)
+    ranking, scores, seconds, _ = rerank(fused, query, scorer, minilm_builder, K=4, w=1000.0, k=60.0)
     vec = minilm_builder.embed_queries([query])[0]
     docs = minilm_builder.build(vec, [3, 0, 5, 4], scorer.tokenizer, scorer.prompt_tokens(query))
     np.testing.assert_allclose(scores, scorer.score(query, docs), atol=1e-5)

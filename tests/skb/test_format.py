@@ -280,3 +280,53 @@ def test_schema_json_is_what_design_md_says(skb_dir):
             {"name": "has_brand", "src": "product", "dst": "brand"},
         ],
     }
+
+
+# ------------------------------------------------------------------------------------------ hostile user SKBs
+
+
+def replace_column(file: Path, column: str, values: list) -> None:
+    frame = pq.read_table(file).to_pandas()
+    frame[column] = pd.Series(values, dtype=object)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), file)
+
+
+@pytest.mark.parametrize(
+    "file, column, values, row, problem",
+    [
+        ("queries.parquet", "qid", ["q7", "q8"], 0, "qid 'q7' is not an integer"),
+        ("queries.parquet", "answer_ids", [0, 1], 0, "answer_ids must be a list of node ids, got 0"),
+        ("queries.parquet", "answer_ids", [["p1"], ["p2"]], 0, "answer id 'p1' is not an integer node id"),
+        ("queries.parquet", "query", [None, "a stove"], 0, "query text is missing"),
+        ("queries.parquet", "query", ["a shoe", "  "], 1, "query text is empty"),
+        ("edges.parquet", "src", [0.0, float("nan"), 1.0], 1, "edge src nan is not an integer node id"),
+        ("edges.parquet", "dst", [1.0, 3.5, 3.0], 1, "edge dst 3.5 is not an integer node id"),
+        ("nodes.parquet", "node_id", ["0", "1", "2", "3"], 0, "node_id '0' is not an integer"),
+    ],
+)
+def test_wrongly_typed_columns_are_one_line_errors(skb_dir, file, column, values, row, problem):
+    replace_column(skb_dir / file, column, values)
+    with raises(skb_dir, file, row, problem):
+        read_skb(skb_dir)
+
+
+def test_integral_floats_as_edge_ids_are_accepted(skb_dir):
+    replace_column(skb_dir / "edges.parquet", "src", [0.0, 0.0, 1.0])
+    assert read_skb(skb_dir).edges["src"].tolist() == [0, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "node_types, relations, problem",
+    [
+        ({"a": {"text_fields": []}, "A": {"text_fields": []}}, [], "node types 'A' and 'a' differ only in case"),
+        (
+            {"a": {"text_fields": []}},
+            [{"name": "r", "src": "a", "dst": "a"}, {"name": "R", "src": "a", "dst": "a"}],
+            "relations 'R' and 'r' differ only in case",
+        ),
+    ],
+)
+def test_names_differing_only_in_case_are_refused(skb_dir, node_types, relations, problem):
+    (skb_dir / "schema.json").write_text(json.dumps({"name": "x", "node_types": node_types, "relations": relations}))
+    with raises(skb_dir, "schema.json", None, problem):
+        read_skb(skb_dir)

@@ -1,0 +1,42 @@
+"""Step times of a dataset's assets, read from the Dagster instance's run records (its event log)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from grasp_assets.partitions import DATASET
+
+PARTITION_TAG = "dagster/partition"
+
+
+def step_seconds(dataset: str, instance: dg.DagsterInstance | None = None) -> dict[str, float]:
+    """Seconds of the latest successful step of every asset of ``dataset`` (``asset`` or ``asset/round`` for the
+    RL rounds), from the STEP_SUCCESS events of the instance at $DAGSTER_HOME (default: the checkout's)."""
+    if instance is None:
+        os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
+        instance = dg.DagsterInstance.get()
+    records = instance.get_event_records(
+        dg.EventRecordsFilter(event_type=dg.DagsterEventType.STEP_SUCCESS), ascending=True
+    )
+    partitions: dict[str, tuple[str | None, str | None]] = {}
+    out: dict[str, float] = {}
+    for record in records:  # oldest first: a later success of the same asset and partition replaces an earlier one
+        entry = record.event_log_entry
+        if entry.run_id not in partitions:
+            run = instance.get_run_by_id(entry.run_id)
+            tags = run.tags if run is not None else {}
+            partitions[entry.run_id] = (
+                tags.get(f"{PARTITION_TAG}/{DATASET}", tags.get(PARTITION_TAG)),
+                tags.get(f"{PARTITION_TAG}/round"),
+            )
+        ds, round_key = partitions[entry.run_id]
+        if ds != dataset:
+            continue
+        step = entry.dagster_event.step_key
+        out[step if round_key is None else f"{step}/{round_key}"] = (
+            entry.dagster_event.event_specific_data.duration_ms / 1000
+        )
+    return {k: round(v, 1) for k, v in out.items()}

@@ -1,0 +1,18 @@
+"""One directory holds a run's state: ``$DAGSTER_HOME``, else ``dagster_home/`` in the checkout.
+
+Dagster's runs and event logs, the artifacts (``<home>/artifacts``, or ``$GRASP_HOME``), the MLflow store
+(``<home>/mlflow.db``, or ``$MLFLOW_TRACKING_URI``) and its files (``<home>/mlartifacts``) and the user SKBs
+(``<home>/user_skbs``, or ``$GRASP_USER_SKBS``) all live there, so setting ``DAGSTER_HOME`` alone isolates a run.
+Read when used, never at import.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CHECKOUT_HOME = Path(__file__).resolve().parent.parent / "dagster_home"
+
+
+def grasp_home() -> Path:
+    return Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else CHECKOUT_HOME
