@@ -160,10 +160,14 @@ class Components:
         return best
 
     def planner_llm(self, checkpoint: Path, batch_size: int = 32):
-        """The planner at ``checkpoint`` as a generation backend (LoRA adapters over their recorded base)."""
+        """The planner at ``checkpoint``: the plan-selection policy, or a generation backend (LoRA adapters over
+        their recorded base)."""
         from grasp_core.llm.backends import TransformersLLM
         from grasp_core.planner.checkpoint import planner_kind
+        from grasp_core.planner.policy import is_policy, load_policy
 
+        if is_policy(checkpoint):
+            return load_policy(checkpoint, self.skb.schema, self.encoder)
         kind, base = planner_kind(checkpoint)
         device = self.profile.device
         if base is not None:  # a LoRA adapter over its recorded base

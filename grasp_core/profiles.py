@@ -29,11 +29,13 @@ from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.llm.backends import EndpointConfig
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.base import PlannerModelConfig
+from grasp_core.planner.candidates import CandidateConfig
 from grasp_core.planner.grammar import PlanGrammarConfig
 from grasp_core.planner.inference import InferenceSettings
+from grasp_core.planner.policy import PolicyConfig
 from grasp_core.planner.reward import RewardConfig
 from grasp_core.planner.tiny_model import TinyModelConfig
-from grasp_core.planner.train_settings import GRPOSettings, RLSettings, SFTSettings, TeacherConfig
+from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
 from grasp_core.rerank.documents import DocumentConfig
 from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
@@ -64,9 +66,12 @@ class Profile:
     bm25: BM25Config = field(default_factory=BM25Config)
     mfar: MFARConfig = field(default_factory=MFARConfig)
     text_retriever: str = "mfar"  # the text branch fused with the graph branch: mfar | bm25 | dense
-    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    teacher: CandidateConfig = field(default_factory=CandidateConfig)  # the teacher's and the policy's candidate plans
     # the LLM teacher's endpoint; with no base_url the programmatic teacher writes the plans
     teacher_endpoint: EndpointConfig = field(default_factory=EndpointConfig)
+    planner: str = "lm"  # lm: a language model writes the plan (paper) | policy: selects a candidate plan (cpu)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    policy_train: PolicyTrainSettings = field(default_factory=PolicyTrainSettings)
     planner_model: PlannerModelConfig = field(default_factory=PlannerModelConfig)
     sft: SFTSettings = field(default_factory=SFTSettings)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
@@ -104,11 +109,12 @@ def _cpu() -> Profile:
         dataset=DatasetConfig(scale="small", n_queries=3000),
         # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (1.6x)
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
-        teacher=TeacherConfig(max_candidates=16, pair_anchors=3),  # cpu: fewer executed candidates per query
+        teacher=CandidateConfig(max_candidates=16, pair_anchors=3),  # cpu: fewer executed candidates per query
         # cpu: a ~1.4M-parameter model (besides embeddings) so that SFT on 500 plans fits minutes on 2 cores
         planner_model=PlannerModelConfig(
             tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2, intermediate_size=384)
         ),
+        # cpu: the sft, inference and planner_model values serve the tiny LM planner (planner="lm", tests)
         sft=SFTSettings(
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
             # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). Measured on hpo, 200 val
@@ -128,18 +134,19 @@ def _cpu() -> Profile:
         inference=InferenceSettings(
             compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)
         ),
-        # cpu: a subset of training queries per round (paper: all); RFT continues from the round's start planner for
-        # 2 epochs instead of retraining from the base for the SFT's epochs (paper), which would cost a full SFT per
-        # round, at a tenth of the SFT's learning rate. Measured on hpo (100 val queries, fused Hit@1, SFT 59.0):
-        # RFT at the SFT's 1e-3 fell to 51.0 (the gate stopped round 1), at 1e-4 it rose to 63.0
-        rl=RLSettings(max_queries=96, rft_from_base=False, rft_epochs=2.0, rft_learning_rate=1e-4),
+        # cpu: the planner is the plan-selection policy on the frozen MiniLM (docs/design.md, "The cpu planner"); the
+        # tiny from-scratch LM stays for tests of the LM path. Measured on hpo: docs/planner.md
+        planner="policy",
+        # cpu: executing every candidate costs ~0.5 s per training query on 2 cores: 1,000 of them (paper: all)
+        policy_train=PolicyTrainSettings(train_queries=1000),
+        # cpu: the policy's RFT continues from the round's start for 10 epochs at a third of the SFT's learning rate
+        # (paper: retrain from the base for the SFT's epochs); every training query takes part (paper: all)
+        rl=RLSettings(rft_from_base=False, rft_epochs=10.0, rft_learning_rate=1e-3),
         grpo=GRPOSettings(
-            use_lora=False,  # cpu: the from-scratch model trains all weights
-            prompts_per_step=4,  # cpu: 4 prompts × 8 completions per step (paper: 16 × 8)
-            # learning rate: the paper's 2e-5 (after that RFT, measured: 63 -> 63 -> 64 at steps 0/2/4; 1e-4: 63 -> 61 -> 60)
-            max_steps=4,  # cpu: (paper: ≤ 200)
-            save_every=2,  # cpu: (paper: 50)
-            val_queries=100,  # cpu: checkpoint selection on 100 validation queries
+            use_lora=False,  # cpu: the policy's head is small: all of it trains
+            learning_rate=1e-3,  # cpu: Adam on a linear head (paper: 2e-5 for LoRA on an LLM)
+            max_steps=150,  # cpu: (paper: ≤ 200)
+            save_every=25,  # cpu: (paper: 50)
         ),
         # cpu: 128-token reranker inputs (paper: 2048): every reranker pass costs about half of what 256 tokens did
         cross_encoder=CrossEncoderScorerConfig(max_length=128),
@@ -185,7 +192,7 @@ def _smoke() -> Profile:
             vocab_size=1024,
             tokenizer_node_texts=2000,
         ),
-        teacher=TeacherConfig(max_candidates=12, pair_anchors=2),
+        teacher=CandidateConfig(max_candidates=12, pair_anchors=2),
         sft=dataclasses.replace(
             cpu.sft, n_examples=24, epochs=1.0, per_device_batch=8, effective_batch=8, max_length=768
         ),

@@ -92,29 +92,31 @@ def test_report_writes_the_results_document_from_the_assets_and_run_records(trai
 
 
 def test_no_trained_artifact_saw_a_held_out_query(trained):
-    """The inputs of everything trained (the planner's tokenizer, SFT and RFT examples, GRPO's and the reranker's
-    queries) hold training queries only."""
+    """The inputs of everything trained (the LM planner's tokenizer examples, the policy's SFT queries and executed
+    candidates, RFT samples, the reranker's queries) hold training queries only."""
     tmp, _ = trained
     import pandas as pd
-    from transformers import AutoTokenizer
 
     from grasp_core.components import Components
-    from grasp_core.pipeline.planner import sft_examples, tokenizer_examples
-    from grasp_core.planner.base import base_model_path
+    from grasp_core.pipeline.planner import tokenizer_examples
+    from grasp_core.pipeline.policy import PolicyData
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
     ws = Components(art, get_profile("smoke"))
+    assert ws.profile.planner == "policy"
     queries = ws.skb.queries
     train = set(queries.loc[queries["split"] == "train", "qid"].astype(int))
     train_text = set(queries.loc[queries["split"] == "train", "query"])
     held_out = set(queries.loc[queries["split"].isin(["val", "test", "test-human"]), "query"]) - train_text
     assert held_out
     prompts, plans = tokenizer_examples(ws)
-    sft = sft_examples(ws, AutoTokenizer.from_pretrained(base_model_path(art.require("planner_base"))))
-    texts = prompts + [e["prompt"] for e in sft]
-    assert len(prompts) > 0 and len(sft) > 0
-    assert not [q for q in held_out if any(q in t for t in texts)]
+    assert len(prompts) > 0
+    assert not [q for q in held_out if any(q in t for t in prompts)]
+    sft_qids = PolicyData(ws).train_qids
+    assert sft_qids and set(sft_qids) <= train
+    executed = pd.read_parquet(art.require("teacher_plans") / "executed.parquet")
+    assert len(executed) and set(executed["qid"].astype(int)) <= train
     for r in ("1", "2"):
         if is_complete(art.path("rft_samples", r)):
             assert set(pd.read_parquet(art.path("rft_samples", r) / "samples.parquet")["qid"].astype(int)) <= train

@@ -58,7 +58,8 @@ def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, ml
 
 @dg.asset(deps=[teacher_plans, ENTITY_TABLES], **DATASET)
 def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
-    """The planner's base: a pointer to a local pretrained LLM, or the tiny Qwen3 + tokenizer built offline."""
+    """The planner's base: a pointer to a local pretrained LLM, the tiny Qwen3 + tokenizer built offline, or (the
+    plan-selection policy) the frozen encoder it scores with."""
     return run_step(context, settings, mlflow, PLANNER_BASE, steps.planner_base_step)
 
 
@@ -71,7 +72,8 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
 def sft_adapter(
     context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking
 ):
-    """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base)."""
+    """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base; the
+    plan-selection policy's head on the teacher's choices and the executed candidates' rewards)."""
     return run_step(
         context,
         settings,

@@ -17,6 +17,7 @@ from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.llm.chat import render_prompt
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.planner.candidates import json_text
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import (
@@ -30,7 +31,7 @@ from grasp_core.planner.rl import (
 from grasp_core.planner.rounds import Gate, previous_round
 from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
 from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
-from grasp_core.planner.teacher import ProgrammaticTeacher, json_text
+from grasp_core.planner.teacher import ProgrammaticTeacher, TeacherPlan
 
 VAL_FILE = "val.json"  # validation fused Hit@1 of a kept planner (the next round's gate reference)
 
@@ -102,21 +103,39 @@ def make_teacher(ws: Components):
 def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
     query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
-    ``test-human`` queries are never taught: no step before the evaluation touches them."""
+    ``test-human`` queries are never taught: no step before the evaluation touches them.
+
+    The ``policy`` planner learns from every taught training query and from all of its executed candidates: then
+    ``policy_train.train_queries`` training queries are taught (all when None), every candidate executed, and the
+    executed plans' rankings kept in ``executed.parquet``."""
+    from grasp_core.pipeline.policy import executed_frame
+
+    policy = ws.profile.planner == "policy"
     profile = ws.profile
     teacher = make_teacher(ws)
+    if policy and not isinstance(teacher, ProgrammaticTeacher):
+        raise GraspError(
+            "planner=policy learns from the programmatic teacher's executed candidates: unset teacher_endpoint.base_url"
+            " ($GRASP_TEACHER_URL) or use planner=lm"
+        )
     queries = ws.skb.queries.set_index("qid")
     tables = ws.entity_tables
     train_order = [int(q) for q in shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)]
     eval_qids = [int(q) for q in ws.split("test")["qid"]]
     rows, usable = [], 0
-    budget = profile.sft.n_examples  # usable SFT plans wanted; more training queries are taught until reached
+    # usable SFT plans wanted; more training queries are taught until reached (the policy: all of them)
+    budget = (profile.policy_train.train_queries or len(train_order)) if policy else profile.sft.n_examples
     bar = tqdm(total=budget + len(eval_qids), desc="teacher plans", unit="query")
+    taught: list[tuple[int, TeacherPlan]] = []
 
-    def teach(qids: list[int]) -> list[dict]:
+    def teach(qids: list[int], train: bool = False) -> list[dict]:
         part = queries.loc[qids]
         golds = [list(map(int, a)) for a in part["answer_ids"]]
-        plans = teacher.teach(part["query"].tolist(), [tables[q] for q in qids], golds)
+        args = (part["query"].tolist(), [tables[q] for q in qids], golds)
+        # the policy learns from every executed candidate of a training query
+        plans = teacher.teach(*args, execute_all=True) if policy and train else teacher.teach(*args)
+        if policy and train:
+            taught.extend(zip(qids, plans))
         bar.update(len(qids))
         return [
             {
@@ -136,15 +155,19 @@ def teacher_plans_step(ws: Components) -> dict:
     while todo and usable < budget:
         # at most as many queries as usable plans are still wanted: never more taught than one at a time would
         chunk, todo = todo[: min(32, budget - usable)], todo[min(32, budget - usable) :]
-        for r in teach(chunk):
+        for r in teach(chunk, train=True):
             rows.append(r)
-            usable += int(r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+            usable += int(
+                policy or (r["plan"] is not None and r["gold_rank"] == 1 and r["n_answers"] <= profile.sft.max_answers)
+            )
     for i in range(0, len(eval_qids), 32):
         rows += teach(eval_qids[i : i + 32])
     bar.close()
     df = pd.DataFrame(rows)
     with atomic_dir(ws.art.path("teacher_plans")) as tmp:
         df.to_parquet(tmp / "plans.parquet")
+        if policy:
+            executed_frame([q for q, _ in taught], [t for _, t in taught]).to_parquet(tmp / "executed.parquet")
     stats = {}
     for split, part in df.groupby("split"):
         stats[str(split)] = {
@@ -188,6 +211,10 @@ def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], li
 
 
 def planner_base_step(ws: Components) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_base_step
+
+        return policy_base_step(ws)
     prompts, plans = tokenizer_examples(ws)
     return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
 
@@ -212,6 +239,10 @@ def _val_qids(ws: Components, cap: int | None = None) -> list[int]:
 
 
 def sft_step(ws: Components, log_fn=None) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_sft_step
+
+        return policy_sft_step(ws, log_fn)
     from transformers import AutoTokenizer
 
     base = base_model_path(ws.art.require("planner_base"))
@@ -272,6 +303,10 @@ def reward_table_step(ws: Components) -> dict:
 
 
 def rft_samples_step(ws: Components, round_key: str) -> dict:
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_samples_step
+
+        return policy_samples_step(ws, round_key)
     start_ckpt = round_start(ws, round_key)
     env = planner_env(ws, load_reward_table(ws))
     qids = rl_queries(ws.split("train"), ws.profile.rl)
@@ -299,6 +334,10 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
     keep the best validation checkpoint, gate."""
+    if ws.profile.planner == "policy":
+        from grasp_core.pipeline.policy import policy_round_step
+
+        return policy_round_step(ws, round_key, log_fn)
     from transformers import AutoTokenizer
 
     from grasp_core.llm.backends import TransformersLLM

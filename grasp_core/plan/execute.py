@@ -36,7 +36,7 @@ import numpy as np
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraphStoreError, PlanError
 from grasp_core.plan.cypher import compile_paths, compile_plan
-from grasp_core.plan.model import Anchor, Plan
+from grasp_core.plan.model import ABSTAIN, Anchor, Plan
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.trace import Binding, Trace
@@ -158,6 +158,9 @@ class PlanExecutor:
 
     def _validate(self, plan_or_text: Plan | str, table: EntityTable | None) -> Trace:
         trace, start = Trace(), time.perf_counter()
+        if plan_or_text == ABSTAIN:
+            trace.error, trace.message = "abstain", "the planner abstained: the answers are the text ranking's"
+            return trace
         try:
             plan = parse_plan(plan_or_text) if isinstance(plan_or_text, str) else plan_or_text
             trace.plan = validate_plan(plan, self.skb.schema, table)

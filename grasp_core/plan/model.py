@@ -27,6 +27,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TARGET = "target"
+# The planner's choice of no graph ranking for a query (the ``cpu`` policy may abstain): the executor returns an
+# empty ranking with reason ``abstain``, so the fused ranking is the text ranking.
+ABSTAIN = '{"abstain":true}'
 MatchMode = Literal["name", "doc"]
 
 

@@ -1,6 +1,7 @@
 """Planner inference (paper Appendix B): greedy decoding, up to two retries at T=0.7 when a plan fails.
 
 A plan *fails* when it does not parse or does not validate against the schema and the query's entity table.
+The ``cpu`` plan-selection policy (:mod:`grasp_core.planner.policy`) picks its most probable candidate instead.
 Decoding is constrained to the plan grammar when the backend supports it (the local model); the
 endpoint backend's plans are checked after the fact. :func:`sample_plans` draws ``n`` plans per query
 for RL (T=1.0). :func:`graph_rankings` executes plans; :func:`fused_rankings` fuses them with the text
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
 from grasp_core.llm.chat import Message
+from grasp_core.plan.model import ABSTAIN
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
@@ -48,7 +50,9 @@ class PlanAttempt:
 
 
 def check_plan(text: str, schema: Schema, table: EntityTable | None) -> str | None:
-    """None when ``text`` is a valid plan, else the failure's reason code."""
+    """None when ``text`` is a valid plan (or the policy's abstention), else the failure's reason code."""
+    if text == ABSTAIN:
+        return None
     try:
         validate_plan(parse_plan(text), schema, table)
     except PlanError as exc:
@@ -77,6 +81,8 @@ def plan_queries(
     """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed.
 
     ``prompts`` replaces the planner's own chats (the LLM teacher adds its guidance to them)."""
+    if hasattr(llm, "plan"):  # the plan-selection policy: every plan it picks is a valid candidate
+        return llm.plan(queries, tables)
     if prompts is None:
         prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)

@@ -1,5 +1,5 @@
-"""The settings of planner training: the teacher, SFT (and RFT), RL sampling, GRPO (profile sections ``teacher``,
-``sft``, ``rl``, ``grpo``).
+"""The settings of planner training: SFT (and RFT), RL sampling, GRPO, the plan-selection policy's training
+(profile sections ``sft``, ``rl``, ``grpo``, ``policy_train``; the teacher's candidates: ``planner/candidates.py``).
 
 Kept apart from the trainers so that reading a profile (as serving does) never loads training code.
 """
@@ -7,19 +7,6 @@ Kept apart from the trainers so that reading a profile (as serving does) never l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class TeacherConfig:
-    max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
-    paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
-    max_candidates: int = field(default=40, metadata={"help": "candidate plans executed per query"})
-    pair_anchors: int = field(
-        default=4, metadata={"help": "best single-anchor plans combined pairwise into intersections"}
-    )
-    min_link_score: float = field(
-        default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
-    )
 
 
 @dataclass(frozen=True)
@@ -84,3 +71,21 @@ class GRPOSettings:
         default=None, metadata={"help": "validation queries used to pick the checkpoint (None: all)"}
     )
     seed: int = field(default=0, metadata={"help": "seed"})
+
+
+@dataclass(frozen=True)
+class PolicyTrainSettings:
+    train_queries: int | None = field(
+        default=None,
+        metadata={"help": "training queries taught with every candidate executed, in the SFT order (None: all)"},
+    )
+    epochs: int = field(default=30, metadata={"help": "SFT epochs over the training queries"})
+    learning_rate: float = field(default=3e-3, metadata={"help": "Adam learning rate of SFT and RFT"})
+    weight_decay: float = field(default=1e-4, metadata={"help": "Adam weight decay"})
+    batch_size: int = field(default=64, metadata={"help": "queries per optimizer step"})
+    soft_weight: float = field(
+        default=0.5, metadata={"help": "share of the listwise reward target in the SFT target (0: teacher only)"}
+    )
+    soft_temperature: float = field(default=0.25, metadata={"help": "temperature of the listwise reward target"})
+    validate_every: int = field(default=5, metadata={"help": "SFT epochs between validation checkpoints"})
+    seed: int = field(default=0, metadata={"help": "initialization, data order and sampling seed"})

@@ -2,7 +2,6 @@ from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.metapaths import metapaths, type_steps
-from grasp_core.planner.teacher import intersect, single_anchor_plans, zero_hop_plan
 from grasp_core.skb.schema import Relation, Schema
 
 HAND = Schema(
@@ -53,29 +52,17 @@ def test_teacher_ranks_gold_first_for_most_training_queries(world):
         mentions = [world.tables[q].row(a.ref).mention for a in plan.anchors if a.ref]
         for m in mentions:  # the anchors' mentions are out of the relevance text
             assert m.lower() not in t.plan["relevance_text"].lower(), (m, t.plan["relevance_text"])
-        if mentions:
+        if any(m.lower() in world.queries[q].lower() for m in mentions):  # a fuzzy mention may not occur verbatim
             assert len(t.plan["relevance_text"]) < len(world.queries[q])
 
 
 def test_executing_cheap_plans_first_keeps_the_exhaustive_choice(world):
     """The teacher stops early once a zero/one-hop plan ranks a gold answer first; the chosen plan must be the one
-    that executing every candidate (singles, the zero-hop plan, then intersections) picks."""
+    that executing every candidate (singles, intersections, the zero-hop plan) picks."""
     t = world.teacher
     for q in world.train[:40]:
-        query, table, gold = world.queries[q], world.tables[q], world.gold[q]
-        target = t.target_type(gold)
-        singles = single_anchor_plans(world.skb.schema, table, query, target, t.cfg)[: t.cfg.max_candidates]
-        ranked = t._best(singles + [zero_hop_plan(query, target)], query, table, gold)
-        top = [p for p, (r, _), _ in ranked if p["anchors"] and len(r)][: t.cfg.pair_anchors]
-        pairs = [
-            x for a in range(len(top)) for b in range(a + 1, len(top)) if (x := intersect(top[a], top[b], query, table))
-        ]
-        if pairs:
-            ranked = sorted(ranked + t._best(pairs, query, table, gold), key=lambda x: x[2])
-        plan, (ranking, trace), key = ranked[0]
+        full = t.teach_one(world.queries[q], world.tables[q], world.gold[q], execute_all=True)
         got = world.taught[q]
-        if key[0] == 10**9 and not len(ranking):
-            assert got.plan is None
-            continue
-        assert (got.gold_rank, got.n_candidates) == (ranking.rank_of(gold), trace.candidates), q
-        assert (len(got.plan["anchors"]), len(got.plan["hops"])) == (len(plan["anchors"]), len(plan["hops"])), q
+        assert got.plan == full.plan, q
+        assert (got.gold_rank, got.n_candidates) == (full.gold_rank, full.n_candidates), q
+        assert got.n_tried <= full.n_tried and len(full.executed) == full.n_tried or full.plan is None

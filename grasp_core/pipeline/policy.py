@@ -1,0 +1,269 @@
+"""Pipeline steps of the plan-selection policy (the ``cpu`` planner): SFT and the RL rounds' sampling and training.
+
+The assets keep their meaning: ``sft_adapter`` holds the SFT policy, ``rft_samples[round]`` the sampled plans
+with their rewards, ``planner[round]`` the RFT + GRPO policy with its validation gate. The teacher's executed
+candidates (``teacher_plans/executed.parquet``) seed :class:`Outcomes`, so sampling re-executes only plans the
+teacher never ran; the listwise SFT targets read them on training queries only.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from grasp_core.components import Components
+from grasp_core.errors import GraspError
+from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.pipeline.plots import line_plot
+from grasp_core.planner.policy import PlanPolicy, load_policy, new_policy, path_keys
+from grasp_core.planner.policy_train import (
+    Outcomes,
+    fit,
+    sample_and_score,
+    sft_targets,
+    train_grpo,
+    validation_hit1,
+)
+from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries
+from grasp_core.planner.rounds import Gate
+from grasp_core.ranking import Ranking
+
+VAL_FILE = "val.json"  # as the LM planner writes it: validation fused Hit@1 of a kept planner
+
+
+class PolicyData:
+    """Training and validation queries of a dataset, featurized for one policy, with their executed plans."""
+
+    def __init__(self, ws: Components, policy: PlanPolicy | None = None):
+        from grasp_core.pipeline.planner import load_teacher_plans, planner_env
+
+        self.ws, self.env = ws, planner_env(ws)
+        teacher = load_teacher_plans(ws)
+        train = set(ws.split("train")["qid"].astype(int))
+        taught = teacher[teacher["qid"].isin(train)]
+        self.teacher = {int(q): p for q, p in zip(taught["qid"], taught["plan"]) if p}
+        self.train_qids = [int(q) for q in taught["qid"]]
+        self.val_qids = ws.split("val")["qid"].astype(int).head(ws.profile.grpo.val_queries).tolist()
+        self.outcomes = Outcomes(self.env, read_executed(ws))
+        self.policy = policy or self._new_policy()
+        self.x_train = self._featurize(self.train_qids)
+        self.x_val = self._featurize(self.val_qids)
+
+    def _new_policy(self) -> PlanPolicy:
+        ws, env = self.ws, self.env
+        torch.manual_seed(ws.profile.policy_train.seed)
+        probe = new_policy(ws.skb.schema, ws.encoder, ws.profile.teacher, [], ws.profile.policy)
+        keys = {
+            k
+            for q in self.train_qids
+            for c in probe.featurizer.candidates(env.queries[q], env.tables[q])
+            if c is not None
+            for k in path_keys(c)
+        }
+        return new_policy(ws.skb.schema, ws.encoder, ws.profile.teacher, sorted(keys), ws.profile.policy)
+
+    def _featurize(self, qids: list[int]):
+        env = self.env
+        return self.policy.featurizer([env.queries[q] for q in qids], [env.tables[q] for q in qids])
+
+    def validate(self) -> float:
+        return validation_hit1(self.policy, self.x_val, self.val_qids, self.outcomes)
+
+    def sft_targets(self):
+        return sft_targets(self.x_train, self.train_qids, self.teacher, self.outcomes, self.ws.profile.policy_train)
+
+    def rows(self, qids) -> list[int]:
+        pos = {q: i for i, q in enumerate(self.train_qids)}
+        return [pos[q] for q in qids if q in pos]
+
+
+def read_executed(ws: Components) -> dict[tuple[int, str], tuple[Ranking, int]]:
+    """The teacher's executed candidates: (qid, plan text) -> (graph ranking, candidate count)."""
+    path = ws.art.require("teacher_plans") / "executed.parquet"
+    if not path.exists():
+        return {}
+    df = pd.read_parquet(path)
+    return {
+        (int(q), p): (Ranking(np.asarray(i, np.int64), np.asarray(s, np.float32)), int(n))
+        for q, p, i, s, n in zip(df["qid"], df["plan"], df["node_ids"], df["scores"], df["n_candidates"])
+    }
+
+
+def executed_frame(qids, taught) -> pd.DataFrame:
+    rows = [
+        (q, e.plan, e.ranking.node_ids.tolist(), e.ranking.scores.tolist(), e.n_candidates)
+        for q, t in zip(qids, taught)
+        for e in t.executed
+    ]
+    return pd.DataFrame(rows, columns=["qid", "plan", "node_ids", "scores", "n_candidates"])
+
+
+def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, extra: dict | None = None) -> None:
+    with atomic_dir(path) as tmp:
+        policy.save(tmp, ws.profile.teacher, extra)
+        write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1})
+
+
+def policy_base_step(ws: Components) -> dict:
+    """The policy's base is the frozen offline encoder: the artifact records which one."""
+    with atomic_dir(ws.art.path("planner_base")) as tmp:
+        write_json(tmp / "base.json", {"kind": "policy", "encoder": ws.encoder.identity})
+    return {"kind": "policy", "encoder": ws.encoder.identity}
+
+
+def policy_sft_step(ws: Components, log_fn=None) -> dict:
+    t0 = time.perf_counter()
+    data = PolicyData(ws)
+    targets, keep = data.sft_targets()
+    if not keep:
+        raise GraspError("no training query has a teacher plan or an executed candidate; check teacher_plans")
+    cfg = ws.profile.policy_train
+    x = data.x_train.select(keep)
+    result = fit(data.policy, x, targets[keep], cfg, cfg.epochs, cfg.learning_rate, data.validate, log_fn)
+    _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], {"stage": "sft"})
+    losses = result["history"]
+    sel = result["selection"]
+    return {
+        "examples": len(keep),
+        "candidates_per_query": round(float(x.mask.sum(1).float().mean()), 1),
+        "head": ws.profile.policy.head,
+        "best_epoch": result["best_epoch"],
+        "final_loss": losses[-1]["loss"],
+        "val_fused_hit1": result["best_val_fused_hit1"],
+        "val_queries": len(data.val_qids),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "loss_curve_png": line_plot(
+            {"train loss": ([h["epoch"] for h in losses], [h["loss"] for h in losses])}, "policy SFT", "epoch", "loss"
+        ),
+        "val_curve_png": line_plot(
+            {"val fused Hit@1": ([s["epoch"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+            "policy SFT",
+            "epoch",
+            "Hit@1 (%)",
+        ),
+        "path": str(ws.art.path("sft_adapter")),
+    }
+
+
+def policy_samples_step(ws: Components, round_key: str) -> dict:
+    from grasp_core.pipeline.planner import load_reward_table, round_start
+
+    start = round_start(ws, round_key)
+    t0 = time.perf_counter()
+    data = PolicyData(ws, load_policy(start, ws.skb.schema, ws.encoder))
+    qids = [q for q in rl_queries(ws.split("train"), ws.profile.rl) if q in set(data.train_qids)]
+    rl = ws.profile.rl
+    samples = sample_and_score(
+        data.policy,
+        data.x_train.select(data.rows(qids)),
+        qids,
+        data.outcomes,
+        load_reward_table(ws),
+        rl.samples_per_query,
+        rl.temperature,
+        rl.seed + int(round_key),
+    )
+    with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
+        samples.to_parquet(tmp / "samples.parquet")
+        write_json(tmp / "source.json", {"planner": str(start)})
+    per_query = samples.groupby("qid")["reward"]
+    return {
+        "round": round_key,
+        "queries": int(samples["qid"].nunique()),
+        "samples": len(samples),
+        "abstain_share": round(float((samples["n_candidates"] == 0).mean()), 4),
+        "reward_mean": round(float(samples["reward"].mean()), 4),
+        "reward_std": round(float(samples["reward"].std()), 4),
+        "queries_with_positive": int((per_query.max() > 0).sum()),
+        "informative_queries": len(informative_queries(samples)),
+        "executed_plans": len(data.outcomes.known),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "path": str(ws.art.path("rft_samples", round_key)),
+    }
+
+
+def policy_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
+    """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO; gated on val."""
+    from grasp_core.pipeline.planner import load_reward_table, round_start
+
+    start = round_start(ws, round_key)
+    previous = read_json(start / VAL_FILE)["val_fused_hit1"]
+    samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
+    data = PolicyData(ws, load_policy(start, ws.skb.schema, ws.encoder))
+    cfg, rl = ws.profile.policy_train, ws.profile.rl
+    t0 = time.perf_counter()
+    targets, keep = data.sft_targets()
+    best = best_positive_samples(samples)
+    best_rows, best_targets = [], []
+    for r in best.itertuples():
+        row = next(iter(data.rows([int(r.qid)])), None)
+        if row is not None and r.plan in data.x_train.plans[row]:
+            one_hot = torch.zeros(targets.shape[1])
+            one_hot[data.x_train.plans[row].index(r.plan)] = 1.0
+            best_rows.append(row)
+            best_targets.append(one_hot)
+    rows = keep + best_rows
+    rft_targets = torch.cat([targets[keep], torch.stack(best_targets)]) if best_targets else targets[keep]
+    rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
+    epochs = int(rl.rft_epochs or cfg.epochs)
+    rft = fit(
+        data.policy,
+        data.x_train.select(rows),
+        rft_targets,
+        cfg,
+        epochs,
+        rl.rft_learning_rate or cfg.learning_rate,
+        data.validate,
+        rft_log,
+    )
+    rft_seconds = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    grpo_q = informative_queries(samples) or rl_queries(ws.split("train"), rl)
+    grpo_rows = data.rows(grpo_q)
+    grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
+    grpo = train_grpo(
+        data.policy,
+        data.x_train.select(grpo_rows),
+        [data.train_qids[i] for i in grpo_rows],
+        data.outcomes,
+        load_reward_table(ws),
+        ws.profile.grpo,
+        data.validate,
+        grpo_log,
+    )
+    grpo_seconds = time.perf_counter() - t1
+    val = grpo["best_val_fused_hit1"]
+    with atomic_dir(ws.art.path("planner", round_key)) as tmp:
+        data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
+        write_json(tmp / VAL_FILE, {"val_fused_hit1": val})
+        Gate(val, previous).write(tmp)
+    hist, sel = grpo["history"], grpo["selection"]
+    return {
+        "round": round_key,
+        "rft_examples": len(rows),
+        "rft_positive_samples": len(best_rows),
+        "rft_val_fused_hit1": rft["best_val_fused_hit1"],
+        "grpo_queries": len(grpo_rows),
+        "best_step": grpo["best_step"],
+        "val_fused_hit1": val,
+        "previous_val_fused_hit1": previous,
+        "rft_seconds": round(rft_seconds, 1),
+        "grpo_seconds": round(grpo_seconds, 1),
+        "reward_png": line_plot(
+            {"mean sampled reward": ([h["step"] for h in hist], [h["reward"] for h in hist])},
+            f"GRPO round {round_key}",
+            "step",
+            "reward",
+        ),
+        "selection_png": line_plot(
+            {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+            f"GRPO round {round_key}",
+            "step",
+            "Hit@1 (%)",
+        ),
+        "path": str(ws.art.path("planner", round_key)),
+    }
