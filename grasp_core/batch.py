@@ -37,7 +37,7 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError as exc:
+                except json.JSONDecodeError as exc:
                     raise GraspError(
                         f'{where}: not JSON ({exc.msg}); expected {{"qid": ..., "query": "..."}}'
                     ) from None

@@ -228,6 +228,7 @@ class GraspRetriever:
         return results
 
     def _rank_text(self, queries: list[str], clock: _Clock) -> list[Ranking]:
+        assert self.text is not None, "the text branch is not loaded"
         with clock("text"):
             return self.text.rank(queries, k=100)
 
