@@ -1,8 +1,9 @@
 """Plan execution at Prime scale (``DESIGN.md`` §5): graph load speed, per-stage latency, peak memory.
 
 Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
-[--max-frontier N]``; writes ``benchmarks/results/plan_execution.json`` (runs of other backends/caps of the
-same setup are kept) and prints a markdown table; ``benchmarks/results/plan_execution.md`` discusses them.
+[--max-frontier N [N ...]] [--no-exact]``; writes ``benchmarks/results/plan_execution.json`` (runs of other
+backends/caps of the same setup are kept) and prints a markdown table; ``benchmarks/results/plan_execution.md``
+discusses them.
 
 Setup and the decisions behind it:
 - The SKB is ``build_synth_skb("prime", scale)`` (129k nodes / 8.1M edges at ``full``), cached with
@@ -21,6 +22,10 @@ Setup and the decisions behind it:
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
   ``kuzu`` module in place of ``ladybug`` (same API). The two cannot share a process (their native modules
   clash), so each backend runs in its own process (``--backends kuzu``).
+- Exactness: unless ``--no-exact``, every plan first runs without a frontier cap (``max_frontier=None``, the
+  exact result, timed as its own run); each capped run then reports how much of each plan's exact top-100 it
+  kept (``vs_exact``: mean and minimum recall, plans with an identical top-100 set, plans whose exact best
+  answer is still in the top-100). The graph is loaded once per backend for all of them.
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
   upper bounds and every run records the 1-minute load average (``os.getloadavg()``) before and after the
   load and after the plans.
@@ -140,7 +145,57 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan], cfg: ExecutionConfig) -> dict:
+def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tuple[dict, list[np.ndarray], dict]:
+    """Time ``plans`` (after 10 warm-up plans) through ``executor``: per-stage seconds, each plan's top node
+    ids, and the outcome counts with the first message of each error."""
+    for plan in plans[:10]:  # warm-up: caches, lazy init
+        executor.execute(plan, plan.relevance_text)
+    stages = {s: [] for s in (*STAGES, "total", "encode", "prepare")}
+    tops, candidates, errors, messages = [], [], {}, {}
+    for plan in plans[10:]:
+        start = time.perf_counter()
+        ranking, trace = executor.execute(plan, plan.relevance_text)
+        stages["total"].append(time.perf_counter() - start)
+        tops.append(ranking.node_ids)
+        for s in STAGES:
+            stages[s].append(trace.seconds[s])
+        candidates.append(trace.candidates)
+        errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1
+        if trace.error and trace.error not in messages:
+            messages[trace.error] = trace.message[:300]
+        # the parts of link and traverse: the encoder call alone, and the engine's parse+plan (prepare) alone
+        start = time.perf_counter()
+        encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
+        stages["encode"].append(time.perf_counter() - start)
+        if trace.cypher:
+            start = time.perf_counter()
+            store._conn.prepare(trace.cypher, trace.params)
+            stages["prepare"].append(time.perf_counter() - start)
+    summary = {
+        "latency": {s: percentiles(v) for s, v in stages.items() if v},
+        "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))},
+        "outcomes": errors,
+        "first_error_messages": messages,
+    }
+    return summary, tops, stages
+
+
+def recall_vs_exact(tops: list[np.ndarray], exact: list[np.ndarray]) -> dict:
+    """How much of each plan's exact top ``top_k`` a capped run keeps (plans whose exact ranking is non-empty)."""
+    pairs = [(set(t.tolist()), e) for t, e in zip(tops, exact) if len(e)]
+    return {
+        "plans": len(pairs),
+        "mean_recall": round(float(np.mean([len(t & set(e.tolist())) / len(e) for t, e in pairs])), 4),
+        "min_recall": round(float(min(len(t & set(e.tolist())) / len(e) for t, e in pairs)), 4),
+        "identical_top": int(sum(t == set(e.tolist()) for t, e in pairs)),
+        "same_top1": int(sum(int(e[0]) in t and len(t) > 0 for t, e in pairs)),
+    }
+
+
+def bench_backend(
+    backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan], caps: list[int], exact: bool
+) -> list[dict]:
+    """One graph load; then, if ``exact``, every plan without a frontier cap (the reference), then each cap."""
     engine = importlib.import_module(backend)
     ladybug_store.ladybug = engine  # same API; the store code is shared
     path = CACHE / f"store-{backend}"
@@ -156,45 +211,27 @@ def bench_backend(backend: str, skb: SKB, index: NodeIndex, encoder, plans: list
         f"load avg {load_avg['after_load']:.1f}",
         flush=True,
     )
-    executor = PlanExecutor(skb, index, encoder, store, cfg)
-    for plan in plans[:10]:  # warm-up: caches, lazy init
-        executor.execute(plan, plan.relevance_text)
-    stages = {s: [] for s in (*STAGES, "total", "encode", "prepare")}
-    candidates, errors, messages = [], {}, {}
-    for plan in plans[10:]:
-        start = time.perf_counter()
-        _, trace = executor.execute(plan, plan.relevance_text)
-        stages["total"].append(time.perf_counter() - start)
-        for s in STAGES:
-            stages[s].append(trace.seconds[s])
-        candidates.append(trace.candidates)
-        errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1
-        if trace.error and trace.error not in messages:
-            messages[trace.error] = trace.message[:300]
-        # the parts of link and traverse: the encoder call alone, and the engine's parse+plan (prepare) alone
-        start = time.perf_counter()
-        encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
-        stages["encode"].append(time.perf_counter() - start)
-        if trace.cypher:
-            start = time.perf_counter()
-            store._conn.prepare(trace.cypher, trace.params)
-            stages["prepare"].append(time.perf_counter() - start)
-    load_avg["after_plans"] = os.getloadavg()[0]
-    store.close()
-    shutil.rmtree(path, ignore_errors=True)
-    return {
+    base = {
         "backend": backend,
         "version": getattr(engine, "__version__", "?"),
-        "max_frontier": cfg.max_frontier,
         "load_s": round(load_s, 2),
         "load_edges_per_s": int(len(skb.edges) / load_s),
-        "load_avg_1min": load_avg,
-        "latency": {s: percentiles(v) for s, v in stages.items()},
-        "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))},
-        "outcomes": errors,
-        "first_error_messages": messages,
-        "peak_rss_gib": round(rss_gib(), 2),
     }
+    runs, reference = [], None
+    for cap in ([None] if exact else []) + caps:
+        executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(max_frontier=cap))
+        summary, tops, _ = run_plans(executor, encoder, store, plans)
+        run = {**base, "max_frontier": cap, **summary, "load_avg_1min": {**load_avg, "after_plans": os.getloadavg()[0]}}
+        if cap is None:
+            reference = tops
+        elif reference is not None:
+            run["vs_exact"] = recall_vs_exact(tops, reference)
+        run["peak_rss_gib"] = round(rss_gib(), 2)
+        print(f"cap {cap}: total {run['latency']['total']}, {run.get('vs_exact', '')}", flush=True)
+        runs.append(run)
+    store.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return runs
 
 
 def main() -> None:
@@ -202,7 +239,8 @@ def main() -> None:
     parser.add_argument("--scale", default="full")
     parser.add_argument("--plans", type=int, default=200)
     parser.add_argument("--backends", nargs="+", default=["ladybug"], help="one per process: ladybug and kuzu clash")
-    parser.add_argument("--max-frontier", type=int, default=ExecutionConfig().max_frontier)
+    parser.add_argument("--max-frontier", type=int, nargs="+", default=[ExecutionConfig().max_frontier])
+    parser.add_argument("--no-exact", action="store_true", help="skip the uncapped reference run (no recall)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
@@ -221,9 +259,7 @@ def main() -> None:
     runs = []
     for backend in args.backends:
         try:
-            runs.append(
-                bench_backend(backend, skb, index, encoder, plans, ExecutionConfig(max_frontier=args.max_frontier))
-            )
+            runs += bench_backend(backend, skb, index, encoder, plans, args.max_frontier, not args.no_exact)
         except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
             print(f"skipping {backend}: {exc}")
     result = {

@@ -37,19 +37,24 @@ def read_queries(path: str | Path) -> tuple[list[tuple[object, str]], list[str]]
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError as exc:
+                except json.JSONDecodeError as exc:
                     raise GraspError(
                         f'{where}: not JSON ({exc.msg}); expected {{"qid": ..., "query": "..."}}'
                     ) from None
-                if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
-                    raise GraspError(f'{where}: needs a string field "query" (and a "qid")')
-                query = normalize_text(obj["query"], where)
-                if not query:
-                    raise GraspError(f"{where}: the query is empty")
-                good.append((obj.get("qid", n), query))
+                good.append((obj.get("qid", n), record_query(obj, where)))
             except GraspError as exc:
                 bad.append(str(exc))
     return good, bad
+
+
+def record_query(obj: object, where: str) -> str:
+    """The normalized question of an input record ``{"qid", "query"}``, or a GraspError saying what is wrong."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+        raise GraspError(f'{where}: needs a string field "query" (and a "qid")')
+    query = normalize_text(obj["query"], where)
+    if not query:
+        raise GraspError(f"{where}: the query is empty")
+    return query
 
 
 def _answer(retriever, chunk: list[tuple[object, str]], k: int) -> list[dict]:
@@ -61,7 +66,7 @@ def _answer(retriever, chunk: list[tuple[object, str]], k: int) -> list[dict]:
         if len(chunk) == 1:
             raise
         return [record for item in chunk for record in _answer_one(retriever, item, k)]
-    return [_record(qid, res) for (qid, _), res in zip(chunk, results)]
+    return [output_record(qid, res) for (qid, _), res in zip(chunk, results)]
 
 
 def _answer_one(retriever, item: tuple[object, str], k: int) -> list[dict]:
@@ -72,7 +77,8 @@ def _answer_one(retriever, item: tuple[object, str], k: int) -> list[dict]:
         return [{"qid": qid, "error": one_line_error(exc)}]
 
 
-def _record(qid, res) -> dict:
+def output_record(qid, res) -> dict:
+    """The output record of one answered query (``truncated`` when a model read only part of it)."""
     record = {"qid": qid, "ranking": [a.to_json() for a in res.answers]}
     if res.truncated:
         record["truncated"] = res.truncated

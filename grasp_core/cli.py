@@ -103,6 +103,7 @@ def _retriever(args: argparse.Namespace):
         extractor=args.extractor,
         branches=args.branches,
         rerank=not args.no_rerank,
+        parallel_branches=args.parallel_branches,
     )
 
 
@@ -127,6 +128,12 @@ def _retrieve(args: argparse.Namespace) -> None:
         + (f"; {stats['failed']} failed (error records in the output)" if stats["failed"] else "")
         + (f"; {stats['bad']} bad lines skipped (see above)" if stats["bad"] else "")
     )
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from grasp_core.serve import serve
+
+    serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -194,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="entity extractor (default: the profile's); llm asks $GRASP_EXTRACTOR_URL",
         )
+        p.add_argument(
+            "--parallel-branches",
+            action="store_true",
+            help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
+        )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)
@@ -207,6 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--out", required=True, help='output JSONL, one {"qid", "ranking"} per line')
     retrieve.add_argument("--batch-size", type=int, default=32, help="queries answered together (at least 1)")
     retrieve.set_defaults(func=_retrieve)
+
+    serve = sub.add_parser(
+        "serve", help="HTTP API on loaded artifacts: POST /retrieve (batch), POST /query (explained), GET /health"
+    )
+    retrieval_flags(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
+    serve.set_defaults(func=_serve)
 
     report = sub.add_parser(
         "report",

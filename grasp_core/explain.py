@@ -40,3 +40,32 @@ def format_result(result: Result, show: int = 10) -> str:
     seconds = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.seconds.items() if v)
     lines += ["", f"Time: {seconds}"]
     return "\n".join(lines)
+
+
+def result_json(result: Result, show: int = 10) -> dict:
+    """The same explanation as :func:`format_result`, as JSON (what ``grasp serve``'s ``/query`` answers)."""
+    answers = [
+        {
+            **a.to_json(),
+            "name": a.name,
+            "type": a.type,
+            "found_by": a.found_by,
+            "text_rank": a.text_rank,
+            "graph_rank": a.graph_rank,
+            "fused_rank": a.fused_rank,
+            "reranker_score": a.reranker_score,
+            "paths": a.paths,
+        }
+        for a in result.answers[:show]
+    ]
+    return {
+        "query": result.query,
+        "answers": answers,
+        "entity_table": result.entity_table.to_json() if result.entity_table is not None else None,
+        "plan": result.plan,
+        "plan_valid": result.plan_valid,
+        "plan_error": result.plan_error,
+        "cypher": result.cypher,
+        "bindings": {v: [{"node_id": i, "name": n, "score": s} for i, n, s in bs] for v, bs in result.bindings.items()},
+        "ms": {k: round(v * 1000, 1) for k, v in result.seconds.items()},
+    }

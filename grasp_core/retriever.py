@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,10 +80,22 @@ class Result:
 
 
 class GraspRetriever:
-    def __init__(self, ws: Components, branches: str = "both", rerank: bool = True, planner: str | None = None):
+    def __init__(
+        self,
+        ws: Components,
+        branches: str = "both",
+        rerank: bool = True,
+        planner: str | None = None,
+        parallel_branches: bool = False,
+    ):
         if branches not in BRANCHES:
             raise GraspError(f"branches must be one of {BRANCHES}, got {branches!r}")
         self.ws, self.branches, self.use_rerank = ws, branches, rerank
+        # parallel_branches: the text branch runs in a helper thread while the calling thread runs the graph branch
+        # (as the paper does). Off by default: on the shared 2-core machine it made a warm hpo question slower
+        # (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
+        # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores.
+        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if parallel_branches else None
         ws.skb  # noqa: B018 - fail early (missing artifacts) before loading models
         self.text = ws.text_retriever(ws.profile.text_retriever) if branches != "graph" else None
         if branches != "text":
@@ -118,13 +131,16 @@ class GraspRetriever:
         results = [Result(q, []) for q in queries]
         clock = _Clock(results)
         text = [Ranking.empty()] * n
+        pending = None  # the text branch, when it runs beside the graph branch
         if self.text is not None:
             encoder = getattr(self.text, "encoder", None)
             if encoder is not None:  # the query encoder truncates by itself; the explanation says so
                 window = encoder.max_tokens(QUERY_MAX_TOKENS) - encoder.tokenizer.num_special_tokens_to_add()
                 _note(results, "text", [cut_to_tokens(q, encoder.tokenizer, window) for q in queries])
-            with clock("text"):
-                text = self.text.rank(queries, k=100)
+            if self._text_pool is not None:
+                pending = self._text_pool.submit(self._rank_text, queries, clock)
+            else:
+                text = self._rank_text(queries, clock)
         graph = [Ranking.empty()] * n
         traces: list[Trace | None] = [None] * n
         if self.branches != "text":
@@ -160,6 +176,8 @@ class GraspRetriever:
                     tr.cypher,
                     {v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in tr.bindings.items()},
                 )
+        if pending is not None:
+            text = pending.result()
         with clock("fusion"):
             fused = [
                 fuse(t, g, self.ws.profile.reward) if self.branches == "both" else (t if self.branches == "text" else g)
@@ -210,6 +228,11 @@ class GraspRetriever:
                     if ans.graph_rank is not None:
                         ans.paths = self._paths(trace, ans.node_id)
         return results
+
+    def _rank_text(self, queries: list[str], clock: _Clock) -> list[Ranking]:
+        assert self.text is not None, "the text branch is not loaded"
+        with clock("text"):
+            return self.text.rank(queries, k=100)
 
     def _paths(self, trace, node_id: int) -> list[list[str]]:
         names = self.ws.skb.nodes["name"]

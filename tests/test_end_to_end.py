@@ -189,6 +189,126 @@ def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, caps
     assert "in.jsonl:3: not JSON" in capsys.readouterr().err
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, capsys):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import pandas as pd
+
+    from grasp_core.cli import main
+
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet").head(2)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "grasp_core.cli", "--profile", "smoke", "--root", root, "serve", DATASET]
+    server = subprocess.Popen([*cmd, "--port", str(port)], env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert server.poll() is None, "grasp serve exited"
+            try:
+                health = httpx.get(f"{url}/health", timeout=2).json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "grasp serve did not come up"
+                time.sleep(0.5)
+        assert health["status"] == "ok" and health["dataset"] == DATASET and health["profile"] == "smoke"
+        assert {"skb", "mfar_model", "graph_store", "reranker", "planner/1"} <= set(health["artifacts"])
+
+        # a batch with bad records: the good ones are answered exactly as one CLI batch of them
+        good = [{"qid": int(q), "query": t} for q, t in zip(queries["qid"], queries["query"])]
+        body = [good[0], {"qid": "e", "query": "   "}, "not a record", {"query": good[1]["query"]}]
+        response = httpx.post(f"{url}/retrieve", json=body, timeout=120)
+        assert response.status_code == 200
+        out = response.json()
+        assert [r["qid"] for r in out] == [good[0]["qid"], "e", 3, 4]
+        assert out[1] == {"qid": "e", "error": "record 2: the query is empty"} and "query" in out[2]["error"]
+        src = tmp_path / "in.jsonl"
+        src.write_text(json.dumps(good[0]) + "\n" + json.dumps({"qid": 4, "query": good[1]["query"]}) + "\n")
+        cli = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--batch-size", "2"]
+        assert main([*cli, "--queries", str(src), "--out", str(tmp_path / "out.jsonl")]) == 0
+        assert [out[0], out[3]] == [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert len(out[0]["ranking"]) == 100
+
+        explained = httpx.post(f"{url}/query", json={"query": good[0]["query"], "k": 3}, timeout=120).json()
+        assert len(explained["answers"]) == 3 and explained["plan"] and explained["entity_table"] is not None
+        assert [a["node_id"] for a in explained["answers"]] == [a["node_id"] for a in out[0]["ranking"][:3]]
+        assert all(a["found_by"] in ("text", "graph", "text+graph") for a in explained["answers"])
+        assert explained["ms"]["text"] > 0 and explained["ms"]["planning"] > 0
+
+        for method, path, content, status, message in [
+            ("POST", "/query", b'{"k": 3}', 400, '"query" must be a non-empty question'),
+            ("POST", "/query", b'{"query": "x", "k": 0}', 400, '"k" (answers returned) must be an integer'),
+            ("POST", "/query", b"{broken", 400, "the body is not JSON"),
+            ("POST", "/retrieve", b'{"qid": 1, "query": "x"}', 400, "the body must be a JSON array"),
+            ("POST", "/retrieve", json.dumps([good[0]] * 33).encode(), 413, "send at most 32 per request"),
+            ("GET", "/retrieve", b"", 405, "Method Not Allowed"),
+            ("GET", "/nothing", b"", 404, "Not Found"),
+        ]:
+            response = httpx.request(method, f"{url}{path}", content=content, timeout=30)
+            error = response.json()["error"]
+            assert response.status_code == status and message in error and "\n" not in error, (path, error)
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    capsys.readouterr()
+
+
+def test_serve_one_failing_question_never_fails_its_batch(trained):
+    from fastapi.testclient import TestClient
+
+    from grasp_core.retriever import GraspRetriever
+    from grasp_core.serve import create_app
+
+    tmp, _ = trained
+    retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke", rerank=False)
+
+    class FailsOnOneQuestion:  # the real retriever, with an internal failure on one question
+        branches, use_rerank = retriever.branches, retriever.use_rerank
+
+        def retrieve(self, queries, **kwargs):
+            if "boom" in queries:
+                raise RuntimeError("boom")
+            return retriever.retrieve(queries, **kwargs)
+
+    with TestClient(create_app(FailsOnOneQuestion(), {"dataset": DATASET})) as client:
+        out = client.post("/retrieve", json=[{"qid": 1, "query": "which drugs?"}, {"qid": 2, "query": "boom"}]).json()
+        assert len(out[0]["ranking"]) == 100
+        assert out[1] == {"qid": 2, "error": "internal error (RuntimeError); see the server log"}
+        response = client.post("/query", json={"query": "boom"})
+        assert response.status_code == 500 and response.json()["error"].startswith("internal error")
+        assert client.get("/health").json() == {"status": "ok", "dataset": DATASET}
+
+
+def test_parallel_branches_give_the_same_answers(trained):
+    import pandas as pd
+
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = tmp / "artifacts"
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")["query"]
+    sequential = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False).retrieve(queries[:4])
+    parallel = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False, parallel_branches=True)
+    for a, b in zip(sequential, parallel.retrieve(queries[:4])):
+        assert [x.to_json() for x in a.answers] == [x.to_json() for x in b.answers] and a.answers
+        assert b.seconds["text"] > 0 and b.plan == a.plan
+
+
 VIGNETTE = (
     "A 34-year-old woman presents with a three-year history of progressive gait ataxia, dysarthria and "
     "intermittent diplopia. Her mother and maternal uncle had similar symptoms beginning in their forties. "

@@ -70,3 +70,10 @@ def test_no_import_cycle_between_packages():
     assert "grasp_core.planner" not in graph["grasp_core.llm"]  # llm holds backends only
     assert "grasp_core.pipeline" not in graph["grasp_core.retriever"]
     assert cycles(graph) == []
+
+
+def test_importing_the_server_loads_no_training_module():
+    code = "import sys, json, grasp_core.serve; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert "fastapi" in loaded and [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []

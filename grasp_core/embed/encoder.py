@@ -5,9 +5,9 @@ pooling, loaded offline from site-packages); ``gpu`` uses Qwen3-Embedding from a
 last-token pooling and no instruction prefix. The pipeline is always assembled here from its three modules
 (never from a saved ``modules.json``) so that ``pooling`` really decides how token vectors become one vector.
 
-``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), sorts by exact token count so a
-batch holds texts of similar length (little padding), runs the batches and returns float32 L2-normalized
-vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
+``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), groups texts by their token count
+rounded up to a multiple of 8 and pads each group to exactly that length (so a text's vector does not depend
+on its batch), runs the batches and returns float32 L2-normalized vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
 it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 2 cores, cosine to float32
 >= 0.9999 on 1,000 texts, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
 embeddings built in one dtype are never mixed with another.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from grasp_core.errors import MissingModelError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MINILM_NAME = "all-MiniLM-L6-v2"
+PAD_MULTIPLE = 8  # every text is encoded padded to its token count rounded up to this (see Encoder._batches)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Encoder:
         self.batch_size = batch_size
         config = model[0].auto_model.config
         self._max_positions = getattr(config, "max_position_embeddings", None)
+        self._tokenizer_lock = threading.Lock()
 
     def max_tokens(self, requested: int) -> int:
         """The truncation length :meth:`encode` applies for ``requested`` (never beyond the model's positions)."""
@@ -88,21 +91,41 @@ class Encoder:
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        tokens = self.tokenizer(texts, truncation=True, max_length=self.max_tokens(max_tokens))
+        max_tokens = self.max_tokens(max_tokens)
+        with self._tokenizer_lock:  # a fast tokenizer's truncation state is not thread-safe ("Already borrowed")
+            tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
-        order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         device = self.model.device
         self.model.eval()
         with torch.inference_mode():
-            for start in tqdm(
-                range(0, len(texts), self.batch_size), desc="encode", disable=not show_progress, unit="batch"
-            ):
-                rows = order[start : start + self.batch_size]
-                batch = self.tokenizer.pad({k: [tokens[k][i] for i in rows] for k in keys}, return_tensors="pt")
+            batches = self._batches(tokens["input_ids"], max_tokens)
+            for length, rows in tqdm(batches, desc="encode", disable=not show_progress, unit="batch"):
+                batch = self.tokenizer.pad(
+                    {k: [tokens[k][i] for i in rows] for k in keys},
+                    padding="max_length",
+                    max_length=length,
+                    return_tensors="pt",
+                )
                 features = {k: v.to(device) for k, v in batch.items()}
                 vectors = self.model(features)["sentence_embedding"].float()
                 out[rows] = torch.nn.functional.normalize(vectors, dim=-1).cpu().numpy()  # unit norm in float32
         return out
+
+    def _batches(self, input_ids: list[list[int]], max_tokens: int) -> list[tuple[int, np.ndarray]]:
+        """(padded length, rows) of each forward pass: rows grouped by their length rounded up to a multiple of
+        ``PAD_MULTIPLE`` (at most ``max_tokens``), longest first, at most ``batch_size`` per group; each group is
+        padded to exactly that length. A text is thus always computed at the same padded length, so its vector
+        never depends on the texts it is encoded with (padding to the batch's longest text changed bfloat16
+        vectors by up to 2e-3, which reordered rankings between a batch and its questions alone), and a
+        question's few short texts still share one or two passes."""
+        padded = np.array([min(-(-len(ids) // PAD_MULTIPLE) * PAD_MULTIPLE, max_tokens) for ids in input_ids])
+        order = np.argsort(-padded, kind="stable")
+        cuts = np.flatnonzero(np.diff(padded[order])) + 1
+        return [
+            (int(padded[run[0]]), run[start : start + self.batch_size])
+            for run in np.split(order, cuts)
+            for start in range(0, len(run), self.batch_size)
+        ]
 
 
 def minilm_path() -> Path:

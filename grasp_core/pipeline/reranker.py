@@ -134,7 +134,8 @@ def _ltr_step(ws: Components) -> dict:
     trained = train_ranker((train_X, train_y), (val_X, val_y), features.names, ws.profile.ltr)
     train_seconds = time.perf_counter() - t0
     val_scores = [
-        trained.booster.predict(X, num_iteration=trained.best_round) if len(X) else np.zeros(0) for X in val_X
+        np.asarray(trained.booster.predict(X, num_iteration=trained.best_round)) if len(X) else np.zeros(0)
+        for X in val_X
     ]
     items = [ValItem(x.fused, s.astype(np.float32), g) for x, s, g in zip(val_inputs, val_scores, val_gold)]
     w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -202,7 +202,7 @@ class FeatureBuilder:
         row_bits = _or_by_node([node for _, node, _ in x.links], [1 << min(row, 62) for row, _, _ in x.links])
         bindings = _best_by_node([b for b, _ in x.bindings], [s for _, s in x.bindings])
         paths = _sum_by_node([b for b, _ in x.bindings], [1.0] * len(x.bindings))
-        out = {"linked per relation": [], "neighbours": []}
+        out: dict[str, Any] = {"linked per relation": [], "neighbours": []}
         linked, rows = np.zeros(n, np.float32), np.zeros(n, np.int64)
         n_paths, binding_cos = np.zeros(n, np.float32), np.zeros(n, np.float32)
         gathered = [_rows_of(a, ids) for a in self.adjacency]

@@ -62,13 +62,13 @@ class LTRReranker:
     def score(self, X: np.ndarray) -> np.ndarray:
         if not len(X):
             return np.zeros(0, np.float32)
-        return self.booster.predict(X, num_threads=1).astype(np.float32)
+        return np.asarray(self.booster.predict(X, num_threads=1), np.float32)
 
     def contributions(self, X: np.ndarray) -> list[list[tuple[str, float]]]:
         """Per row: the TOP_CONTRIBUTIONS features with the largest absolute contribution, largest first."""
         if not len(X):
             return []
-        contrib = self.booster.predict(X, pred_contrib=True, num_threads=1)[:, :-1]  # last column: the bias
+        contrib = np.asarray(self.booster.predict(X, pred_contrib=True, num_threads=1))[:, :-1]  # last column: the bias
         top = np.argsort(-np.abs(contrib), axis=1, kind="stable")[:, :TOP_CONTRIBUTIONS]
         return [[(self.features.names[j], float(row[j])) for j in idx] for row, idx in zip(contrib, top)]
 

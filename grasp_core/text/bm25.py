@@ -16,6 +16,7 @@ score 0 and are never returned. The default variant is bm25s' (and stark-qa's) `
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,6 +108,12 @@ class LexicalIndex:
     def num_nodes(self) -> int:
         return self.weights.shape[0]
 
+    @functools.cached_property
+    def by_token(self) -> sp.csr_matrix:
+        """The weights transposed, [vocab, num_nodes] CSR, made once: scoring every node against a query then
+        reads only its tokens' rows (``q @ weights.T`` converted the whole matrix on every call)."""
+        return self.weights.T.tocsr()
+
     def query_matrix(self, query_tokens: Sequence[Sequence[str]]) -> sp.csr_matrix:
         """Token counts of each query over this index's vocabulary (unknown tokens dropped)."""
         rows, cols = [], []
@@ -125,8 +132,8 @@ class LexicalIndex:
     def scores_at(self, query_tokens: Sequence[Sequence[str]], node_ids: np.ndarray | None) -> np.ndarray:
         """float32 [num_queries, len(node_ids)]: the scores of the given nodes only (None = all nodes)."""
         q = self.query_matrix(query_tokens)
-        weights = self.weights if node_ids is None else self.weights[np.asarray(node_ids, np.int64)]
-        scores = np.asarray((q @ weights.T).todense(), np.float32)
+        by_token = self.by_token if node_ids is None else self.weights[np.asarray(node_ids, np.int64)].T
+        scores = np.asarray((q @ by_token).todense(), np.float32)
         if self.nonoccurrence is not None:
             member = np.zeros(self.num_nodes, bool)
             member[self.rows] = True

@@ -18,9 +18,17 @@ def test_minilm_matches_the_shipped_sentence_transformer(encoder):
     assert encoder.dim == 384 and encoder.identity == "all-MiniLM-L6-v2|pooling=mean|dim=384"
 
 
-def test_encode_keeps_input_order_and_is_batch_invariant(encoder):
-    one_by_one = np.stack([encoder.encode([t], 64)[0] for t in TEXTS])
-    np.testing.assert_allclose(encoder.encode(TEXTS, 64), one_by_one, atol=1e-5)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_encode_keeps_input_order_and_is_exactly_batch_invariant(dtype):
+    encoder = load_encoder(EncoderConfig(dtype=dtype, batch_size=2))
+    texts = [*TEXTS, "retinal detachment", "a drug approved for topical use", "tall stature", "night blindness"]
+    one_by_one = np.stack([encoder.encode([t], 64)[0] for t in texts])
+    np.testing.assert_array_equal(encoder.encode(texts, 64), one_by_one)  # bit for bit, whatever the batch
+    ids = encoder.tokenizer(texts, truncation=True, max_length=64)["input_ids"]
+    lengths, batches = [len(i) for i in ids], encoder._batches(ids, 64)
+    assert all(len(rows) <= 2 and all(length - 8 < lengths[i] <= length for i in rows) for length, rows in batches)
+    assert all(length % 8 == 0 for length, _ in batches)  # one padded length per text, whatever its batch
+    assert sorted(i for _, rows in batches for i in rows) == list(range(len(texts)))
     assert encoder.encode([], 64).shape == (0, 384)
 
 
