@@ -155,8 +155,6 @@ def _cpu() -> Profile:
         # The cross-encoder's scoring head is new, so the base model is not a candidate; each validation
         # (100 queries x K=50) is the reranker step's largest cost (3 min at 256 tokens, measured)
         reranker_train=RerankerTrainConfig(group_size=8, epochs=1, checkpoint_every_epochs=1.0, validate_base=False),
-        # cpu: 20 single queries timed end to end (every test query is scored, as in the paper)
-        eval=EvalSettings(latency_queries=20),
     )
 
 
