@@ -5,12 +5,19 @@ UI with their metadata, checks and lineage. By default only assets whose artifac
 incomplete by an interrupted run), and everything downstream of them, are materialized; ``--force``
 rebuilds all. Code and configuration changes are seen in the UI, which marks the assets they touch stale
 (see :mod:`grasp_assets.versions`).
+
+Each stage runs in a child process: Dagster's in-process execution holds SIGINT and SIGTERM until a step ends,
+so on either signal ``grasp pipeline`` stops the child, marks its run failed (freeing its pool slots) and exits;
+finished artifacts are kept and the next run resumes from the first missing one.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import time
+from multiprocessing.connection import Connection
 
 import dagster as dg
 
@@ -62,17 +69,20 @@ def run_pipeline(
         print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")
     if not instance.has_dynamic_partition(DATASET, dataset):
         instance.add_dynamic_partitions(DATASET, [dataset])
-    settings = GraspSettings(profile=profile, artifacts_root=root or "", scale=scale or "", n_queries=n_queries or 0)
+    settings_fields = {
+        "profile": profile,
+        "artifacts_root": root or "",
+        "scale": scale or "",
+        "n_queries": n_queries or 0,
+    }
+    settings = GraspSettings(**settings_fields)
     art = settings.artifacts(dataset)
-    resources = {"settings": settings, "mlflow": MLflowTracking()}
-    assets = list(build_definitions(settings.get_profile()).assets)  # code versions of this run's profile
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
     timings = {}
     break_rounds = False
     for step in plan:
         name, selection, round_key = step.label, step.selection, step.round_key
-        partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: round_key}) if round_key else dataset
         if break_rounds and round_key is not None:
             continue
         previous = previous_round(round_key) if round_key is not None else None
@@ -91,28 +101,87 @@ def run_pipeline(
             f"[grasp] {name}: materializing {', '.join(sorted(k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())))}"
         )
         t0 = time.perf_counter()
-        result = dg.materialize(
-            assets,
-            selection=todo,
-            partition_key=partition,
-            instance=instance,
-            resources=resources,
-            raise_on_error=False,
-            tags={"grasp/stage": name},
-        )
+        keys = [k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())]
+        success, run_id = _run_stage(instance, settings_fields, keys, (dataset, round_key), name)
         timings[name] = time.perf_counter() - t0
-        if not result.success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
+        if not success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
             print(
                 f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
                 f"and the last passing planner is served"
             )
             break_rounds = True
             continue
-        if not result.success:
+        if not success:
             raise GraspError(
-                f"stage {name!r} failed for {dataset!r}; see the run {result.run_id} in the Dagster UI "
+                f"stage {name!r} failed for {dataset!r}; see the run {run_id} in the Dagster UI "
                 f"(`dagster dev -w workspace.yaml`) for the failing step's logs. Finished assets are kept; "
                 f"rerunning resumes from the first missing one."
             )
         print(f"[grasp] {name}: done in {timings[name]:.0f}s")
     return timings
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM reached `grasp pipeline` while a stage ran."""
+
+
+def _run_stage(
+    instance: dg.DagsterInstance,
+    settings: dict,
+    keys: list[str],
+    partition: tuple[str, str | None],
+    name: str,
+) -> tuple[bool, str | None]:
+    """Materialize ``keys`` for ``partition`` in a child process; on SIGINT/SIGTERM stop it and release its run."""
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_stage_child, args=(settings, keys, partition, name, send), name=f"grasp {name}")
+
+    def stop(signum, _frame):
+        raise _Stopped(signal.Signals(signum).name)
+
+    handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        child.start()
+        send.close()
+        child.join()
+    except _Stopped as exc:
+        child.terminate()  # Dagster holds SIGTERM until the step ends: give it a moment, then kill
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+            child.join()
+        for run_id in release_dead_runs(instance):
+            print(f"[grasp] run {run_id} was marked failed and its pool slots freed")
+        raise GraspError(
+            f"stopped by {exc} during stage {name!r}; finished assets are kept, rerun the same command to resume"
+        ) from None
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    try:
+        return receive.recv()
+    except EOFError:  # the child died before reporting (its run, if any, is released at the next start-up)
+        return False, None
+    finally:
+        receive.close()
+
+
+def _stage_child(
+    settings: dict, keys: list[str], partition: tuple[str, str | None], name: str, send: Connection
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent decides
+    quiet_libraries()
+    dataset, round_key = partition
+    resource = GraspSettings(**settings)
+    result = dg.materialize(
+        list(build_definitions(resource.get_profile()).assets),  # code versions of this run's profile
+        selection=dg.AssetSelection.assets(*keys),
+        partition_key=dg.MultiPartitionKey({DATASET: dataset, ROUND: round_key}) if round_key else dataset,
+        instance=dg.DagsterInstance.get(),
+        resources={"settings": resource, "mlflow": MLflowTracking()},
+        raise_on_error=False,
+        tags={"grasp/stage": name},
+    )
+    send.send((result.success, result.run_id))
+    send.close()
