@@ -22,13 +22,13 @@ from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node
 from grasp_core.pipeline.planner import (
     load_teacher_plans,
     planner_base_step,
-    sft_examples,
     sft_step,
     teacher_plans_step,
+    tokenizer_examples,
 )
+from grasp_core.pipeline.policy import PolicyData
 from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, reranker_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
-from grasp_core.planner.base import base_model_path
 from grasp_core.planner.rl import rl_queries
 from grasp_core.profiles import get_profile
 from grasp_core.rerank.ranker import LTRReranker
@@ -104,11 +104,12 @@ def test_no_training_step_encodes_a_test_human_text(encoded_in_training):
 def test_teacher_plans_sft_and_rl_draw_on_train_and_val_only(ws, encoded_in_training):
     plans = load_teacher_plans(ws)
     assert set(plans["split"]) <= {"train", "val", "test"} and not set(plans["qid"]) & human_qids(ws)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(base_model_path(ws.art.require("planner_base")))
-    examples = sft_examples(ws, tokenizer)
-    assert examples and not [e for e in examples if MARKER in e["prompt"] + e["completion"]]
+    assert ws.profile.planner == "policy"  # the smoke profile's planner: its SFT queries and executed candidates
+    assert PolicyData(ws).train_qids and not set(PolicyData(ws).train_qids) & human_qids(ws)
+    executed = pd.read_parquet(ws.art.require("teacher_plans") / "executed.parquet")
+    assert len(executed) and not set(executed["qid"].astype(int)) & human_qids(ws)
+    prompts, completions = tokenizer_examples(ws)  # what the `lm` planner's tokenizer would be trained on
+    assert len(prompts) and not [t for t in list(prompts) + list(completions) if MARKER in t]
     assert not set(rl_queries(ws.split("train"), ws.profile.rl)) & human_qids(ws)
 
 
