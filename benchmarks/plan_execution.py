@@ -1,4 +1,4 @@
-"""Plan execution at Prime scale (``DESIGN.md`` §5): graph load speed, per-stage latency, peak memory.
+"""Plan execution at Prime scale (goals in ``docs/latency.md``): graph load speed, per-stage latency, peak memory.
 
 Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
 [--max-frontier N [N ...]] [--no-exact]``; writes ``benchmarks/results/plan_execution.json`` (runs of other

@@ -209,7 +209,7 @@ def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
 
 def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
-    Table 2 / DESIGN §3, fused with the text list without the reranker."""
+    Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
     name, ckpt = ws.final_planner()
     eval_dir = ws.art.require("eval_metrics")
     teacher = load_teacher_plans(ws).set_index("qid")

@@ -1,4 +1,4 @@
-"""Per-(query, candidate) features of the ``ltr`` reranker (``DESIGN.md`` §3, "The cpu reranker").
+"""Per-(query, candidate) features of the ``ltr`` reranker (``docs/reranker.md``).
 
 For one query the reranker sees a :class:`RerankInput`: the fused ranking, the text and graph rankings it was
 fused from, the plan's target type and anchor bindings, and the entity table's linked anchors. The

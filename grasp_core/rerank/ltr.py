@@ -1,4 +1,4 @@
-"""Training the ``ltr`` reranker: LightGBM lambdarank on the fused top-K lists (``DESIGN.md`` §3).
+"""Training the ``ltr`` reranker: LightGBM lambdarank on the fused top-K lists (``docs/reranker.md``).
 
 Each training query contributes its fused top K as one group: the gold answers in it are the positives
 (label 1), every other candidate a hard negative (label 0; they are the highest-ranked wrong ones). A query
