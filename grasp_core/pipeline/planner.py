@@ -16,6 +16,7 @@ from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.llm.chat import render_prompt
 from grasp_core.pipeline.plots import line_plot
+from grasp_core.pipeline.rft_samples import write_rft_samples
 from grasp_core.planner.base import base_model_path, build_planner_base
 from grasp_core.planner.candidates import json_text
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
@@ -313,21 +314,11 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
     llm = ws.planner_llm(start_ckpt)
     t0 = time.perf_counter()
     samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
-    with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
-        samples.to_parquet(tmp / "samples.parquet")
-        write_json(tmp / "source.json", {"planner": str(start_ckpt)})
-    per_query = samples.groupby("qid")["reward"]
+    summary = write_rft_samples(ws, round_key, samples, start_ckpt)
     return {
-        "round": round_key,
-        "queries": int(samples["qid"].nunique()),
-        "samples": len(samples),
+        **summary,
         "valid_rate": round(float(samples["valid"].mean()), 4),
-        "reward_mean": round(float(samples["reward"].mean()), 4),
-        "reward_std": round(float(samples["reward"].std()), 4),
-        "queries_with_positive": int((per_query.max() > 0).sum()),
-        "informative_queries": len(informative_queries(samples)),
         "seconds": round(time.perf_counter() - t0, 1),
-        "path": str(ws.art.path("rft_samples", round_key)),
     }
 
 

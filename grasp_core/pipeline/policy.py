@@ -18,6 +18,7 @@ from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.pipeline.plots import line_plot
+from grasp_core.pipeline.rft_samples import write_rft_samples
 from grasp_core.planner.policy import PlanPolicy, load_policy, new_policy, path_keys
 from grasp_core.planner.policy_train import (
     Outcomes,
@@ -166,22 +167,12 @@ def policy_samples_step(ws: Components, round_key: str) -> dict:
         rl.temperature,
         rl.seed + int(round_key),
     )
-    with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
-        samples.to_parquet(tmp / "samples.parquet")
-        write_json(tmp / "source.json", {"planner": str(start)})
-    per_query = samples.groupby("qid")["reward"]
+    summary = write_rft_samples(ws, round_key, samples, start)
     return {
-        "round": round_key,
-        "queries": int(samples["qid"].nunique()),
-        "samples": len(samples),
+        **summary,
         "abstain_share": round(float((samples["n_candidates"] == 0).mean()), 4),
-        "reward_mean": round(float(samples["reward"].mean()), 4),
-        "reward_std": round(float(samples["reward"].std()), 4),
-        "queries_with_positive": int((per_query.max() > 0).sum()),
-        "informative_queries": len(informative_queries(samples)),
         "executed_plans": len(data.outcomes.known),
         "seconds": round(time.perf_counter() - t0, 1),
-        "path": str(ws.art.path("rft_samples", round_key)),
     }
 
 
