@@ -6,9 +6,10 @@ model has a short context) lists each relation once with all its type pairs, lea
 renders the entity table one line per row (mention, role, each linked type's best cosine).
 
 :func:`canonical_plan_json` is the one serialization of a plan used as the SFT target and accepted by the
-decoding grammar (:mod:`grasp_core.planner.grammar`): compact JSON, fixed key order, anchors renamed
-``a1, a2, …`` and intermediate variables ``x1, x2, …``, hops listed path by path (each anchor's path from
-the anchor to ``target``), ``to_type`` only on intermediate variables, and ``type`` always present on ref
+decoding grammar (:mod:`grasp_core.planner.grammar`): compact JSON with the plan model's key order, anchors
+renamed ``a1, a2, …`` and the intermediate variable ``d`` hops down anchor ``aj``'s path ``xj_d``, hops listed
+path by path from the last anchor's path to the first's (each path from its anchor to ``target``; the grammar
+nests anchors and paths), ``to_type`` only on intermediate variables, and ``type`` always present on ref
 anchors (taken from the entity row's first type when the plan leaves it out, as the executor does).
 Free texts are made grammar-safe: double quotes become single quotes, backslashes and control characters
 become spaces.
@@ -25,9 +26,9 @@ from typing import Any
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import Message
+from grasp_core.plan.model import TARGET, Anchor, Hop, Plan
 from grasp_core.skb.schema import Schema
 
-TARGET = "target"
 _FORMAT_HEADER = "Plan format:\n"
 
 
@@ -101,6 +102,16 @@ def _as_dict(plan: Any) -> dict:
     raise TypeError(f"expected a Plan or a plan dict, got {type(plan).__name__}")
 
 
+def anchor_var(j: int) -> str:
+    """The canonical name of the ``j``-th anchor (1-based)."""
+    return f"a{j}"
+
+
+def path_var(j: int, depth: int) -> str:
+    """The canonical name of the intermediate variable ``depth`` hops down anchor ``a{j}``'s path."""
+    return f"x{j}_{depth}"
+
+
 def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_relevance: bool = True) -> str:
     """The canonical compact JSON of a plan (a ``Plan`` or its JSON dict); see the module docstring.
 
@@ -110,47 +121,32 @@ def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_releva
     """
     p = _as_dict(plan)
     anchors, hops = [dict(a) for a in p.get("anchors") or []], [dict(h) for h in p.get("hops") or []]
-    rename = {TARGET: TARGET}
-    for i, a in enumerate(anchors, 1):
-        rename[a["var"]] = f"a{i}"
+    rename = {TARGET: TARGET} | {a["var"]: anchor_var(j) for j, a in enumerate(anchors, 1)}
     out_anchors = []
     for a in anchors:
-        atype = a.get("type")
         row = table.row(a["ref"]) if a.get("ref") is not None and table is not None else None
-        if atype is None and row is not None:
-            atype = row.types[0]
-        out: dict[str, Any] = {"var": rename[a["var"]]}
-        if a.get("ref") is not None:
-            out["ref"] = a["ref"]
-            if atype is not None:
-                out["type"] = atype
-        else:
-            out["type"] = atype
-            out["text"] = grammar_safe_text(a.get("text") or "")
-        out["match_mode"] = a.get("match_mode", "name")
-        out_anchors.append(out)
-
-    out_hops, done, n_x = [], set(), 0
-    for a in anchors:  # follow each anchor's path to the target, in plan order
-        frontier = [a["var"]]
-        while frontier:
-            var = frontier.pop(0)
-            for i, h in enumerate(hops):
-                if i in done or h.get("from") != var:
-                    continue
-                done.add(i)
-                if h["to"] not in rename:
-                    n_x += 1
-                    rename[h["to"]] = f"x{n_x}"
-                hop = {"from": rename[var], "rel": h["rel"], "to": rename[h["to"]]}
-                if h["to"] != TARGET and h.get("to_type") is not None:
-                    hop["to_type"] = h["to_type"]
-                out_hops.append(hop)
-                frontier.append(h["to"])
-    canonical = {
-        "target": {"type": p["target"]["type"]},
-        "anchors": out_anchors,
-        "hops": out_hops,
-        "relevance_text": grammar_safe_text(p.get("relevance_text") or "") if with_relevance else "",
-    }
-    return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+        atype = a.get("type") or (row.types[0] if row is not None else None)
+        text = grammar_safe_text(a["text"]) if a.get("text") is not None else None
+        out_anchors.append(
+            Anchor(
+                var=rename[a["var"]], type=atype, text=text, ref=a.get("ref"), match_mode=a.get("match_mode", "name")
+            )
+        )
+    out_hops, done = [], set()
+    for j in range(
+        len(anchors), 0, -1
+    ):  # each anchor's path to the target, the last anchor's first (the grammar nests them)
+        var, depth = anchors[j - 1]["var"], 0
+        while (i := next((i for i, h in enumerate(hops) if i not in done and h.get("from") == var), None)) is not None:
+            done.add(i)
+            h = hops[i]
+            if h["to"] not in rename:
+                rename[h["to"]] = path_var(j, depth + 1)
+            to_type = h.get("to_type") if h["to"] != TARGET else None
+            out_hops.append(
+                Hop.model_validate({"from": rename[var], "rel": h["rel"], "to": rename[h["to"]], "to_type": to_type})
+            )
+            var, depth = h["to"], depth + 1
+    relevance = grammar_safe_text(p.get("relevance_text") or "") if with_relevance else ""
+    canonical = Plan(target=p["target"], anchors=tuple(out_anchors), hops=tuple(out_hops), relevance_text=relevance)
+    return json.dumps(canonical.to_json(), separators=(",", ":"), ensure_ascii=False)
