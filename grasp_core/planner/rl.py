@@ -100,7 +100,6 @@ def _grpo_trainer_class():
     import torch
     from trl import GRPOTrainer
 
-    from grasp_core.planner.grammar import PlanLogitsProcessor, TokenVocab
 
     class PlanGRPOTrainer(GRPOTrainer):
         """Rollouts are decoded under each prompt's plan grammar, as planner inference and RL sampling are.
@@ -113,7 +112,6 @@ def _grpo_trainer_class():
         def __init__(self, *args, grammars: dict, resample_flat: int, **kwargs):
             super().__init__(*args, **kwargs)
             self._grammars, self._resample_flat = grammars, resample_flat
-            self._vocab = TokenVocab(self.processing_class, list(self.eos_token_ids))
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
             from transformers.generation import LogitsProcessorList
@@ -135,7 +133,7 @@ def _grpo_trainer_class():
             if budget <= 0:
                 raise GraspError(f"GRPO: a {longest}-token prompt leaves no room in the model's {limit}-token context")
             grammars = [self._grammars[tuple(ids)] for ids in prompt_ids]
-            processor = PlanLogitsProcessor(grammars, self._vocab, longest, budget, n=1)
+            processor = PlanGrammar.logits_processor(grammars, tok, list(self.eos_token_ids), longest, budget, 1)
             device = self.accelerator.device
             with torch.no_grad():
                 out = self.accelerator.unwrap_model(self.model).generate(
