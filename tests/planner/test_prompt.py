@@ -10,7 +10,7 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.grammar import PlanGrammar
+from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, planner_system_prompt
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE
 
@@ -49,7 +49,7 @@ def test_render_with_and_without_a_chat_template(tokenizer):
     assert render_prompt(bare, messages) == text.replace("<|bos|>", "<s>")
 
 
-def test_canonical_json_renames_orders_and_is_in_the_grammar():
+def test_canonical_json_renames_orders_and_is_in_the_grammar(tokenizer):
     messy = {
         "relevance_text": 'said "hello"\nworld',
         "hops": [
@@ -64,14 +64,16 @@ def test_canonical_json_renames_orders_and_is_in_the_grammar():
         "target": {"type": "drug"},
     }
     text = canonical_plan_json(messy, TABLE)
-    assert text == (
-        '{"target":{"type":"drug"},"anchors":[{"var":"a1","ref":"E1","type":"anatomy","match_mode":"name"},'
+    assert text == (  # the plan model's key order; paths from the last anchor's to the first's
+        '{"target":{"type":"drug"},"anchors":[{"var":"a1","type":"anatomy","ref":"E1","match_mode":"name"},'
         '{"var":"a2","type":"disease","text":"a rare eye disease","match_mode":"doc"}],'
-        '"hops":[{"from":"a1","rel":"expression present","to":"x1","to_type":"gene/protein"},'
-        '{"from":"x1","rel":"target","to":"target"},{"from":"a2","rel":"indication","to":"target"}],'
+        '"hops":[{"from":"a2","rel":"indication","to":"target"},'
+        '{"from":"a1","rel":"expression present","to":"x1_1","to_type":"gene/protein"},'
+        '{"from":"x1_1","rel":"target","to":"target"}],'
         '"relevance_text":"said \'hello\' world"}'
     )
-    assert PlanGrammar(SCHEMA, TABLE).accepts(text)
+    m = matcher(PlanGrammar(SCHEMA, TABLE), ll_tokenizer(tokenizer))
+    assert m.consume_tokens(tokenizer(text, add_special_tokens=False)["input_ids"]) and m.is_accepting()
     # a parsed Plan serializes the same way, and the canonical form is a fixed point
     assert canonical_plan_json(parse_plan(json.dumps(messy)), TABLE) == text
     assert canonical_plan_json(parse_plan(text)) == text
@@ -81,7 +83,7 @@ def test_canonical_json_renames_orders_and_is_in_the_grammar():
 def test_canonical_json_of_valid_plans_validates(plan):
     text = canonical_plan_json(plan)
     validate_plan(parse_plan(text), SCHEMA, TABLE)
-    assert json.loads(text) == plan  # already canonical
+    assert canonical_plan_json(parse_plan(text)) == text  # a fixed point
 
 
 @pytest.fixture(scope="module")

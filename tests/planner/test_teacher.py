@@ -1,7 +1,9 @@
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.validate import validate_plan
+from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig, ll_tokenizer, matcher
 from grasp_core.planner.metapaths import metapaths, type_steps
+from grasp_core.planner.prompt import canonical_plan_json
 from grasp_core.skb.schema import Relation, Schema
 
 HAND = Schema(
@@ -66,3 +68,23 @@ def test_executing_cheap_plans_first_keeps_the_exhaustive_choice(world):
         assert got.plan == full.plan, q
         assert (got.gold_rank, got.n_candidates) == (full.gold_rank, full.n_candidates), q
         assert got.n_tried <= full.n_tried and len(full.executed) == full.n_tried or full.plan is None
+
+
+def test_every_canonical_teacher_plan_is_in_the_plan_grammar(world, tokenizer):
+    """The SFT targets (canonical teacher plans, cpu grammar: refs only, no relevance text) are all sentences of
+    their query's generated grammar; the default grammar takes them with their relevance text when it fits
+    ``max_relevance_chars``."""
+    lltok = ll_tokenizer(tokenizer)
+    cpu, full = PlanGrammarConfig(text_anchors=False, max_relevance_chars=0), PlanGrammarConfig()
+    taught = [q for q in world.train if world.taught[q].plan is not None]
+    assert len(taught) > 20
+
+    def accepted(text: str, q: int, cfg: PlanGrammarConfig) -> bool:
+        m = matcher(PlanGrammar(world.skb.schema, world.tables[q], cfg), lltok)
+        return m.consume_tokens(tokenizer(text, add_special_tokens=False)["input_ids"]) and m.is_accepting()
+
+    for q in taught:
+        assert accepted(world.completion(q), q, cpu), world.completion(q)
+        text = canonical_plan_json(world.taught[q].plan, world.tables[q])
+        fits = len(parse_plan(text).relevance_text) <= full.max_relevance_chars
+        assert accepted(text, q, full) == fits, text
