@@ -7,7 +7,11 @@ that to 0%. This measures the mechanism, not planner quality.
 
 Options (each a transformers LogitsProcessor; overhead = seconds inside the processor per generated token):
 - ``none``        unconstrained;
-- ``plan_grammar`` ours (grasp_core.planner.grammar): schema + entity-table grammar with hop type consistency;
+- ``plan_grammar`` ours (grasp_core.planner.grammar): the plan grammar generated as Lark text from the plan
+                  model, the schema and the entity table, applied by llguidance 1.9.1; its per-query generation
+                  and compilation are timed too (``setup_s``);
+- ``plan_grammar_xgrammar`` the same generated grammar converted to xgrammar's EBNF and compiled per query;
+- ``hand_grammar_before`` the hand-written character automaton this replaced (figures kept from its last run);
 - ``xgrammar``    xgrammar 0.2.9 with a JSON schema of the plan (enums for types, relations, refs, vars);
 - ``lmfe``        lm-format-enforcer 0.11.3 core (its transformers integration does not import under
                   transformers 5), same JSON schema.
@@ -39,13 +43,14 @@ from grasp_core.io import write_json  # noqa: E402
 from grasp_core.llm.backends import TransformersLLM  # noqa: E402
 from grasp_core.plan.parse import parse_plan  # noqa: E402
 from grasp_core.plan.validate import validate_plan  # noqa: E402
-from grasp_core.planner.grammar import PlanGrammar, token_strings  # noqa: E402
+from grasp_core.planner.grammar import PlanGrammar, PlanLogitsProcessor, ll_tokenizer  # noqa: E402
 from grasp_core.planner.prompt import build_planner_messages  # noqa: E402
 from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
 from grasp_core.planner.tokenizer import train_planner_tokenizer  # noqa: E402
 from grasp_core.skb.synth import build_synth_skb  # noqa: E402
 
 N_PROMPTS, N_SAMPLES, MAX_NEW = 8, 4, 400
+OPTIONS = ("none", "plan_grammar", "plan_grammar_xgrammar", "xgrammar", "lmfe")
 OUT = Path(__file__).parent / "results" / "constrained_decoding.json"
 
 
@@ -61,14 +66,45 @@ def random_tables(skb, n, rng):
     return tables
 
 
-def random_plan(grammar, rng):
-    """A uniformly random walk over the grammar's characters (tokenizer corpus only)."""
-    alphabet = [chr(c) for c in range(32, 127)]
-    state, text = grammar.start, ""
-    while not grammar.is_final(state):
-        c, state = rng.choice([(c, s) for c in alphabet if (s := grammar.step(state, c)) is not None])
-        text += c
-    return text
+def random_plan(grammar, rng, rule="start"):
+    """A random sentence of the grammar (uniform choice per rule; free text is a few words): tokenizer corpus only."""
+    out = ""
+    for item in rng.choice(grammar.rules[rule]):
+        name = item.rstrip("?")
+        if name in grammar.rules:
+            out += random_plan(grammar, rng, name)
+        elif name in grammar.terminals:
+            out += " ".join(
+                rng.choice(["retina", "eye drops", "BRCA1", "pain", "rare"]) for _ in range(rng.randint(1, 4))
+            )
+        else:
+            out += item
+    return out
+
+
+def token_strings(tokenizer):
+    """The text each token id stands for (None for special tokens), for lm-format-enforcer."""
+    special = set(tokenizer.all_special_ids)
+    return [None if i in special else tokenizer.decode([i]) or None for i in range(len(tokenizer))]
+
+
+def xgrammar_ebnf(grammar):
+    """The generated Lark grammar in xgrammar's EBNF (``root`` is the start rule, terminals become rules)."""
+    lines = []
+    for name, alts in grammar.rules.items():
+        body = " | ".join(
+            " ".join(
+                (("root" if i == "start" else str(i).rstrip("?")) + ("?" if str(i).endswith("?") else ""))
+                if (str(i).rstrip("?") in grammar.rules or str(i).rstrip("?") in grammar.terminals)
+                else json.dumps(i, ensure_ascii=False)
+                for i in alt
+            )
+            for alt in alts
+        )
+        lines.append(f"{'root' if name == 'start' else name} ::= {body}")
+    for name, regex in grammar.terminals.items():
+        lines.append(f"{name} ::= {regex.strip('/').replace(chr(92) + 's', ' ').replace(chr(92) + 'x', chr(92) + 'x')}")
+    return "\n".join(lines)
 
 
 def plan_json_schema(schema, table):
@@ -131,8 +167,17 @@ class LMFEProcessor:
 
 def make_processors(option, llm, grammars, tables, schema, prompt_len):
     row_tables = [t for t in tables for _ in range(N_SAMPLES)]
-    if option == "plan_grammar":
-        return PlanGrammar.logits_processor(grammars, llm.tokenizer, llm.eos_ids, prompt_len, MAX_NEW, N_SAMPLES)
+    if option == "plan_grammar":  # the per-query grammars are generated and compiled here (timed as setup)
+        grammars = [PlanGrammar(schema, t) for t in tables]
+        return PlanLogitsProcessor(grammars, ll_tokenizer(llm.tokenizer, llm.eos_ids), N_SAMPLES)
+    if option == "plan_grammar_xgrammar":
+        import xgrammar as xgr
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        info = xgr.TokenizerInfo.from_huggingface(llm.tokenizer, vocab_size=llm.model.config.vocab_size)
+        compiler = xgr.GrammarCompiler(info, cache_enabled=False)
+        compiled = [compiler.compile_grammar(xgrammar_ebnf(PlanGrammar(schema, t))) for t in tables]
+        return LogitsProcessor([c for c in compiled for _ in range(N_SAMPLES)])
     if option == "xgrammar":
         import xgrammar as xgr
         from xgrammar.contrib.hf import LogitsProcessor
@@ -177,6 +222,7 @@ def main() -> None:
     chats = [build_planner_messages(schema, t, q, compact=True) for t, q in zip(tables, queries)]
     grammars = [PlanGrammar(schema, t) for t in tables]
     plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(60)]
+    before = json.loads(OUT.read_text()).get("hand_grammar_before") if OUT.exists() else None
     corpus = [skb.document(i) for i in range(len(skb.nodes))] + [m["content"] for c in chats for m in c] * 5 + plans
     results: dict = {
         "setup": {
@@ -235,9 +281,12 @@ def main() -> None:
         llm = TransformersLLM(Path(tmp) / "model", batch_size=N_PROMPTS)
         enc = llm.tokenizer([llm.render(c) for c in chats], return_tensors="pt", padding=True, add_special_tokens=False)
         prompt_len = enc["input_ids"].shape[1]
-        for option in ("none", "plan_grammar", "xgrammar", "lmfe"):
+        ll_tokenizer(llm.tokenizer, llm.eos_ids)  # once per tokenizer (~1 s), not per query: built before timing
+        for option in OPTIONS:
             try:
+                t = time.perf_counter()
                 proc = make_processors(option, llm, grammars, tables, schema, prompt_len)
+                setup = time.perf_counter() - t
             except Exception as exc:  # noqa: BLE001  (a library that does not work here is a result)
                 results[option] = {"error": f"{type(exc).__name__}: {exc}"}
                 continue
@@ -268,20 +317,28 @@ def main() -> None:
                 "processor_s": timed.seconds if timed else 0.0,
                 "overhead_ms_per_token": 1000 * (timed.seconds if timed else 0.0) / max(n_new, 1),
                 "overhead_ms_per_step": 1000 * (timed.seconds if timed else 0.0) / max(new.shape[1], 1),
+                "setup_s": setup,
+                "overhead_incl_setup_ms_per_token": 1000 * ((timed.seconds if timed else 0.0) + setup) / max(n_new, 1),
+                "unfinished": sum(not x.rstrip().endswith("}") for x in texts),
                 "failed_plan_rate": sum(r is not None for r in reasons) / len(reasons),
                 "failure_reasons": {r: reasons.count(r) for r in set(reasons) if r is not None},
                 "example": texts[0][:300],
             }
             print(option, {k: v for k, v in results[option].items() if k != "example"}, file=sys.stderr)
+    if before is not None:
+        results["hand_grammar_before"] = before
     write_json(OUT, results)
-    print("| option | failed plans | overhead ms/token | wall s | tokens |\n|---|---|---|---|---|")
-    for option in ("none", "plan_grammar", "xgrammar", "lmfe"):
-        r = results[option]
+    print(
+        "| option | failed plans | overhead ms/token | incl. setup ms/token | wall s | tokens |\n|---|---|---|---|---|---|"
+    )
+    for option in [*OPTIONS, "hand_grammar_before"]:
+        r = results.get(option, {"error": "not measured"})
         if "error" in r:
-            print(f"| {option} | error: {r['error'][:60]} | | | |")
+            print(f"| {option} | error: {r['error'][:60]} | | | | |")
         else:
+            incl = r.get("overhead_incl_setup_ms_per_token", float("nan"))
             print(
-                f"| {option} | {100 * r['failed_plan_rate']:.0f}% | {r['overhead_ms_per_token']:.3f} | {r['wall_s']:.1f} | {r['generated_tokens']} |"
+                f"| {option} | {100 * r['failed_plan_rate']:.0f}% | {r['overhead_ms_per_token']:.3f} | {incl:.3f} | {r['wall_s']:.1f} | {r['generated_tokens']} |"
             )
     print(
         f"\ntrain step: {results['train_step']['tokens_per_s']:.0f} tokens/s "

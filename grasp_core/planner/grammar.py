@@ -10,16 +10,19 @@ accepts (:func:`grasp_core.planner.prompt.canonical_plan_json` writes the same f
 * anchors ``a1, a2, …`` are refs to the entity table's non-attribute rows (each row at most once, ``type``
   one of the row's types, ``match_mode`` any) or, when ``text_anchors`` is on, free-text ``doc``-mode anchors;
 * each anchor has one path of hops to ``target`` of at most ``max_hops`` hops whose every (type, rel, type) is
-  a schema triple (either direction), through fresh intermediate variables ``x1, x2, …`` numbered in the
-  order they are written, each with its ``to_type``. The paths are listed from the last anchor's to the
-  first's: anchors and paths then nest (``a1 a2 ] [ p2 p1``), so the grammar carries the anchor type to its
-  path in one rule instead of carrying every tuple of anchor types;
+  a schema triple (either direction), through fresh intermediate variables, each with its ``to_type``: the
+  one ``d`` hops down anchor ``aj``'s path is ``xj_d``, so a path's names do not depend on how long the other
+  paths are. The paths are listed from the last anchor's to the first's: anchors and paths then nest
+  (``a1 a2 ] [ p2 p1``), so one rule carries an anchor's type to its path instead of every tuple of anchor
+  types being carried across the anchor list;
 * no anchors means no hops (dense search of the target type); ``relevance_text`` and text anchors are free
   text without double quotes, backslashes or control characters, of bounded length (a text anchor starts
   with a non-space character).
 
-The path rules are parameterized by (variable, current type, target type, hops left, next fresh variable),
-and only rules that can complete a plan are written, so decoding never walks into a dead end.
+The path rules are parameterized by (anchor, depth, current type, target type, hops left); the anchor rules by
+(anchor index, target type, refs already used). Only rules that can complete a plan are written, so decoding
+never walks into a dead end. On the synthetic Prime schema (10 types, 18 relations) a query's grammar has
+~2,000 rules and is generated and compiled in ~0.1 s.
 
 Decoding: :class:`PlanLogitsProcessor` applies the grammar to transformers generation with llguidance (the
 library vLLM uses for guided decoding: a vLLM server takes :attr:`PlanGrammar.lark` as-is). A plan still
@@ -110,7 +113,6 @@ class PlanGrammar:
         self.rules: dict[str, list[_Alt]] = {}
         self.terminals: dict[str, str] = {}
         self._type_ix = {t: i for i, t in enumerate(schema.node_types)}
-        self._rel_ix = {r: i for i, r in enumerate(schema.relation_names)}
         self._nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in schema.node_types}
         self._hops_open = f"],{json.dumps(_key(Plan, 'hops'))}:["
         targets = [self._plan(t) for t in schema.node_types]
@@ -132,9 +134,8 @@ class PlanGrammar:
         return _Rule(name)
 
     def _name(self, kind: str, value: str) -> list[str]:
-        """A shared rule matching one quoted schema name (fewer, shorter lexemes than spelling it in every hop)."""
-        ix = self._type_ix[value] if kind == "type" else self._rel_ix[value]
-        name = f"{kind}_{ix}"
+        """A shared rule matching one quoted node type (fewer, shorter lexemes than spelling it in every hop)."""
+        name = f"{kind}_{self._type_ix[value]}"
         self.rules.setdefault(name, [_str(value)])
         return [_Rule(name)]
 
@@ -162,7 +163,7 @@ class PlanGrammar:
                 continue
             for t in dict.fromkeys(row.types):
                 if t in self._type_ix and self._can_reach(t, target):
-                    fields = {
+                    fields: dict[str, list[str]] = {
                         "var": var,
                         "type": self._name("type", t),
                         "ref": _str(row.ref),
@@ -170,7 +171,7 @@ class PlanGrammar:
                     }
                     out.append((t, _object(Anchor, fields), tuple(sorted((*used, row.ref), key=self._refs.index))))
         if self.cfg.text_anchors:
-            text = ['"', self._terminal("TEXT", self.cfg.max_text_chars, _FREE_START), '"']
+            text: list[str] = ['"', self._terminal("TEXT", self.cfg.max_text_chars, _FREE_START), '"']
             for t in self.schema.node_types:
                 if self._can_reach(t, target):
                     fields = {"var": var, "type": self._name("type", t), "text": text, "match_mode": _str("doc")}
@@ -226,15 +227,21 @@ class PlanGrammar:
             return name
         var = _str(anchor_var(j) if depth == 0 else path_var(j, depth))
         alts: list[_Alt] = []
-        for rel in self.schema.relation_names:
-            for t2 in self._nb[(rel, t)]:
-                hop = {"from_": var, "rel": self._name("rel", rel)}
-                if length == 1 and t2 == target:
-                    alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
-                elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
-                    to = {"to": _str(path_var(j, depth + 1)), "to_type": self._name("type", t2)}
-                    alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
+        for t2 in sorted({t2 for rel in self.schema.relation_names for t2 in self._nb[(rel, t)]}):
+            hop = {"from_": var, "rel": self._rels(t, t2)}
+            if length == 1 and t2 == target:
+                alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
+            elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
+                to = {"to": _str(path_var(j, depth + 1)), "to_type": self._name("type", t2)}
+                alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
         return self._add(name, alts)
+
+    def _rels(self, t: str, t2: str) -> list[str]:
+        """A shared rule matching any quoted relation that connects types ``t`` and ``t2`` (either direction)."""
+        name = f"rels_{self._type_ix[t]}_{self._type_ix[t2]}"
+        rels = [r for r in self.schema.relation_names if t2 in self._nb[(r, t)]]
+        self.rules.setdefault(name, [_str(r) for r in rels])
+        return [_Rule(name)]
 
     # ------------------------------------------------------------------ output
     def _write(self) -> str:
