@@ -96,6 +96,101 @@ class _Rule(str):
     """A rule or terminal name, told apart from literal text."""
 
 
+class _SchemaRules:
+    """The rules that depend on the schema and the config only (paths, the relations between two types, type
+    names), with their Lark lines: built once and shared by the grammars of every query."""
+
+    def __init__(self, schema: Schema, cfg: PlanGrammarConfig):
+        self.schema, self.cfg = schema, cfg
+        self._reach = _reachability(schema, cfg.max_hops)
+        self.type_ix = {t: i for i, t in enumerate(schema.node_types)}
+        self._nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in schema.node_types}
+        self.rules: dict[str, list[_Alt]] = {}
+        self._lines: dict[str, str] = {}
+
+    def _add(self, name: str, alts: list[_Alt]) -> str | None:
+        if not alts:
+            return None
+        self.rules[name] = alts
+        return name
+
+    def type_name(self, value: str) -> list[str]:
+        """A rule matching one quoted node type (fewer, shorter lexemes than spelling it in every hop)."""
+        name = f"type_{self.type_ix[value]}"
+        self.rules.setdefault(name, [_str(value)])
+        return [_Rule(name)]
+
+    def can_reach(self, t: str, target: str) -> bool:
+        return any(self._reach(t, target, h) for h in range(1, self.cfg.max_hops + 1))
+
+    def paths(self, j: int, t: str, target: str) -> str | None:
+        """Anchor ``a{j}``'s path of 1..``max_hops`` hops to ``target``."""
+        name = f"paths_{j}_{self.type_ix[t]}_{self.type_ix[target]}"
+        if name not in self.rules:
+            lengths = range(1, self.cfg.max_hops + 1)
+            self._add(name, [[_Rule(p)] for h in lengths if (p := self._path(j, 0, t, target, h)) is not None])
+        return name if name in self.rules else None
+
+    def _path(self, j: int, depth: int, t: str, target: str, length: int) -> str | None:
+        """Exactly ``length`` hops to ``target`` from the variable at ``depth`` on anchor ``a{j}``'s path (the
+        anchor itself at depth 0), of type ``t``."""
+        if not self._reach(t, target, length):
+            return None
+        name = f"path_{j}_{depth}_{self.type_ix[t]}_{self.type_ix[target]}_{length}"
+        if name in self.rules:
+            return name
+        var = _str(anchor_var(j) if depth == 0 else path_var(j, depth))
+        alts: list[_Alt] = []
+        for t2 in sorted({t2 for rel in self.schema.relation_names for t2 in self._nb[(rel, t)]}):
+            hop = {"from_": var, "rel": self._rels(t, t2)}
+            if length == 1 and t2 == target:
+                alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
+            elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
+                to = {"to": _str(path_var(j, depth + 1)), "to_type": self.type_name(t2)}
+                alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
+        return self._add(name, alts)
+
+    def _rels(self, t: str, t2: str) -> list[str]:
+        """A shared rule matching any quoted relation that connects types ``t`` and ``t2`` (either direction)."""
+        name = f"rels_{self.type_ix[t]}_{self.type_ix[t2]}"
+        rels = [r for r in self.schema.relation_names if t2 in self._nb[(r, t)]]
+        self.rules.setdefault(name, [_str(r) for r in rels])
+        return [_Rule(name)]
+
+    def closure(self, rules: dict[str, list[_Alt]]) -> list[str]:
+        """The shared rules that ``rules`` reach."""
+        todo = [i for alts in rules.values() for alt in alts for i in alt if isinstance(i, _Rule) and i in self.rules]
+        seen: dict[str, None] = {}
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen[name] = None
+                todo += [i for alt in self.rules[name] for i in alt if isinstance(i, _Rule) and i in self.rules]
+        return list(seen)
+
+    def line(self, name: str) -> str:
+        if name not in self._lines:
+            self._lines[name] = _lark_rule(name, self.rules[name])
+        return self._lines[name]
+
+
+_SHARED: dict[tuple[str, PlanGrammarConfig], _SchemaRules] = {}
+
+
+def _schema_rules(schema: Schema, cfg: PlanGrammarConfig) -> _SchemaRules:
+    """The shared rules of a schema and config, kept for the last few (schema, config) pairs."""
+    key = (json.dumps(schema.to_json(), sort_keys=True), cfg)
+    if key not in _SHARED:
+        while len(_SHARED) >= 4:
+            del _SHARED[next(iter(_SHARED))]
+        _SHARED[key] = _SchemaRules(schema, cfg)
+    return _SHARED[key]
+
+
+def _lark_rule(name: str, alts: list[_Alt]) -> str:
+    return f"{name}: " + " | ".join(" ".join(_lark_item(i) for i in _merged(alt)) for alt in alts) + "\n"
+
+
 class PlanGrammar:
     """The plan grammar of one schema and one entity table (see the module docstring).
 
@@ -107,17 +202,18 @@ class PlanGrammar:
         if list(Plan.model_fields) != ["target", "anchors", "hops", "relevance_text"]:
             raise GraspError("plan grammar: Plan's fields changed; the grammar nests anchors right before hops")
         self.schema, self.cfg = schema, cfg
-        self._reach = _reachability(schema, cfg.max_hops)
+        self._shared = _schema_rules(schema, cfg)
+        self._type_ix = self._shared.type_ix
         self._rows = [r for r in (table.rows if table else ()) if r.role != "attribute"]
         self._refs = [r.ref for r in self._rows]
         self.rules: dict[str, list[_Alt]] = {}
         self.terminals: dict[str, str] = {}
-        self._type_ix = {t: i for i, t in enumerate(schema.node_types)}
-        self._nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in schema.node_types}
         self._hops_open = f"],{json.dumps(_key(Plan, 'hops'))}:["
         targets = [self._plan(t) for t in schema.node_types]
         self.rules["start"] = [[_Rule(n)] for n in targets]
-        self.lark = self._write()
+        shared = self._shared.closure(self.rules)
+        self.lark = self._write() + "".join(self._shared.line(n) for n in shared)
+        self.rules |= {n: self._shared.rules[n] for n in shared}
         self.max_bytes = self._longest("start")
 
     # ------------------------------------------------------------------ generation
@@ -133,15 +229,9 @@ class PlanGrammar:
         self.terminals[name] = f"/{first}{_FREE}{{0,{hi - 1}}}/"
         return _Rule(name)
 
-    def _name(self, kind: str, value: str) -> list[str]:
-        """A shared rule matching one quoted node type (fewer, shorter lexemes than spelling it in every hop)."""
-        name = f"{kind}_{self._type_ix[value]}"
-        self.rules.setdefault(name, [_str(value)])
-        return [_Rule(name)]
-
     def _plan(self, target: str) -> str:
         T = self._type_ix[target]
-        head = _object(Plan, {"target": _object(Target, {"type": self._name("type", target)})})[:-1]
+        head = _object(Plan, {"target": _object(Target, {"type": self._shared.type_name(target)})})[:-1]
         head.append(f",{json.dumps(_key(Plan, 'anchors'))}:[")
         body: list[_Alt] = [[self._hops_open]]  # no anchors, no hops
         if (nest := self._nest(1, target, ())) is not None:
@@ -162,10 +252,10 @@ class PlanGrammar:
             if row.ref in used:
                 continue
             for t in dict.fromkeys(row.types):
-                if t in self._type_ix and self._can_reach(t, target):
+                if t in self._type_ix and self._shared.can_reach(t, target):
                     fields: dict[str, list[str]] = {
                         "var": var,
-                        "type": self._name("type", t),
+                        "type": self._shared.type_name(t),
                         "ref": _str(row.ref),
                         "match_mode": [_Rule("mode")],
                     }
@@ -173,16 +263,18 @@ class PlanGrammar:
         if self.cfg.text_anchors:
             text: list[str] = ['"', self._terminal("TEXT", self.cfg.max_text_chars, _FREE_START), '"']
             for t in self.schema.node_types:
-                if self._can_reach(t, target):
-                    fields = {"var": var, "type": self._name("type", t), "text": text, "match_mode": _str("doc")}
+                if self._shared.can_reach(t, target):
+                    fields = {
+                        "var": var,
+                        "type": self._shared.type_name(t),
+                        "text": text,
+                        "match_mode": _str("doc"),
+                    }
                     out.append((t, _object(Anchor, fields), used))
         return out
 
     def _used_name(self, used: tuple[str, ...]) -> str:
         return "".join(f"_r{self._refs.index(u)}" for u in used)
-
-    def _can_reach(self, t: str, target: str) -> bool:
-        return any(self._reach(t, target, h) for h in range(1, self.cfg.max_hops + 1))
 
     def _nest(self, j: int, target: str, used: tuple[str, ...]) -> str | None:
         """Anchor ``a{j}``, the anchors after it and their paths, then ``a{j}``'s path (``used``: refs taken
@@ -193,7 +285,7 @@ class PlanGrammar:
         if name not in self.rules:
             alts = []
             for t, items, used2 in self._anchor_choices(j, target, used):
-                inner, paths = self._inner(j + 1, target, used2), self._paths(j, t, target)
+                inner, paths = self._inner(j + 1, target, used2), self._shared.paths(j, t, target)
                 if paths is not None:
                     alts.append([*items, _Rule(inner), _Rule(paths)])
             self._add(name, alts)
@@ -209,48 +301,10 @@ class PlanGrammar:
             self._add(name, alts)
         return name
 
-    def _paths(self, j: int, t: str, target: str) -> str | None:
-        """Anchor ``a{j}``'s path of 1..``max_hops`` hops to ``target``."""
-        name = f"paths_{j}_{self._type_ix[t]}_{self._type_ix[target]}"
-        if name not in self.rules:
-            lengths = range(1, self.cfg.max_hops + 1)
-            self._add(name, [[_Rule(p)] for h in lengths if (p := self._path(j, 0, t, target, h)) is not None])
-        return name if name in self.rules else None
-
-    def _path(self, j: int, depth: int, t: str, target: str, length: int) -> str | None:
-        """Exactly ``length`` hops to ``target`` from the variable at ``depth`` on anchor ``a{j}``'s path (the
-        anchor itself at depth 0), of type ``t``."""
-        if not self._reach(t, target, length):
-            return None
-        name = f"path_{j}_{depth}_{self._type_ix[t]}_{self._type_ix[target]}_{length}"
-        if name in self.rules:
-            return name
-        var = _str(anchor_var(j) if depth == 0 else path_var(j, depth))
-        alts: list[_Alt] = []
-        for t2 in sorted({t2 for rel in self.schema.relation_names for t2 in self._nb[(rel, t)]}):
-            hop = {"from_": var, "rel": self._rels(t, t2)}
-            if length == 1 and t2 == target:
-                alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
-            elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
-                to = {"to": _str(path_var(j, depth + 1)), "to_type": self._name("type", t2)}
-                alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
-        return self._add(name, alts)
-
-    def _rels(self, t: str, t2: str) -> list[str]:
-        """A shared rule matching any quoted relation that connects types ``t`` and ``t2`` (either direction)."""
-        name = f"rels_{self._type_ix[t]}_{self._type_ix[t2]}"
-        rels = [r for r in self.schema.relation_names if t2 in self._nb[(r, t)]]
-        self.rules.setdefault(name, [_str(r) for r in rels])
-        return [_Rule(name)]
-
     # ------------------------------------------------------------------ output
     def _write(self) -> str:
-        lines = []
-        for name, alts in self.rules.items():
-            body = " | ".join(" ".join(_lark_item(i) for i in _merged(alt)) for alt in alts)
-            lines.append(f"{name}: {body}")
-        lines += [f"{name}: {regex}" for name, regex in self.terminals.items()]
-        return "\n".join(lines) + "\n"
+        lines = [_lark_rule(name, alts) for name, alts in self.rules.items()]
+        return "".join(lines) + "".join(f"{name}: {regex}\n" for name, regex in self.terminals.items())
 
     def _longest(self, name: str) -> int:
         """Longest sentence of rule ``name`` in UTF-8 bytes (free text counted at 4 bytes per character)."""
