@@ -129,8 +129,8 @@ def _cpu() -> Profile:
         ),
         # cpu: the tiny model decides the plan's structure and refs only: no free-text anchors and no relevance
         # text (the executor derives it from the query, as the teacher writes it). max_new_tokens stays at the
-        # paper's 700: the grammar refuses a branch whose shortest completion (counted one token per character)
-        # would not fit, and plans end at EOS anyway
+        # paper's 700: a plan cut there counts as invalid; the longest plan this grammar allows on synth-prime is
+        # ~900 bytes (PlanGrammar.max_bytes), far fewer tokens with the schema names as single tokens
         inference=InferenceSettings(
             compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)
         ),

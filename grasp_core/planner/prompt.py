@@ -57,7 +57,7 @@ def _example(schema: Schema) -> str:
         "hops": [{"from": "a1", "rel": rel.name, "to": TARGET}],
         "relevance_text": "the property the query asks for",
     }
-    return f"\nExample (the entity table's row E1 is a {rel.src}):\n{json.dumps(plan, separators=(',', ':'))}"
+    return f"\nExample (the entity table's row E1 is a {rel.src}):\n{canonical_plan_json(plan)}"
 
 
 def planner_system_prompt(schema: Schema, compact: bool = False) -> str:
