@@ -43,7 +43,13 @@ from grasp_core.io import write_json  # noqa: E402
 from grasp_core.llm.backends import TransformersLLM  # noqa: E402
 from grasp_core.plan.parse import parse_plan  # noqa: E402
 from grasp_core.plan.validate import validate_plan  # noqa: E402
-from grasp_core.planner.grammar import PlanGrammar, PlanLogitsProcessor, ll_tokenizer  # noqa: E402
+from grasp_core.planner.grammar import (  # noqa: E402
+    PlanGrammar,
+    PlanGrammarConfig,
+    PlanLogitsProcessor,
+    ll_tokenizer,
+    matcher,
+)
 from grasp_core.planner.prompt import build_planner_messages  # noqa: E402
 from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
 from grasp_core.planner.tokenizer import train_planner_tokenizer  # noqa: E402
@@ -211,6 +217,42 @@ def failed(text, schema, table):
     return None
 
 
+def grammar_sizes(tok, rng) -> dict:
+    """Per-query cost of the generated grammar on each synthetic schema: rules, Lark characters, seconds to
+    generate (schema rules already shared, as for every query after the first) and to compile (llguidance),
+    for the default config and the cpu one (refs only, no free text); tables of 3 anchor rows."""
+    out = {}
+    lltok = ll_tokenizer(tok)
+    for topic in ("prime", "mag", "amazon"):
+        skb = build_synth_skb(topic, "tiny")
+        tables = random_tables(skb, 6, rng)
+        for label, cfg in (
+            ("default", PlanGrammarConfig()),
+            ("cpu", PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)),
+        ):
+            PlanGrammar(skb.schema, tables[0], cfg)  # the schema's shared rules, built once
+            gen, comp, sizes = [], [], []
+            for t in tables[1:]:
+                a = time.perf_counter()
+                g = PlanGrammar(skb.schema, t, cfg)
+                b = time.perf_counter()
+                matcher(g, lltok)
+                comp.append(time.perf_counter() - b)
+                gen.append(b - a)
+                sizes.append((len(g.rules), len(g.lark), g.max_bytes))
+            out[f"synth-{topic}/{label}"] = {
+                "node_types": len(skb.schema.node_types),
+                "relations": len(skb.schema.relation_names),
+                "rules": int(np.median([x[0] for x in sizes])),
+                "lark_chars": int(np.median([x[1] for x in sizes])),
+                "max_bytes": int(np.median([x[2] for x in sizes])),
+                "generate_s": float(np.median(gen)),
+                "compile_s": float(np.median(comp)),
+            }
+            print("grammar", topic, label, out[f"synth-{topic}/{label}"], file=sys.stderr)
+    return out
+
+
 def main() -> None:
     torch.set_num_threads(1)  # a shared 2-core machine: OpenMP threads spinning against other jobs cost 20x
     rng = random.Random(0)
@@ -325,6 +367,7 @@ def main() -> None:
                 "example": texts[0][:300],
             }
             print(option, {k: v for k, v in results[option].items() if k != "example"}, file=sys.stderr)
+        results["grammar_size"] = grammar_sizes(llm.tokenizer, rng)
     if before is not None:
         results["hand_grammar_before"] = before
     write_json(OUT, results)
