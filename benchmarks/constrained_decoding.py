@@ -18,9 +18,14 @@ Options (each a transformers LogitsProcessor; overhead = seconds inside the proc
 A JSON schema cannot tie a hop's relation to its endpoint types or force paths to reach ``target``, so the
 libraries' plans can be well-formed yet invalid: that is the failed-plan rate they get.
 
-Also measured: tokens/s of one SFT training step (forward + backward + AdamW) of the default tiny model.
+Also measured: tokens/s of one SFT training step (forward + backward + AdamW) of the default tiny model, and
+the generated grammar's size and per-query generate/compile seconds on each synthetic schema (``grammar_size``).
 
-    python benchmarks/constrained_decoding.py   -> benchmarks/results/constrained_decoding.json
+The comparison libraries are benchmark-only (not project dependencies):
+``pip install xgrammar==0.2.9 lm-format-enforcer==0.11.3``; an option whose library is missing is recorded as
+an error.
+
+    nice -n 10 python benchmarks/constrained_decoding.py   -> benchmarks/results/constrained_decoding.json
 """
 
 from __future__ import annotations

@@ -100,7 +100,6 @@ def _grpo_trainer_class():
     import torch
     from trl import GRPOTrainer
 
-
     class PlanGRPOTrainer(GRPOTrainer):
         """Rollouts are decoded under each prompt's plan grammar, as planner inference and RL sampling are.
 
