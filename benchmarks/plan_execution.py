@@ -28,7 +28,7 @@ Setup and the decisions behind it:
   (each ``--traversals`` x ``--max-frontier``; ``arrays`` is the executor's in-process traversal) then reports
   how much of each plan's exact top-100 it kept (``vs_exact``: mean and minimum recall, plans with an identical
   top-100 set, plans whose exact best answer is still in the top-100). The graph is loaded once per backend
-  for all of them; an ``arrays`` run first times building the CSR arrays (``adjacency_build_s``).
+  for all of them; an ``arrays`` run times building its executor's CSR arrays (``adjacency_build_s``).
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
   upper bounds and every run records the 1-minute load average (``os.getloadavg()``) before and after the
   load and after the plans.
@@ -230,13 +230,12 @@ def bench_backend(
     }
     out, reference = [], None
     for traversal, cap in ([("store", None)] if exact else []) + [r for r in runs if not exact or r != ("store", None)]:
+        start = time.perf_counter()
         executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(traversal=traversal, max_frontier=cap))
         extra = {}
-        if traversal == "arrays":
-            start = time.perf_counter()
-            adjacency = executor.adjacency
+        if executor.adjacency is not None:
             extra["adjacency_build_s"] = round(time.perf_counter() - start, 2)
-            extra["adjacency_mib"] = round(sum(r.nbytes for r in adjacency.relations.values()) / 2**20)
+            extra["adjacency_mib"] = round(sum(r.nbytes for r in executor.adjacency.relations.values()) / 2**20)
         summary, tops, _ = run_plans(executor, encoder, store, plans)
         run = {
             **base,
