@@ -37,7 +37,7 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.io import write_json
 
 RESULTS = Path(__file__).parent / "results" / "serve_load.json"
-CLI = [sys.executable, "-m", "grasp_core.cli"]
+CLI = [sys.executable, "-m", "grasp_assets.cli"]
 
 
 def free_port() -> int:

@@ -1,4 +1,8 @@
-"""The `grasp` command: build and inspect data, run the pipeline, query a trained retriever."""
+"""The library's commands of `grasp`: build and inspect data, query, batch-retrieve and serve a trained retriever.
+
+The installed `grasp` command is :mod:`grasp_assets.cli`, which adds the two commands that drive Dagster
+(`pipeline`, `report`) to these; this module never imports the orchestration layer.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,12 @@ import dataclasses
 import os
 import sys
 import time
-from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
 from grasp_core.profiles import PROFILE_NAMES, get_profile
 from grasp_core.textnorm import check_unicode
-
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 def _data_build(args: argparse.Namespace) -> None:
@@ -65,34 +66,6 @@ def _data_stats(args: argparse.Namespace) -> None:
             print(f"  {t:<17}" + "".join(f" {row[s]:>10,}" for s in splits) + f" {row.sum():>10,} {share:>6.1f}%")
 
 
-def _pipeline(args: argparse.Namespace) -> None:
-    import importlib
-
-    run = importlib.import_module("grasp_assets.run")  # the orchestration layer (Dagster); grasp_core stays free of it
-    start = time.perf_counter()
-    timings = run.run_pipeline(
-        args.dataset,
-        profile=args.profile,
-        root=args.root,
-        force=args.force,
-        scale=args.scale or "",
-        n_queries=args.queries or 0,
-    )
-    total = time.perf_counter() - start
-    from grasp_core.report import dataset_report, dataset_results
-
-    steps = importlib.import_module("grasp_assets.run_records").step_seconds(args.dataset)
-    print()
-    print(dataset_report(dataset_results(Artifacts.for_dataset(args.dataset, args.root), steps)))
-    print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
-    print(
-        "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
-    )
-    print(
-        "  MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///dagster_home/mlflow.db   (http://127.0.0.1:5000)"
-    )
-
-
 def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
@@ -136,35 +109,8 @@ def _serve(args: argparse.Namespace) -> None:
     serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
 
 
-def _report(args: argparse.Namespace) -> None:
-    import importlib
-
-    from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
-
-    step_seconds = importlib.import_module("grasp_assets.run_records").step_seconds  # Dagster's run records
-    parts, tests = [], []
-    for dataset in args.datasets:
-        results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
-        for path in write_results(results, args.results_dir):
-            print(f"wrote {path}", file=sys.stderr)
-        parts.append(dataset_report(results))
-        tests += [results["test"]] if "test" in results else []
-    text = "\n\n".join(parts)
-    if len(args.datasets) > 1:
-        text += "\n\n" + cross_dataset_report(tests)
-    if args.out:
-        from grasp_core.io import atomic_file
-
-        with atomic_file(args.out) as handle:
-            handle.write(text + "\n")
-    if args.readme:
-        from grasp_core.report import replace_readme_block
-
-        replace_readme_block(args.readme, text)
-    print(text)
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The parser of the library's commands and its subcommand set, which :mod:`grasp_assets.cli` extends."""
     parser = argparse.ArgumentParser(prog="grasp", description=__doc__)
     parser.add_argument("--profile", default="cpu", choices=PROFILE_NAMES, help="model/config profile (default: cpu)")
     parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
@@ -181,15 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     stats = data.add_parser("stats", help="print node/edge counts per type/relation and query counts per split")
     stats.add_argument("dataset")
     stats.set_defaults(func=_data_stats)
-
-    pipe = sub.add_parser(
-        "pipeline", help="materialize the whole DAG for a dataset through Dagster, then print its results"
-    )
-    pipe.add_argument("dataset", nargs="?", default="hpo")
-    pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
-    pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
-    pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
-    pipe.set_defaults(func=_pipeline)
 
     def retrieval_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("dataset")
@@ -228,29 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
     serve.set_defaults(func=_serve)
 
-    report = sub.add_parser(
-        "report",
-        help="write datasets' results documents (JSON, from their evaluation assets and Dagster's run records) and "
-        "print the tables rendered from them; with several datasets also the settings across them (Stouffer)",
-    )
-    report.add_argument("datasets", nargs="+")
-    report.add_argument("--out", default=None, help="also write the markdown to this file")
-    report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
-    report.add_argument(
-        "--results-dir",
-        default=str(RESULTS_DIR),
-        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written "
-        "(default: the checkout's benchmarks/results)",
-    )
-    report.set_defaults(func=_report)
-    return parser
+    return parser, sub
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command; bad input ends with a one-line error and exit status 2 (``parser``: default the library's)."""
     from grasp_core.quiet import quiet_libraries
     from grasp_core.redact import one_line_error
 
-    args = build_parser().parse_args(argv)
+    args = (parser or build_parser()[0]).parse_args(argv)
     quiet_libraries()
     try:
         for name, value in vars(args).items():  # paths and names: refuse non-UTF-8 bytes before they reach a library

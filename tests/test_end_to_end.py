@@ -58,7 +58,7 @@ def test_every_asset_is_built(trained):
 
 def test_report_writes_the_results_document_from_the_assets_and_run_records(trained, capsys):
     tmp, _ = trained
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
     from grasp_core.components import Components
     from grasp_core.profiles import get_profile
 
@@ -149,7 +149,7 @@ def test_second_run_rebuilds_nothing(trained):
 
 def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, capsys):
     tmp, _ = trained
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
 
     root = str(tmp / "artifacts")
     art = Artifacts.for_dataset(DATASET, root)
@@ -207,14 +207,14 @@ def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, 
     import httpx
     import pandas as pd
 
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
 
     tmp, _ = trained
     root = str(tmp / "artifacts")
     queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet").head(2)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "grasp_core.cli", "--profile", "smoke", "--root", root, "serve", DATASET]
+    cmd = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "--root", root, "serve", DATASET]
     server = subprocess.Popen([*cmd, "--port", str(port)], env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
     try:
         deadline = time.monotonic() + 180
@@ -320,7 +320,7 @@ VIGNETTE = (
 
 
 def _retrieve(root: str, src, out, *extra) -> int:
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
 
     argv = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--queries", str(src), "--out", str(out)]
     return main([*argv, *extra])
@@ -349,7 +349,7 @@ def test_a_long_vignette_is_truncated_per_model_and_answered_with_its_batch(trai
     assert rows[1]["truncated"]["planner"].startswith("read 62 of ")
     assert rows[2]["truncated"]["planner"].startswith("read 62 of ")
 
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
 
     assert main(["--profile", "smoke", "--root", root, "query", DATASET, long_case]) == 0
     assert "Truncated to fit the models' windows: planner read " in capsys.readouterr().out
@@ -404,7 +404,7 @@ def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monk
     tmp, _ = trained
     import pandas as pd
 
-    from grasp_core.cli import main
+    from grasp_assets.cli import main
     from grasp_core.entities.llm_extractor import mentions_to_json
     from grasp_core.retriever import GraspRetriever
     from tests.llm.openai_server import OpenAIServer

@@ -11,6 +11,7 @@ import grasp_core
 ROOT = Path(grasp_core.__file__).parent
 TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
 TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
+ORCHESTRATION = {"dagster", "dagster_docker", "grasp_assets"}
 
 
 def test_importing_the_retriever_loads_no_training_module():
@@ -77,3 +78,32 @@ def test_importing_the_server_loads_no_training_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
     assert "fastapi" in loaded and [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []
+
+
+def imported_modules(file: Path) -> set[str]:
+    """Every module a file imports: import statements (also inside functions) and ``import_module("...")`` calls."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in {
+            "import_module",
+            "__import__",
+        }:
+            names |= {a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    return names
+
+
+def test_the_library_never_imports_the_orchestration_layer(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text('import importlib\n\ndef f():\n    return importlib.import_module("grasp_assets.run")\n')
+    assert "grasp_assets.run" in imported_modules(sneaky)
+    offending = {
+        str(file.relative_to(ROOT.parent)): sorted(
+            m for m in imported_modules(file) if m.split(".")[0] in ORCHESTRATION
+        )
+        for file in ROOT.rglob("*.py")
+    }
+    assert {f: m for f, m in offending.items() if m} == {}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from grasp_core.cli import main
+from grasp_assets.cli import main
 
 
 def test_data_build_and_stats(tmp_path, capsys):
@@ -68,7 +68,7 @@ def test_a_non_utf8_argument_from_a_real_shell_is_a_one_line_error(tmp_path):
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "grasp_core.cli", "--root", str(tmp_path), "data", "stats", b"hp\xffo"],
+        [sys.executable, "-m", "grasp_assets.cli", "--root", str(tmp_path), "data", "stats", b"hp\xffo"],
         capture_output=True,
         env={**os.environ, "LC_ALL": "C.UTF-8"},
         timeout=120,

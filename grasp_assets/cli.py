@@ -1,0 +1,111 @@
+"""The installed `grasp` command: the library's commands (:mod:`grasp_core.cli`) plus the two that drive Dagster.
+
+- ``grasp pipeline DATASET`` materializes the whole DAG through Dagster (:mod:`grasp_assets.run`), then prints the
+  dataset's results;
+- ``grasp report DATASET...`` writes the results documents from the evaluation assets and Dagster's run records.
+
+Dagster and the report code are imported only when one of these two runs, so ``grasp query`` starts as fast as the
+library allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from grasp_core import cli as core_cli
+from grasp_core.artifacts import Artifacts
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+def _pipeline(args: argparse.Namespace) -> None:
+    from grasp_assets.run import run_pipeline
+    from grasp_assets.run_records import step_seconds
+    from grasp_core.report import dataset_report, dataset_results
+
+    start = time.perf_counter()
+    timings = run_pipeline(
+        args.dataset,
+        profile=args.profile,
+        root=args.root,
+        force=args.force,
+        scale=args.scale or "",
+        n_queries=args.queries or 0,
+    )
+    total = time.perf_counter() - start
+    print()
+    print(dataset_report(dataset_results(Artifacts.for_dataset(args.dataset, args.root), step_seconds(args.dataset))))
+    print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
+    print(
+        "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
+    )
+    print(
+        "  MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///dagster_home/mlflow.db   (http://127.0.0.1:5000)"
+    )
+
+
+def _report(args: argparse.Namespace) -> None:
+    from grasp_assets.run_records import step_seconds
+    from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
+
+    parts, tests = [], []
+    for dataset in args.datasets:
+        results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
+        for path in write_results(results, args.results_dir):
+            print(f"wrote {path}", file=sys.stderr)
+        parts.append(dataset_report(results))
+        tests += [results["test"]] if "test" in results else []
+    text = "\n\n".join(parts)
+    if len(args.datasets) > 1:
+        text += "\n\n" + cross_dataset_report(tests)
+    if args.out:
+        from grasp_core.io import atomic_file
+
+        with atomic_file(args.out) as handle:
+            handle.write(text + "\n")
+    if args.readme:
+        from grasp_core.report import replace_readme_block
+
+        replace_readme_block(args.readme, text)
+    print(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser, sub = core_cli.build_parser()
+    parser.description = "Build data, train GRASP through Dagster, query, retrieve and serve."
+    pipe = sub.add_parser(
+        "pipeline", help="materialize the whole DAG for a dataset through Dagster, then print its results"
+    )
+    pipe.add_argument("dataset", nargs="?", default="hpo")
+    pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
+    pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
+    pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
+    pipe.set_defaults(func=_pipeline)
+
+    report = sub.add_parser(
+        "report",
+        help="write datasets' results documents (JSON, from their evaluation assets and Dagster's run records) and "
+        "print the tables rendered from them; with several datasets also the settings across them (Stouffer)",
+    )
+    report.add_argument("datasets", nargs="+")
+    report.add_argument("--out", default=None, help="also write the markdown to this file")
+    report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
+    report.add_argument(
+        "--results-dir",
+        default=str(RESULTS_DIR),
+        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written "
+        "(default: the checkout's benchmarks/results)",
+    )
+    report.set_defaults(func=_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return core_cli.main(argv, build_parser())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
