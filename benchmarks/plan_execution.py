@@ -223,6 +223,7 @@ def bench_backend(
         flush=True,
     )
     base = {
+        "encoder": encoder.identity,
         "backend": backend,
         "version": getattr(engine, "__version__", "?"),
         "load_s": round(load_s, 2),

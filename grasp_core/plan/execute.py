@@ -92,7 +92,7 @@ class PlanExecutor:
         self.skb, self.index, self.encoder, self.store, self.cfg = skb, index, encoder, store, cfg
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._memo: dict[str, np.ndarray] = {}
-        # the graph's adjacency arrays, built once with the executor (synth-prime full: ~2 s, ~120 MB)
+        # the graph's adjacency lists, built once with the executor (synth-prime full: ~2.5 s, 101 MiB)
         self.adjacency = Adjacency.build(skb) if cfg.traversal == "arrays" else None
 
     def execute(

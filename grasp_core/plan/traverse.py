@@ -22,7 +22,7 @@ import numpy as np
 from grasp_core.graph.adjacency import Adjacency, Relation
 from grasp_core.plan.model import TARGET, Plan
 
-PULL_PER_PUSH = 2  # a pulled edge costs about half a pushed one (~2.4 vs ~5 ns on synth-prime full)
+PULL_PER_PUSH = 2  # a pulled list entry costs about half a pushed one (~2.2 vs ~5 ns on synth-prime full)
 
 
 def traverse(

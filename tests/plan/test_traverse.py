@@ -29,7 +29,9 @@ def env(request, tmp_path_factory):
 def test_random_plans_equal_the_store_and_the_oracle(env, hop, cap, monkeypatch):
     """Pushing, pulling or either (by work), with or without a cap: the same rows as the store and the oracle."""
     skb, adj, store = env
-    monkeypatch.setattr(traverse_module, "PULL_PER_PUSH", {"either": traverse_module.PULL_PER_PUSH, "push": 0, "pull": 10**9}[hop])
+    monkeypatch.setattr(
+        traverse_module, "PULL_PER_PUSH", {"either": traverse_module.PULL_PER_PUSH, "push": 0, "pull": 10**9}[hop]
+    )
     rng, ref = np.random.default_rng(5), adjacency(skb)
     reached = multi_anchor = capped = 0
     for _ in range(50):
