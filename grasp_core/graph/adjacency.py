@@ -48,7 +48,8 @@ class Adjacency:
     def build(cls, skb: SKB) -> Adjacency:
         n = skb.num_nodes
         codes, names = pd.factorize(skb.nodes["type"].to_numpy())
-        of_type = {str(t): codes == i for i, t in enumerate(names)}
+        code = {str(t): i for i, t in enumerate(names)}
+        of_type = {t: codes == code.get(t, -2) for t in [*skb.schema.node_types, *code]}  # a type may have no nodes
         by_type = np.argsort(codes, kind="stable")  # node ids in (type, id) order
         rank = np.empty(n, np.int64)
         rank[by_type] = np.arange(n)

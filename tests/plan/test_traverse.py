@@ -8,9 +8,11 @@ from grasp_core.graph.adjacency import Adjacency
 from grasp_core.graph.store import GraphStoreConfig, open_graph_store
 from grasp_core.plan import traverse as traverse_module
 from grasp_core.plan.cypher import compile_plan
+from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.traverse import traverse
 from grasp_core.plan.validate import validate_plan
 from grasp_core.skb.format import SKB
+from grasp_core.skb.schema import Relation, Schema
 from grasp_core.skb.synth import build_synth_skb
 from tests.plan.oracle import adjacency, oracle, random_bindings, random_plan, random_skb
 
@@ -57,3 +59,23 @@ def test_edges_outside_the_declared_type_pairs_are_not_walked():
     odd = pd.DataFrame({"src": [drugs[0]], "rel": ["ppi"], "dst": [genes[0]]})  # ppi is gene-gene only
     plus = SKB(skb.schema, skb.nodes, pd.concat([skb.edges, odd], ignore_index=True), skb.queries)
     assert Adjacency.build(plus).relations["ppi"].nbr.tolist() == Adjacency.build(skb).relations["ppi"].nbr.tolist()
+
+
+def test_a_hop_into_a_type_without_nodes_reaches_nothing():
+    skb = random_skb(seed=3)
+    schema = Schema(
+        "with-pathways",
+        {**skb.schema.node_types, "pathway": ()},
+        (*skb.schema.relations, Relation("involved in", "gene/protein", "pathway")),
+    )
+    skb = SKB(schema, skb.nodes, skb.edges, skb.queries)
+    plan = validate_plan(
+        Plan(
+            target=Target(type="pathway"),
+            anchors=(Anchor(var="a", type="gene/protein", text="x"),),
+            hops=(Hop(**{"from": "a", "rel": "involved in", "to": TARGET}),),
+        ),
+        schema,
+    )
+    ids, scores = traverse(plan, Adjacency.build(skb), {"a": [(int(skb.ids_of_type("gene/protein")[0]), 0.5)]})
+    assert len(ids) == len(scores) == 0
