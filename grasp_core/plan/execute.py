@@ -70,8 +70,8 @@ class ExecutionConfig:
     traversal: Literal["arrays", "store"] = field(
         default="arrays",
         metadata={
-            "help": "arrays = walk the graph's in-process CSR arrays (exact, 4x faster at Prime scale); store = run "
-            "the plan's Cypher query on the graph store (same results; the Neo4j way)."
+            "help": "arrays = walk the graph's adjacency lists in process (traverse p95 9 ms at Prime scale vs 161 ms "
+            "in LadybugDB); store = run the plan's Cypher query on the graph store. Same results."
         },
     )
     max_frontier: int | None = field(
