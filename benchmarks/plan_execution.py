@@ -1,16 +1,17 @@
 """Plan execution at Prime scale (goals in ``docs/latency.md``): graph load speed, per-stage latency, peak memory.
 
 Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
-[--max-frontier N [N ...]] [--no-exact]``; writes ``benchmarks/results/plan_execution.json`` (runs of other
-backends/caps of the same setup are kept) and prints a markdown table; ``benchmarks/results/plan_execution.md``
-discusses them.
+[--traversals arrays store] [--max-frontier none|N ...] [--no-exact] [--out FILE]``; writes
+``benchmarks/results/plan_execution.json`` (runs of other backends/traversals/caps of the same setup are kept)
+and prints a markdown table; ``benchmarks/results/plan_execution.md`` discusses them.
 
 Setup and the decisions behind it:
 - The SKB is ``build_synth_skb("prime", scale)`` (129k nodes / 8.1M edges at ``full``), cached with
   ``write_skb`` under ``benchmarks/.cache/`` (git-ignored); building it takes minutes, reading it seconds.
 - Node vectors are random unit vectors (384-d, MiniLM's size): encoding 2x129k texts with MiniLM on 2 cores
   would take hours and cosine values do not change the work done. Query-side texts (anchor and relevance
-  texts) ARE encoded with the real MiniLM, so the ``link`` stage includes a real encoder call. With random
+  texts) ARE encoded with the real MiniLM in the cpu profile's encoder configuration (the one serving uses:
+  bfloat16 where the CPU computes it natively), so the ``link`` stage includes a real encoder call. With random
   node vectors the top-k of an anchor are near-ties, so anchors bind ~k nodes (the worst case for traversal).
 - Plans are random valid plans of 1-3 hops made from random walks on the real graph (so most reach
   something): a walk from a random target node ends at the anchor; a quarter of the plans get a second
@@ -22,10 +23,12 @@ Setup and the decisions behind it:
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
   ``kuzu`` module in place of ``ladybug`` (same API). The two cannot share a process (their native modules
   clash), so each backend runs in its own process (``--backends kuzu``).
-- Exactness: unless ``--no-exact``, every plan first runs without a frontier cap (``max_frontier=None``, the
-  exact result, timed as its own run); each capped run then reports how much of each plan's exact top-100 it
-  kept (``vs_exact``: mean and minimum recall, plans with an identical top-100 set, plans whose exact best
-  answer is still in the top-100). The graph is loaded once per backend for all of them.
+- Exactness: unless ``--no-exact``, every plan first runs as the graph store's Cypher query without a frontier
+  cap (``traversal="store"``, ``max_frontier=None``: the exact result, timed as its own run); every other run
+  (each ``--traversals`` x ``--max-frontier``; ``arrays`` is the executor's in-process traversal) then reports
+  how much of each plan's exact top-100 it kept (``vs_exact``: mean and minimum recall, plans with an identical
+  top-100 set, plans whose exact best answer is still in the top-100). The graph is loaded once per backend
+  for all of them; an ``arrays`` run times building its executor's CSR arrays (``adjacency_build_s``).
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
   upper bounds and every run records the 1-minute load average (``os.getloadavg()``) before and after the
   load and after the plans.
@@ -52,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import NodeEmbeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.graph import ladybug_store
@@ -61,6 +64,7 @@ from grasp_core.io import is_complete, write_json
 from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.trace import STAGES
+from grasp_core.profiles import get_profile
 from grasp_core.skb.format import SKB, read_skb, write_skb
 from grasp_core.skb.synth import build_synth_skb
 
@@ -167,7 +171,7 @@ def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tupl
         start = time.perf_counter()
         encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
         stages["encode"].append(time.perf_counter() - start)
-        if trace.cypher:
+        if trace.cypher and executor.cfg.traversal == "store":
             start = time.perf_counter()
             store._conn.prepare(trace.cypher, trace.params)
             stages["prepare"].append(time.perf_counter() - start)
@@ -193,9 +197,16 @@ def recall_vs_exact(tops: list[np.ndarray], exact: list[np.ndarray]) -> dict:
 
 
 def bench_backend(
-    backend: str, skb: SKB, index: NodeIndex, encoder, plans: list[Plan], caps: list[int], exact: bool
+    backend: str,
+    skb: SKB,
+    index: NodeIndex,
+    encoder,
+    plans: list[Plan],
+    runs: list[tuple[str, int | None]],
+    exact: bool,
 ) -> list[dict]:
-    """One graph load; then, if ``exact``, every plan without a frontier cap (the reference), then each cap."""
+    """One graph load; then, if ``exact``, every plan as the store's uncapped query (the reference), then each
+    (traversal, max_frontier) of ``runs``."""
     engine = importlib.import_module(backend)
     ladybug_store.ladybug = engine  # same API; the store code is shared
     path = CACHE / f"store-{backend}"
@@ -212,26 +223,44 @@ def bench_backend(
         flush=True,
     )
     base = {
+        "encoder": encoder.identity,
         "backend": backend,
         "version": getattr(engine, "__version__", "?"),
         "load_s": round(load_s, 2),
         "load_edges_per_s": int(len(skb.edges) / load_s),
     }
-    runs, reference = [], None
-    for cap in ([None] if exact else []) + caps:
-        executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(max_frontier=cap))
+    out, reference = [], None
+    for traversal, cap in ([("store", None)] if exact else []) + [r for r in runs if not exact or r != ("store", None)]:
+        start = time.perf_counter()
+        executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(traversal=traversal, max_frontier=cap))
+        extra = {}
+        if executor.adjacency is not None:
+            extra["adjacency_build_s"] = round(time.perf_counter() - start, 2)
+            extra["adjacency_mib"] = round(sum(r.nbytes for r in executor.adjacency.relations.values()) / 2**20)
         summary, tops, _ = run_plans(executor, encoder, store, plans)
-        run = {**base, "max_frontier": cap, **summary, "load_avg_1min": {**load_avg, "after_plans": os.getloadavg()[0]}}
-        if cap is None:
+        run = {
+            **base,
+            "traversal": traversal,
+            "max_frontier": cap,
+            **extra,
+            **summary,
+            "load_avg_1min": {**load_avg, "after_plans": os.getloadavg()[0]},
+        }
+        if reference is None and exact:
             reference = tops
         elif reference is not None:
             run["vs_exact"] = recall_vs_exact(tops, reference)
         run["peak_rss_gib"] = round(rss_gib(), 2)
-        print(f"cap {cap}: total {run['latency']['total']}, {run.get('vs_exact', '')}", flush=True)
-        runs.append(run)
+        print(f"{traversal}, cap {cap}: total {run['latency']['total']}, {run.get('vs_exact', '')}", flush=True)
+        out.append(run)
     store.close()
     shutil.rmtree(path, ignore_errors=True)
-    return runs
+    return out
+
+
+def run_key(run: dict) -> tuple:
+    """What a run measured (runs recorded before the in-process traversal existed ran on the store)."""
+    return run["backend"], run.get("traversal", "store"), run.get("max_frontier")
 
 
 def main() -> None:
@@ -239,15 +268,23 @@ def main() -> None:
     parser.add_argument("--scale", default="full")
     parser.add_argument("--plans", type=int, default=200)
     parser.add_argument("--backends", nargs="+", default=["ladybug"], help="one per process: ladybug and kuzu clash")
-    parser.add_argument("--max-frontier", type=int, nargs="+", default=[ExecutionConfig().max_frontier])
-    parser.add_argument("--no-exact", action="store_true", help="skip the uncapped reference run (no recall)")
+    parser.add_argument("--traversals", nargs="+", default=[ExecutionConfig().traversal], choices=["arrays", "store"])
+    parser.add_argument(
+        "--max-frontier",
+        type=lambda v: None if v.lower() == "none" else int(v),
+        nargs="+",
+        default=[ExecutionConfig().max_frontier],
+        help="caps to run (none = uncapped)",
+    )
+    parser.add_argument("--no-exact", action="store_true", help="skip the store's uncapped reference run (no recall)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (runs of the same setup are merged)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
     skb = load_skb(args.scale)
     read_s = time.perf_counter() - start
     index = NodeIndex.build(skb, random_embeddings(skb.num_nodes))
-    encoder = load_encoder(EncoderConfig())
+    encoder = load_encoder(get_profile("cpu").encoder)
     rng, walker, plans = np.random.default_rng(0), Walker(skb), []
     while len(plans) < args.plans + 10:
         plan = walker.plan(rng)
@@ -259,7 +296,8 @@ def main() -> None:
     runs = []
     for backend in args.backends:
         try:
-            runs += bench_backend(backend, skb, index, encoder, plans, args.max_frontier, not args.no_exact)
+            combos = [(t, cap) for t in args.traversals for cap in args.max_frontier]
+            runs += bench_backend(backend, skb, index, encoder, plans, combos, not args.no_exact)
         except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
             print(f"skipping {backend}: {exc}")
     result = {
@@ -271,23 +309,24 @@ def main() -> None:
         "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]),
         "skb_read_s": round(read_s, 1),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "encoder": encoder.identity,
         "peak_rss_gib": round(rss_gib(), 2),
         "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
         "runs": runs,
     }
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
-    if RESULTS.exists():  # keep other backends' runs of the same setup (one backend per process)
-        old = json.loads(RESULTS.read_text())
+    if args.out.exists():  # keep other backends' runs of the same setup (one backend per process)
+        old = json.loads(args.out.read_text())
         if (old.get("scale"), old.get("plans")) == (args.scale, args.plans):
-            done = {(r["backend"], r["max_frontier"]) for r in runs}
-            result["runs"] = [r for r in old["runs"] if (r["backend"], r.get("max_frontier")) not in done] + runs
+            done = {run_key(r) for r in runs}
+            result["runs"] = [r for r in old["runs"] if run_key(r) not in done] + runs
             result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
-    write_json(RESULTS, result)
-    print("| backend | max_frontier | load (edges/s) | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
+    write_json(args.out, result)
+    print("| backend | traversal | max_frontier | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
     for run in runs:
         for stage, p in run["latency"].items():
             print(
-                f"| {run['backend']} {run['version']} | {run['max_frontier']} | {run['load_edges_per_s']:,} | {stage} "
+                f"| {run['backend']} {run['version']} | {run['traversal']} | {run['max_frontier']} | {stage} "
                 f"| {p['p50_ms']} | {p['p95_ms']} |"
             )
         print(f"load avg (1 min): {run['load_avg_1min']}")

@@ -96,7 +96,8 @@ class Encoder:
             tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
         device = self.model.device
-        self.model.eval()
+        if self.model.training:  # (train() walks every submodule: ~1 ms of a short question's call)
+            self.model.eval()
         with torch.inference_mode():
             batches = self._batches(tokens["input_ids"], max_tokens)
             for length, rows in tqdm(batches, desc="encode", disable=not show_progress, unit="batch"):

@@ -146,6 +146,36 @@ def test_multi_anchor_intersection_sums_the_anchor_scores(env):
     np.testing.assert_allclose(ranking.scores, [want[i] for i in expect(want)], atol=1e-5)
 
 
+def test_the_in_process_traversal_and_the_store_query_give_the_same_rankings(env):
+    """``traversal="arrays"`` (the default) and ``"store"`` (the Cypher query) answer every plan identically."""
+    executor, *_ = env
+    assert executor.cfg.traversal == "arrays"
+    on_store = PlanExecutor(
+        executor.skb,
+        executor.index,
+        executor.encoder,
+        executor.store,
+        ExecutionConfig(**{**vars(CFG), "traversal": "store"}),
+    )
+    table = EntityTable((EntityRow("E1", "retinitis pigmentosa", "anchor", ("disease",)),))
+    liver = {"var": "a1", "type": "anatomy", "text": "liver"}
+    plans = [
+        plan_text([RETINA], TWO_HOPS),
+        plan_text([RETINA, {"var": "a2", "ref": "E1"}], TWO_HOPS + [("a2", "indication", "target")]),
+        plan_text([liver], [("a1", "expression present", "x1"), ("x1", "ppi", "x2"), ("x2", "target", "target")]),
+        plan_text([RETINA], [("a1", "expression present", "x1"), ("x1", "ppi", "target")], target="gene/protein"),
+    ]
+    reached = 0
+    for plan in plans:
+        (r1, t1), (r2, t2) = executor.execute(plan, "q", table), on_store.execute(plan, "q", table)
+        assert r1.node_ids.tolist() == r2.node_ids.tolist() and r1.scores.tolist() == r2.scores.tolist()
+        assert (t1.error, t1.candidates, t1.cypher, t1.bindings) == (t2.error, t2.candidates, t2.cypher, t2.bindings)
+        reached += len(r1) > 0
+    assert reached == len(plans)
+    with pytest.raises(ValueError, match="traversal must be 'arrays' or 'store'"):
+        PlanExecutor(executor.skb, None, None, None, ExecutionConfig(traversal="memory"))
+
+
 def test_empty_relevance_text_rescores_by_the_query_minus_the_anchors(env):
     executor, emb, enc = env
     ranking, _ = executor.execute(

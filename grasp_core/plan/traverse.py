@@ -1,0 +1,85 @@
+"""Execute a plan's traversal in process, over the graph's CSR arrays (:mod:`grasp_core.graph.adjacency`).
+
+It returns exactly what the plan's Cypher query (:func:`grasp_core.plan.cypher.compile_plan`) returns from a
+graph store: every reached target node with its anchor score, the sum of the binding scores of the anchors on
+a matching path, maximised over paths; undirected hops; the same ``max_frontier`` cap on main-chain
+variables, ties broken by the lower node id. Each variable holds a dense score vector (-inf = not reached); a
+hop takes, for every node of the hop's end type, the best score among its neighbours over the relation —
+(max,+) — and a variable entered by several hops (an intersection) adds them.
+
+A hop either pushes the frontier's scores to its neighbours (``np.maximum.at``; work = the frontier's degree
+sum) or pulls, for every node of the hop's end type, its best neighbour score (one gather over that type's
+adjacency block plus ``np.maximum.reduceat``; work = the block's size, ~2x cheaper per edge), whichever is less
+work: a hop over all 2.7M ``synergistic interaction`` edges of synth-prime ``full`` takes ~12 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from grasp_core.graph.adjacency import Adjacency, Relation
+from grasp_core.plan.model import TARGET, Plan
+
+PULL_PER_PUSH = 2  # a pulled list entry costs about half a pushed one (~2.2 vs ~5 ns on synth-prime full)
+
+
+def traverse(
+    plan: Plan,
+    adjacency: Adjacency,
+    bindings: Mapping[str, Sequence[tuple[int, float]]],
+    max_frontier: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(target node ids ascending, their anchor scores as float64) of a resolved plan with at least one hop."""
+    if max_frontier is not None and max_frontier < 1:
+        raise ValueError(f"max_frontier must be >= 1 or None, not {max_frontier}")
+    n = adjacency.num_nodes
+    types = {h.to: h.to_type for h in plan.hops} | {TARGET: plan.target.type}
+    entering: dict[str, list] = {}
+    for hop in plan.hops:
+        entering.setdefault(hop.to, []).append(hop)
+    main, var = [plan.anchors[0].var], plan.anchors[0].var
+    while var != TARGET:
+        var = next(h.to for h in plan.hops if h.from_ == var)
+        main.append(var)
+
+    def value(var: str) -> np.ndarray:
+        if var not in entering:  # an anchor: its bindings
+            vec = np.full(n, -np.inf)
+            for node, score in bindings[var]:
+                vec[node] = max(vec[node], score)
+            return vec
+        # the main-chain hop first, then side branches (the Cypher query's order of addition)
+        hops = sorted(entering[var], key=lambda h: h.from_ not in main)
+        vec = _hop(value(hops[0].from_), adjacency.relations.get(hops[0].rel), types[var], n)
+        for hop in hops[1:]:
+            vec += _hop(value(hop.from_), adjacency.relations.get(hop.rel), types[var], n)
+        vec[~adjacency.of_type[types[var]]] = -np.inf
+        if max_frontier is not None and var in main:
+            live = np.flatnonzero(vec > -np.inf)
+            if len(live) > max_frontier:
+                vec[live[np.lexsort((live, -vec[live]))][max_frontier:]] = -np.inf
+        return vec
+
+    target = value(TARGET)
+    ids = np.flatnonzero(target > -np.inf)
+    return ids, target[ids]
+
+
+def _hop(vec: np.ndarray, rel: Relation | None, node_type: str, n: int) -> np.ndarray:
+    """Every ``node_type`` node's best neighbour score over ``rel`` (-inf: no scored neighbour; other types may
+    hold scores too, the caller masks them)."""
+    out = np.full(n, -np.inf)
+    live = np.flatnonzero(vec > -np.inf)
+    if rel is None or not len(live):
+        return out
+    deg = rel.degree[live]
+    work = int(deg.sum())
+    rows, first, end = rel.block(node_type)
+    if work * PULL_PER_PUSH < end - first:  # push the frontier's scores along its edges
+        offsets = np.arange(work) + np.repeat(rel.start[live] - (np.cumsum(deg) - deg), deg)
+        np.maximum.at(out, rel.nbr[offsets], np.repeat(vec[live], deg))
+    elif len(rows):  # pull: every node of the type takes its best neighbour's score
+        out[rows] = np.maximum.reduceat(vec[rel.nbr[first:end]], rel.start[rows] - first)
+    return out
