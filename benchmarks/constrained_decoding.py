@@ -21,9 +21,8 @@ libraries' plans can be well-formed yet invalid: that is the failed-plan rate th
 Also measured: tokens/s of one SFT training step (forward + backward + AdamW) of the default tiny model, and
 the generated grammar's size and per-query generate/compile seconds on each synthetic schema (``grammar_size``).
 
-The comparison libraries are benchmark-only (not project dependencies):
-``pip install xgrammar==0.2.9 lm-format-enforcer==0.11.3``; an option whose library is missing is recorded as
-an error.
+The comparison libraries are the ``bench`` extra of ``pyproject.toml`` (not needed to run GRASP):
+``.venv/bin/pip install -e '.[bench]'``; an option whose library is missing is recorded as an error.
 
     nice -n 10 python benchmarks/constrained_decoding.py   -> benchmarks/results/constrained_decoding.json
 """
