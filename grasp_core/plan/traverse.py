@@ -35,7 +35,12 @@ def traverse(
     if max_frontier is not None and max_frontier < 1:
         raise ValueError(f"max_frontier must be >= 1 or None, not {max_frontier}")
     n = adjacency.num_nodes
-    types = {h.to: h.to_type for h in plan.hops} | {TARGET: plan.target.type}
+    types = {TARGET: plan.target.type}
+    for h in plan.hops:
+        if h.to != TARGET:
+            if h.to_type is None:  # validate_plan resolves every intermediate type
+                raise ValueError(f"hop to {h.to!r} has no to_type: traverse validated plans only")
+            types[h.to] = h.to_type
     entering: dict[str, list] = {}
     for hop in plan.hops:
         entering.setdefault(hop.to, []).append(hop)
