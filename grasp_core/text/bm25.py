@@ -94,7 +94,12 @@ class LexicalIndex:
         if not any(tokens):
             return cls(sp.csr_matrix((num_nodes, 0), dtype=np.float32), {}, cfg, np.asarray(rows, np.int64))
         model = bm25s.BM25(k1=cfg.k1, b=cfg.b, delta=cfg.delta, method=cfg.method, idf_method=cfg.idf_method)
-        model.index(tokens, show_progress=False)
+        # Token ids in first-occurrence order: given strings, bm25s numbers tokens in a set's order, which changes
+        # with Python's hash seed from run to run; the sparse product then sums in another order and the scores
+        # (hence some rankings and everything trained on them) differed between two runs of the same pipeline.
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in tokens]
+        model.index((ids, vocab), show_progress=False)
         s = model.scores
         by_token = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(s["num_docs"], len(s["indptr"]) - 1))
         # move collection positions to node ids

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import rank_bm25
@@ -91,3 +95,23 @@ def test_save_load_round_trip(skb, tmp_path):
 def test_load_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(MissingArtifactError, match="BM25Retriever.build"):
         BM25Retriever.load(tmp_path / "nothing")
+
+
+def test_index_is_identical_under_any_hash_seed():
+    """Token ids (and so the weights' columns and the order the scores are summed in) must not depend on the
+    hash seed of the process: two runs of the pipeline have to build the same index and the same rankings."""
+    code = (
+        "import hashlib, json, numpy as np\n"
+        "from grasp_core.text.bm25 import LexicalIndex\n"
+        "texts = [f'gene {i} seizure ataxia protein{i % 7} kinase{i % 3} retina{i % 5} variant' for i in range(200)]\n"
+        "ix = LexicalIndex.build(texts, np.arange(200), 200)\n"
+        "w = ix.weights\n"
+        "print(json.dumps(ix.vocab), hashlib.md5(w.data.tobytes() + w.indices.tobytes()).hexdigest())\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1 and next(iter(outs)).strip()
