@@ -102,9 +102,13 @@ class _SchemaRules:
 
     def __init__(self, schema: Schema, cfg: PlanGrammarConfig):
         self.schema, self.cfg = schema, cfg
-        self._reach = _reachability(schema, cfg.max_hops)
         self.type_ix = {t: i for i, t in enumerate(schema.node_types)}
         self._nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in schema.node_types}
+        # the types one hop from each type, over any relation
+        self._next = {
+            t: sorted({t2 for r in schema.relation_names for t2 in self._nb[(r, t)]}) for t in schema.node_types
+        }
+        self._reach = _reachability(self._next, cfg.max_hops)
         self.rules: dict[str, list[_Alt]] = {}
         self._lines: dict[str, str] = {}
 
@@ -141,7 +145,7 @@ class _SchemaRules:
             return name
         var = _str(anchor_var(j) if depth == 0 else path_var(j, depth))
         alts: list[_Alt] = []
-        for t2 in sorted({t2 for rel in self.schema.relation_names for t2 in self._nb[(rel, t)]}):
+        for t2 in self._next[t]:
             hop = {"from_": var, "rel": self._rels(t, t2)}
             if length == 1 and t2 == target:
                 alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
@@ -349,16 +353,15 @@ def _lark_item(i: str) -> str:
     return str(i) if isinstance(i, _Rule) else json.dumps(i, ensure_ascii=False)
 
 
-def _reachability(schema: Schema, max_hops: int):
-    """``reach(t, target, h)``: a walk of exactly ``h`` hops over schema triples leads from ``t`` to ``target``."""
-    nb = {(r, t): schema.neighbour_types(r, t) for r in schema.relation_names for t in schema.node_types}
+def _reachability(next_types: dict[str, list[str]], max_hops: int):
+    """``reach(t, target, h)``: a walk of exactly ``h`` hops over schema triples leads from ``t`` to ``target``
+    (``next_types``: the types one hop from each type)."""
 
     @cache
     def reach(t: str, target: str, h: int) -> bool:
         if h <= 0 or h > max_hops:
             return False
-        nexts = {t2 for r in schema.relation_names for t2 in nb[(r, t)]}
-        return (target in nexts) if h == 1 else any(reach(t2, target, h - 1) for t2 in nexts)
+        return (target in next_types[t]) if h == 1 else any(reach(t2, target, h - 1) for t2 in next_types[t])
 
     return reach
 
