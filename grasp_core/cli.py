@@ -41,12 +41,13 @@ def _data_stats(args: argparse.Namespace) -> None:
     import pandas as pd
 
     from grasp_core.datasets import check_dataset
+    from grasp_core.io import is_complete
     from grasp_core.skb.format import read_skb
 
     check_dataset(args.dataset)
     art = Artifacts.for_dataset(args.dataset, args.root)
-    queries = art.path("queries") / "queries.parquet"
-    skb = read_skb(art.require("skb"), queries_file=queries if queries.exists() else None)
+    queries = art.require("queries") / "queries.parquet" if is_complete(art.path("queries")) else None
+    skb = read_skb(art.require("skb"), queries_file=queries)
     print(f"dataset {args.dataset}: {skb.num_nodes:,} nodes, {len(skb.edges):,} edges")
     print("nodes per type:")
     for t, n in skb.node_type_counts().items():
@@ -64,6 +65,33 @@ def _data_stats(args: argparse.Namespace) -> None:
         for t, row in mix.iterrows():
             share = 100 * row.sum() / len(skb.queries)
             print(f"  {t:<17}" + "".join(f" {row[s]:>10,}" for s in splits) + f" {row.sum():>10,} {share:>6.1f}%")
+
+
+def _verify(args: argparse.Namespace) -> None:
+    from grasp_core.datasets import check_dataset
+    from grasp_core.errors import CorruptArtifactError
+
+    check_dataset(args.dataset)
+    art = Artifacts.for_dataset(args.dataset, args.root)
+    built = art.built()
+    if not built:
+        raise GraspError(f"no built artifact of {args.dataset!r} under {art.root}: build them with grasp pipeline")
+    corrupt = 0
+    for name, round_key in built:
+        label = name if round_key is None else f"{name}/{round_key}"
+        try:
+            m = art.verify(name, round_key)
+        except CorruptArtifactError as exc:
+            corrupt += 1
+            print(f"CORRUPT {label}: {exc}")
+            continue
+        size = sum(e.size for e in m.files.values())
+        print(f"ok      {label}: {len(m.files)} files, {size / 2**20:.1f} MiB, digest {m.digest}")
+    if corrupt:
+        raise CorruptArtifactError(
+            f"{corrupt} of {len(built)} artifacts of {args.dataset!r} are corrupt; rebuild them: grasp pipeline {args.dataset}"
+        )
+    print(f"{len(built)} artifacts of {args.dataset!r} verified (sizes and content hashes)")
 
 
 def _retriever(args: argparse.Namespace):
@@ -127,6 +155,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     stats = data.add_parser("stats", help="print node/edge counts per type/relation and query counts per split")
     stats.add_argument("dataset")
     stats.set_defaults(func=_data_stats)
+
+    verify = sub.add_parser(
+        "verify", help="check every built artifact of a dataset against its manifest (sizes and content hashes)"
+    )
+    verify.add_argument("dataset")
+    verify.set_defaults(func=_verify)
 
     def retrieval_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("dataset")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
-from grasp_core.io import read_json
+from grasp_core.io import is_complete, read_json
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
 from grasp_core.rerank.weights import RRF_FILE
@@ -154,9 +154,8 @@ class Components:
         """The planner the pipeline serves: the last round whose gate passed, else the SFT planner."""
         best = ("sft", self.art.require("sft_adapter"))
         for r in ROUNDS:
-            path = self.art.path("planner", r)
-            if gate_passed(path):
-                best = (f"round {r}", path)
+            if is_complete(self.art.path("planner", r)) and gate_passed(self.art.require("planner", r)):
+                best = (f"round {r}", self.art.path("planner", r))
         return best
 
     def planner_llm(self, checkpoint: Path, batch_size: int = 32):

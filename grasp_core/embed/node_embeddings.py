@@ -2,14 +2,21 @@
 
 On disk (one directory, written with :func:`grasp_core.io.atomic_dir`)::
 
-    name.npy   float16 [N, dim]   node names, truncated at ``EncoderConfig.name_max_tokens``
-    doc.npy    float16 [N, dim]   ``skb.document(i)`` (type + name + text fields), ``doc_max_tokens``
-    meta.json  encoder identity, token limits, N, dim, sha256 of the name texts and of the doc texts
+    name.npy        float16 [N, dim]   node names, truncated at ``EncoderConfig.name_max_tokens``
+    doc.npy         float16 [N, dim]   ``skb.document(i)`` (type + name + text fields), ``doc_max_tokens``
+    name.keys.npy   uint8 [N, 16]      XXH3-128 of each row's name text (what its vector was encoded from)
+    doc.keys.npy    uint8 [N, 16]      the same for the documents
+    meta.json       encoder identity, token limits, N, dim, sha256 of the name texts and of the doc texts
 
-Building is resumable: texts are encoded in chunks, each saved under ``.<out_dir>.work/`` next to
-``out_dir`` with a file name derived from a hash of (encoder identity, token limit, chunk texts). A rerun
-after an interruption reuses exactly the chunks whose texts and encoder are unchanged; anything else is
-re-encoded. The work directory is removed once the final directory is in place.
+Building is incremental: a vector of the previous artifact in ``out_dir`` (when it verifies against its
+manifest) is reused for every row whose (encoder identity, token limit, text hash) it was encoded with, so
+editing 1% of the node texts re-encodes ~1% of them (``benchmarks/incremental_embeddings.py``); a reused
+vector is the stored float16 row itself, and :meth:`Encoder.encode` computes a text alone the same as in any
+batch, so the result equals a full rebuild. It is also resumable: the texts left to encode are encoded in
+chunks, each saved under ``.<out_dir>.work/`` next to ``out_dir`` with a file name derived from a hash of
+(encoder identity, token limit, chunk texts). A rerun after an interruption reuses exactly the chunks whose
+texts and encoder are unchanged; anything else is re-encoded. The work directory is removed once the final
+directory is in place.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import xxhash
 from tqdm.auto import tqdm
 
+from grasp_core import manifest
 from grasp_core.embed.encoder import Encoder, EncoderConfig
-from grasp_core.errors import CorruptArtifactError, MissingArtifactError
+from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB
 
@@ -90,33 +99,80 @@ def build_node_embeddings(
     meta = _expected_meta(texts, encoder, cfg)
     if is_complete(out_dir) and (out_dir / "meta.json").is_file() and read_json(out_dir / "meta.json") == meta:
         return out_dir
+    previous = _previous(out_dir, encoder, cfg)
     work = out_dir.parent / f".{out_dir.name}.work"
     work.mkdir(parents=True, exist_ok=True)
     limits = {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens}
-    chunks = [(kind, start) for kind in KINDS for start in range(0, len(texts[kind]), chunk_size)]
-    parts: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
+    vectors = {kind: np.zeros((len(texts[kind]), encoder.dim), np.float16) for kind in KINDS}
+    keys = {kind: text_keys(texts[kind]) for kind in KINDS}
+    todo = {kind: _reuse(previous.get(kind), keys[kind], vectors[kind]) for kind in KINDS}
+    chunks = [(kind, start) for kind in KINDS for start in range(0, len(todo[kind]), chunk_size)]
     used = set()
     for kind, start in tqdm(chunks, desc=f"embed {out_dir.name}", unit="chunk"):
-        chunk = texts[kind][start : start + chunk_size]
+        rows = todo[kind][start : start + chunk_size]
+        chunk = [texts[kind][i] for i in rows]
         key = texts_hash([encoder.identity, str(limits[kind]), *chunk])[:24]
         file = work / f"{kind}-{start:09d}-{key}.npy"
         used.add(file.name)
-        vectors = _load_chunk(file, len(chunk), encoder.dim)
-        if vectors is None:
-            vectors = encoder.encode(chunk, limits[kind]).astype(np.float16)
+        encoded = _load_chunk(file, len(chunk), encoder.dim)
+        if encoded is None:
+            encoded = encoder.encode(chunk, limits[kind]).astype(np.float16)
             with atomic_file(file, "wb") as handle:
-                np.save(handle, vectors)
-        parts[kind].append(vectors)
+                np.save(handle, encoded)
+        vectors[kind][rows] = encoded
     for stale in work.iterdir():  # chunks of an older encoder or older texts
         if stale.name not in used:
             stale.unlink()
     with atomic_dir(out_dir) as tmp:
         for kind in KINDS:
-            stacked = np.concatenate(parts[kind]) if parts[kind] else np.zeros((0, encoder.dim), np.float16)
-            np.save(tmp / f"{kind}.npy", stacked)
+            np.save(tmp / f"{kind}.npy", vectors[kind])
+            np.save(tmp / f"{kind}.keys.npy", keys[kind])
         write_json(tmp / "meta.json", meta)
     shutil.rmtree(work, ignore_errors=True)
     return out_dir
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """XXH3-128 of each text's UTF-8 bytes: uint8 [n, 16]."""
+    out = np.zeros((len(texts), 16), np.uint8)
+    if texts:
+        out[:] = np.frombuffer(b"".join(xxhash.xxh3_128_digest(t.encode("utf-8")) for t in texts), np.uint8).reshape(
+            -1, 16
+        )
+    return out
+
+
+def _previous(out_dir: Path, encoder: Encoder, cfg: EncoderConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(text keys, float16 vectors) per kind of the artifact in ``out_dir`` that this encoder can reuse: intact,
+    same encoder identity and dimension, same token limit for that kind. Empty when there is none."""
+    if not is_complete(out_dir):
+        return {}
+    try:
+        manifest.verify(out_dir, deep=True)
+        meta = read_json(out_dir / "meta.json")
+        if meta.get("identity") != encoder.identity or meta.get("dim") != encoder.dim:
+            return {}
+        found = {}
+        for kind in KINDS:
+            if meta.get(f"{kind}_max_tokens") == getattr(cfg, f"{kind}_max_tokens"):
+                keys, vectors = np.load(out_dir / f"{kind}.keys.npy"), np.load(out_dir / f"{kind}.npy")
+                if keys.shape == (len(vectors), 16) and vectors.dtype == np.float16:
+                    found[kind] = (keys, vectors)
+        return found
+    except (GraspError, OSError, ValueError, EOFError):  # corrupt, or written before text keys: encode anew
+        return {}
+
+
+def _reuse(previous: tuple[np.ndarray, np.ndarray] | None, keys: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Copy into ``out`` the previous vector of every row whose text key it has; return the rows left to encode."""
+    if previous is None:
+        return np.arange(len(keys))
+    old_keys, old_vectors = previous
+    position = {k: i for i, k in enumerate(map(bytes, old_keys))}
+    found = np.array([position.get(k, -1) for k in map(bytes, keys)], np.int64)
+    hit = found >= 0
+    out[hit] = old_vectors[found[hit]]
+    return np.flatnonzero(~hit)
 
 
 def _load_chunk(file: Path, rows: int, dim: int) -> np.ndarray | None:

@@ -6,7 +6,8 @@ counts). Loading derives one parquet file per node type (``id`` INT64 primary ke
 (relation, src type, dst type) pair (:func:`~grasp_core.graph.store.edge_groups`), and bulk-loads them with
 ``COPY … FROM``; each relation is one REL table declaring all of its type pairs.
 
-A complete store is reopened as is (``read_only=True`` for serving); ``load`` rebuilds it.
+A complete store is immutable: it is always reopened read-only (a read-write open checkpoints the file on close,
+which would change it under its manifest), and ``load`` rebuilds it into a new directory.
 
 Engine behaviour this module works around (measured on synth-prime ``full``, ``benchmarks/plan_execution.py``):
 - Node tables hold only ``id``, no ``name``: the engine carries a node variable through ``WITH`` as a struct of
@@ -64,7 +65,7 @@ class LadybugStore:
         try:
             meta = read_json(self.path / "meta.json")
             self.schema = Schema.from_json(meta["schema"], str(self.path / "meta.json"))
-            self._db = self._database(self.path / DB_FILE, read_only=self.cfg.read_only)
+            self._db = self._database(self.path / DB_FILE, read_only=True)
             self._conn = ladybug.Connection(self._db, num_threads=self.cfg.num_threads)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise GraphStoreError(

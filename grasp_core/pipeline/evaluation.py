@@ -203,7 +203,7 @@ def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
 
     planners = [("sft", "sft", ws.art.require("sft_adapter"))]
     return planners + [
-        (f"rl{r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))
+        (f"rl{r}", f"round {r}", ws.art.require("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))
     ]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from grasp_core import manifest
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
@@ -265,6 +266,7 @@ def sft_step(ws: Components, log_fn=None) -> dict:
     write_json(
         ws.art.path("sft_adapter") / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["plans"])}
     )
+    manifest.write(ws.art.path("sft_adapter"))  # sealed again with the validation result it now holds
     losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
     plot = line_plot({"train loss": ([s for s, _ in losses], [v for _, v in losses])}, "planner SFT", "step", "loss")
     return {

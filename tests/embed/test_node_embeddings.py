@@ -58,3 +58,44 @@ def test_corrupt_or_missing_embeddings_raise(skb, encoder, tmp_path):
     (out / "doc.npy").write_bytes(data[: len(data) // 2])
     with pytest.raises(CorruptArtifactError, match="doc.npy"):
         load_node_embeddings(out)
+
+
+def test_rebuild_after_an_edit_reencodes_only_the_changed_texts_and_equals_a_full_rebuild(
+    skb, encoder, tmp_path, monkeypatch
+):
+    out = build_node_embeddings(skb, encoder, tmp_path / "emb")
+    before = {k: np.load(out / f"{k}.npy") for k in ne.KINDS}
+    calls = []
+    real_encode = encoder.encode
+
+    def counting_encode(texts, max_tokens, show_progress=False):
+        calls.append(list(texts))
+        return real_encode(texts, max_tokens)
+
+    monkeypatch.setattr(encoder, "encode", counting_encode)
+    skb.nodes.loc[7, "details"] = "the organ that filters blood"  # node 7's document only
+    build_node_embeddings(skb, encoder, out)
+    assert calls == [[skb.document(7)]]
+    incremental = {k: np.load(out / f"{k}.npy") for k in ne.KINDS}
+    full = build_node_embeddings(skb, encoder, tmp_path / "full")
+    for kind in ne.KINDS:  # bit for bit: the unchanged rows are the previous vectors and a full rebuild's
+        np.testing.assert_array_equal(incremental[kind], np.load(full / f"{kind}.npy"))
+    np.testing.assert_array_equal(incremental["doc"][:7], before["doc"][:7])
+    assert not np.array_equal(incremental["doc"][7], before["doc"][7])
+    np.testing.assert_array_equal(incremental["name"], before["name"])
+    calls.clear()
+    build_node_embeddings(skb, encoder, out, EncoderConfig(doc_max_tokens=128))  # another limit: docs only, all
+    assert calls == [skb.documents()]
+
+
+def test_a_corrupt_previous_artifact_is_not_reused(skb, encoder, tmp_path, monkeypatch):
+    out = build_node_embeddings(skb, encoder, tmp_path / "emb")
+    data = bytearray((out / "name.npy").read_bytes())
+    data[-1] ^= 0xFF  # a flipped byte in the last vector: the manifest no longer matches
+    (out / "name.npy").write_bytes(bytes(data))
+    calls = []
+    real_encode = encoder.encode
+    monkeypatch.setattr(encoder, "encode", lambda t, m, show_progress=False: calls.append(list(t)) or real_encode(t, m))
+    skb.nodes.loc[0, "name"] = "acetylsalicylic acid"
+    build_node_embeddings(skb, encoder, out)
+    assert calls == [skb.nodes["name"].tolist(), skb.documents()]  # everything encoded anew
