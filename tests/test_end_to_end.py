@@ -435,3 +435,33 @@ def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monk
         capsys.readouterr()
         assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
         assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7
+
+
+def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_line(trained, tmp_path, capsys):
+    """Nothing a step wrote changed after its manifest sealed it; a flipped byte in a faiss index and a reranker
+    model cut in half (on a copy) each stop a cold `grasp query` with one line naming the artifact."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from grasp_core.cli import main
+
+    tmp, _ = trained
+    assert main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "verify", DATASET]) == 0
+    assert "CORRUPT" not in capsys.readouterr().out
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "HF_HUB_OFFLINE": "1"}
+    for name, pattern, how in (("vector_indexes", "*.faiss", "flip"), ("reranker", "ranker.txt", "cut")):
+        shutil.rmtree(tmp_path / "copy", ignore_errors=True)
+        shutil.copytree(tmp / "artifacts", tmp_path / "copy")
+        file = sorted((tmp_path / "copy" / DATASET / name).glob(pattern))[0]
+        data = bytearray(file.read_bytes())
+        data = data[: len(data) // 2] if how == "cut" else data[:-8] + bytes(b ^ 0xFF for b in data[-8:])
+        file.write_bytes(bytes(data))
+        cmd = [sys.executable, "-m", "grasp_core.cli", "--profile", "smoke", "--root", str(tmp_path / "copy")]
+        proc = subprocess.run([*cmd, "query", DATASET, "which genes?"], capture_output=True, text=True, env=env)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr + proc.stdout
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and f"artifact {name} of dataset {DATASET!r} is corrupt" in lines[0]
+        assert file.name in lines[0] and lines[0].endswith(f"grasp pipeline {DATASET}")
