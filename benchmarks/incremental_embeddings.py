@@ -207,7 +207,7 @@ def main() -> None:
             work = Path(tmp) / "work"
             result["node_embeddings"] = {
                 "command": command,
-                **embeddings(args.dataset, art, work, args.fraction, args.seed),
+                **embeddings(args.dataset, art, work, args.fraction, args.seed, args.nodes, args.check),
             }
     RESULTS.parent.mkdir(exist_ok=True)
     write_json(RESULTS, result)

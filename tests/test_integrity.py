@@ -182,6 +182,7 @@ MALFORMED = {
     "a parameter line broken": lambda t: t.replace(b"[num_leaves: ", b"[num_leaves/ ", 1),
     "a value gone": lambda t: t.replace(b"leaf_count=", b"leaf_count=1 ", 1),
     "a feature out of range": lambda t: t.replace(b"split_feature=", b"split_feature=99 ", 1),
+    "a header count broken": lambda t: t.replace(b"num_tree_per_iteration=1", b"num_tree_per_iteration=?", 1),
 }
 
 

@@ -62,6 +62,7 @@ _PER_INTERNAL = (
 )
 _PER_LEAF = ("leaf_value", "leaf_weight", "leaf_count")
 _TREE_KEYS = {"Tree", "num_leaves", "num_cat", "is_linear", "shrinkage", *_PER_INTERNAL, *_PER_LEAF}
+_HEADER_NUMBERS = ("num_class", "num_tree_per_iteration", "label_index", "max_feature_idx", "tree_sizes")
 _HEADER_KEYS = ("version", "num_class", "num_tree_per_iteration", "max_feature_idx", "objective", "tree_sizes")
 _KEY_VALUE = re.compile(rb"[A-Za-z_]+=[ -~]*")  # LightGBM's lines: printable ASCII only (a NUL segfaults it)
 _PARAMETER = re.compile(rb"\[[a-z0-9_]+: [ -~]*\]")
@@ -83,12 +84,12 @@ def check_model_text(text: bytes) -> None:
     if any(key not in header for key in _HEADER_KEYS):
         raise ValueError("its header lacks one of " + ", ".join(_HEADER_KEYS))
     try:
-        if not all(_NUMBERS.fullmatch(header[key]) for key in ("num_class", "max_feature_idx", "tree_sizes")):
+        if not all(_NUMBERS.fullmatch(header[key]) for key in _HEADER_NUMBERS if key in header):
             raise ValueError
         sizes = [int(x) for x in header["tree_sizes"].split()]
         max_feature = int(header["max_feature_idx"])
     except ValueError:
-        raise ValueError("header without valid tree_sizes/max_feature_idx") from None
+        raise ValueError("a count in the header is not a number") from None
     pos = start + 1
     for i, size in enumerate(sizes):
         block = text[pos : pos + size]
