@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
@@ -18,6 +19,9 @@ from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
 from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
+
+if TYPE_CHECKING:
+    from grasp_core.planner.kind import Planner
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
@@ -159,22 +163,12 @@ class Components:
                 best = (f"round {r}", path)
         return best
 
-    def planner_llm(self, checkpoint: Path, batch_size: int = 32):
-        """The planner at ``checkpoint``: the plan-selection policy, or a generation backend (LoRA adapters over
-        their recorded base)."""
-        from grasp_core.llm.backends import TransformersLLM
-        from grasp_core.planner.checkpoint import planner_kind
-        from grasp_core.planner.policy import is_policy, load_policy
+    def planner(self, checkpoint: Path, batch_size: int = 32) -> Planner:
+        """The planner at ``checkpoint``, of the kind the profile names (``Profile.planner``)."""
+        from grasp_core.planner.kind import load_planner
 
-        if is_policy(checkpoint):
-            return load_policy(checkpoint, self.skb.schema, self.encoder)
-        kind, base = planner_kind(checkpoint)
-        device = self.profile.device
-        if base is not None:  # a LoRA adapter over its recorded base
-            return TransformersLLM(
-                base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
-            )
-        return TransformersLLM(checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint")
+        p = self.profile
+        return load_planner(p.planner, checkpoint, self.skb.schema, self.encoder, p.inference, p.device, batch_size)
 
     # --------------------------------------------------------------------------------- reranker
     @property
