@@ -85,7 +85,7 @@ class Components:
 
     @cached_property
     def store(self):
-        from grasp_core.graph.store import open_graph_store
+        from grasp_core.graph.open import open_graph_store
 
         cfg = self.profile.graph_store
         if cfg.backend == "ladybug":
