@@ -138,7 +138,8 @@ class Answers:
     def truncated(self, i: int) -> dict[str, str]:
         """Which model read only a prefix of query ``i``: model -> "read 61 of 152 tokens"."""
         stages = {"text": self.text, "planner": self.planning, "reranker": self.reranking}
-        return {m: s.notes[i] for m, s in stages.items() if s is not None and s.notes[i] is not None}
+        notes = {m: s.notes[i] if s is not None else None for m, s in stages.items()}
+        return {m: note for m, note in notes.items() if note is not None}
 
 
 def check_queries(queries: Sequence[str]) -> list[str]:

@@ -116,7 +116,7 @@ class GraspRetriever:
                 }
             scores = out.reranking.scores[i] if out.reranking else {}
             contributions = out.reranking.contributions[i] if out.reranking else {}
-            ranks = [_ranks(r[i]) for r in (out.text.rankings, out.graph, out.fusion.rankings)]
+            t_rank, g_rank, f_rank = (_ranks(r[i]) for r in (out.text.rankings, out.graph, out.fusion.rankings))
             top = out.final[i].top(k)
             for node_id, score in zip(top.node_ids.tolist(), top.scores.tolist()):
                 row = nodes.iloc[node_id]
@@ -127,7 +127,9 @@ class GraspRetriever:
                         str(row["name"]),
                         str(row["type"]),
                         float(score),
-                        *(r.get(node_id) for r in ranks),
+                        t_rank.get(node_id),
+                        g_rank.get(node_id),
+                        f_rank.get(node_id),
                         scores.get(node_id),
                         contributions.get(node_id, []),
                     )
