@@ -172,7 +172,7 @@ def test_an_identical_rebuild_keeps_the_digest_and_a_changed_file_changes_it(pri
 
 
 # Models LightGBM itself crashes the process on (abort or segfault) or loads silently, found by fuzzing
-# (benchmarks aside: 3,000 random byte flips and truncations of a model; none that passes the check crashes it).
+# (random truncations and byte changes of a model; none of the 204 of 8,000 that pass the check crashes it).
 MALFORMED = {
     "cut in half": lambda t: t[: len(t) // 2],
     "cut in the parameters": lambda t: t[: t.index(b"end of parameters")],
