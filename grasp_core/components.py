@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 from pathlib import Path
+from typing import cast
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
@@ -24,9 +25,30 @@ RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
 EXTRACTORS = ("gazetteer", "llm")
 
 
+class _DeclaredSections:
+    """A profile that gives out only the sections a step declared it reads (``@step(reads=...)``)."""
+
+    def __init__(self, profile: Profile, reads: frozenset[str]):
+        self._profile, self._reads = profile, reads
+
+    def __getattr__(self, section: str):
+        if section not in self._reads and section in _SECTIONS:
+            raise GraspError(
+                f"this step reads the profile section {section!r}, which it does not declare: add it to its "
+                f"@step(reads=...)"
+            )
+        return getattr(self._profile, section)
+
+
+_SECTIONS = frozenset(f.name for f in dataclasses.fields(Profile))
+
+
 class Components:
-    def __init__(self, art: Artifacts, profile: Profile):
-        self.art, self.profile = art, profile
+    """A dataset's parts; with ``reads``, reading a profile section outside it fails (a step's declaration)."""
+
+    def __init__(self, art: Artifacts, profile: Profile, reads: frozenset[str] | None = None):
+        self.art = art
+        self.profile = profile if reads is None else cast(Profile, _DeclaredSections(profile, reads))
 
     @property
     def dataset(self) -> str:

@@ -31,6 +31,7 @@ from grasp_core.eval.results import (
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner import load_teacher_plans, planner_env
 from grasp_core.pipeline.plots import bar_plot
+from grasp_core.pipeline.step import step
 from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.rounds import ROUNDS
 from grasp_core.ranking import Ranking, fuse
@@ -151,6 +152,7 @@ def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
     }
 
 
+@step("eval_metrics", reads=("eval", "rerank", "inference"))
 def eval_metrics_step(ws: Components) -> dict:
     """The served system with and without the reranker, its graph branch alone, and every text retriever."""
     from grasp_core.rerank.features import RerankInput
@@ -207,6 +209,7 @@ def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
     ]
 
 
+@step("ablations", reads=("eval", "rerank", "inference"))
 def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
@@ -251,6 +254,7 @@ def ablations_step(ws: Components) -> dict:
     return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
+@step("latency", reads=("eval",))
 def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import STAGES, GraspRetriever

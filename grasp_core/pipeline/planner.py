@@ -17,6 +17,7 @@ from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.llm.chat import render_prompt
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.rft_samples import write_rft_samples
+from grasp_core.pipeline.step import step
 from grasp_core.planner.base import base_model_path, build_planner_base
 from grasp_core.planner.candidates import json_text
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
@@ -101,6 +102,7 @@ def make_teacher(ws: Components):
     return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
 
 
+@step("teacher_plans", reads=("teacher", "teacher_endpoint", "sft", "eval", "planner", "policy_train"))
 def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
     query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
@@ -211,6 +213,7 @@ def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], li
     return prompts, plans
 
 
+@step("planner_base", reads=("planner_model", "inference", "planner", "teacher", "policy", "policy_train"))
 def planner_base_step(ws: Components) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_base_step
@@ -239,6 +242,7 @@ def _val_qids(ws: Components, cap: int | None = None) -> list[int]:
     return ws.split("val")["qid"].astype(int).head(cap).tolist()
 
 
+@step("sft_adapter", reads=("sft", "inference", "planner_model", "planner", "teacher", "policy", "policy_train"))
 def sft_step(ws: Components, log_fn=None) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_sft_step
@@ -278,6 +282,7 @@ def sft_step(ws: Components, log_fn=None) -> dict:
     }
 
 
+@step("reward_table", reads=("reward", "inference"))
 def reward_table_step(ws: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
 
@@ -303,6 +308,7 @@ def reward_table_step(ws: Components) -> dict:
     }
 
 
+@step("rft_samples", reads=("rl", "inference", "planner", "teacher", "policy", "policy_train"))
 def rft_samples_step(ws: Components, round_key: str) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_samples_step
@@ -322,6 +328,7 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
     }
 
 
+@step("planner", reads=("sft", "rl", "grpo", "reward", "inference", "planner", "teacher", "policy", "policy_train"))
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
     keep the best validation checkpoint, gate."""

@@ -20,6 +20,7 @@ import pandas as pd
 from grasp_core.components import Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
+from grasp_core.pipeline.step import step
 from grasp_core.planner.scoring import evaluate_planner
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import RerankInput
@@ -48,6 +49,7 @@ def _train_cap(ws: Components) -> int | None:
     return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
 
 
+@step("reranker_hard_negatives", reads=("reranker_kind", "ltr", "rl", "inference"))
 def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
@@ -107,6 +109,19 @@ def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[Rer
     return frame["qid"].astype(int).tolist(), out
 
 
+@step(
+    "reranker",
+    reads=(
+        "reranker_kind",
+        "ltr",
+        "rerank_features",
+        "cross_encoder",
+        "causal_reranker",
+        "reranker_docs",
+        "reranker_train",
+        "rerank",
+    ),
+)
 def reranker_step(ws: Components, log_fn=None) -> dict:
     if ws.reranker_kind == "ltr":
         return _ltr_step(ws)
