@@ -26,9 +26,10 @@ from grasp_assets.definitions import build_definitions, defs
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, ROUND_ASSETS
+from grasp_core import manifest
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import check_dataset
-from grasp_core.errors import GraspError
+from grasp_core.errors import CorruptArtifactError, GraspError
 from grasp_core.home import CHECKOUT_HOME
 from grasp_core.io import is_complete
 from grasp_core.planner.rounds import gate_failed, previous_round
@@ -45,11 +46,23 @@ def _missing(
     missing = [
         k
         for k in keys
-        if not is_complete(art.path(k.to_user_string(), round_key if k.to_user_string() in ROUND_ASSETS else None))
+        if not _intact(art, k.to_user_string(), round_key if k.to_user_string() in ROUND_ASSETS else None)
     ]
     if not missing:
         return None
     return dg.AssetSelection.assets(*missing).downstream() & selection
+
+
+def _intact(art: Artifacts, name: str, round_key: str | None) -> bool:
+    """The artifact is complete and its files match its manifest (a corrupt one is rebuilt, with a notice)."""
+    if not is_complete(art.path(name, round_key)):
+        return False
+    try:
+        manifest.verify(art.path(name, round_key), deep=True)
+    except CorruptArtifactError as exc:
+        print(f"[grasp] {name}: corrupt, it is rebuilt ({exc})")
+        return False
+    return True
 
 
 def run_pipeline(

@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grasp_core.errors import GraspError, MissingArtifactError
+from grasp_core import manifest
+from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
 from grasp_core.home import grasp_home
 from grasp_core.io import is_complete
 
@@ -38,7 +39,10 @@ class Artifacts:
         return base / round_key if round_key else base
 
     def require(self, name: str, round_key: str | None = None) -> Path:
-        """Path of a finished artifact, or a clear error saying how to build it."""
+        """Path of a finished, intact artifact, or a one-line error saying how to (re)build it.
+
+        Intact: every file of its manifest has its size (checked on every call) and its content hash (checked
+        once per process, :func:`grasp_core.manifest.verify`)."""
         if self.readable is not None and name not in self.readable:
             raise GraspError(f"this step reads {name!r}, which its asset does not declare: add it to the asset's deps")
         p = self.path(name, round_key)
@@ -50,7 +54,35 @@ class Artifacts:
                 f"Materialize it first, e.g. `grasp pipeline {self.dataset}` or "
                 f"`dagster asset materialize -m grasp_assets.definitions --select {name} --partition {self.dataset}`."
             )
+        self.verify(name, round_key)
         return p
+
+    def verify(self, name: str, round_key: str | None = None, deep: bool = True) -> manifest.Manifest:
+        """The manifest of a finished artifact whose files are intact, else a one-line CorruptArtifactError naming
+        the artifact and the command that rebuilds it."""
+        try:
+            return manifest.verify(self.path(name, round_key), deep=deep)
+        except CorruptArtifactError as exc:
+            raise self.corrupt(name, round_key, str(exc)) from None
+
+    def corrupt(self, name: str, round_key: str | None, problem: str) -> CorruptArtifactError:
+        """The error for an artifact that cannot be trusted: what is wrong and the command that rebuilds it."""
+        what = name if round_key is None else f"{name} (round {round_key})"
+        return CorruptArtifactError(
+            f"artifact {what} of dataset {self.dataset!r} is corrupt: {problem}; rebuild it: grasp pipeline {self.dataset}"
+        )
+
+    def built(self) -> list[tuple[str, str | None]]:
+        """Every artifact of the dataset that has a manifest, as (name, round or None), in name order."""
+        base = self.root / self.dataset
+        found: list[tuple[str, str | None]] = []
+        for d in (
+            sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")) if base.is_dir() else []
+        ):
+            if is_complete(d):
+                found.append((d.name, None))
+            found += [(d.name, r.name) for r in sorted(d.iterdir()) if r.name.isdigit() and is_complete(r)]
+        return found
 
     @property
     def skb(self) -> Path:

@@ -1,8 +1,9 @@
 """Crash-safe writes: every artifact is written under a temporary name and renamed into place.
 
 A reader never sees a half-written file or directory: either the old version or the new one.
-A directory artifact is complete only when its ``_COMPLETE`` marker exists; ``is_complete`` is how
-later steps decide whether to trust a directory left by an interrupted run. The ``.<name>.tmp-*`` and
+A directory artifact is complete only when its manifest (:mod:`grasp_core.manifest`: every file with its size
+and content hash) has been written into it, last; ``is_complete`` is how later steps decide whether to trust a
+directory left by an interrupted run, :func:`grasp_core.manifest.verify` whether its files are still intact. The ``.<name>.tmp-*`` and
 ``.<name>.old-*`` leftovers of a killed write are removed by the next write of the same path.
 """
 
@@ -19,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-COMPLETE_MARKER = "_COMPLETE"
+from grasp_core import manifest
+from grasp_core.manifest import MANIFEST_FILE
 
 
 @contextlib.contextmanager
@@ -35,7 +37,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     tmp.mkdir()
     try:
         yield tmp
-        (tmp / COMPLETE_MARKER).write_text("")
+        manifest.write(tmp)
         old = None
         if path.exists():
             old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
@@ -88,12 +90,12 @@ def check_writable(path: str | os.PathLike) -> Path:
 def withdraw(path: str | os.PathLike) -> None:
     """Mark a written directory incomplete again (its checks failed): no later step trusts it, the next run
     rebuilds it."""
-    (Path(path) / COMPLETE_MARKER).unlink(missing_ok=True)
+    (Path(path) / MANIFEST_FILE).unlink(missing_ok=True)
 
 
 def is_complete(path: str | os.PathLike) -> bool:
-    """True when ``path`` is a directory written to the end by :func:`atomic_dir`."""
-    return (Path(path) / COMPLETE_MARKER).exists()
+    """True when ``path`` is a directory written to the end by :func:`atomic_dir` (it has its manifest)."""
+    return (Path(path) / MANIFEST_FILE).exists()
 
 
 @contextlib.contextmanager

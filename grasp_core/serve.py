@@ -46,7 +46,7 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.batch import output_record, record_query
 from grasp_core.errors import GraspError
 from grasp_core.explain import result_json
-from grasp_core.io import COMPLETE_MARKER
+from grasp_core.manifest import MANIFEST_FILE
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 32  # questions per request (= `grasp retrieve --batch-size` default)
@@ -105,8 +105,8 @@ class RetrieverWorker:
 def artifact_versions(art: Artifacts) -> dict[str, str]:
     """Each finished artifact of the dataset (rounds as ``name/round``) -> the UTC time it was completed."""
     base = art.root / art.dataset
-    rounds = (m for m in base.glob(f"*/*/{COMPLETE_MARKER}") if m.parent.name.isdigit())
-    markers = sorted(base.glob(f"*/{COMPLETE_MARKER}")) + sorted(rounds)
+    rounds = (m for m in base.glob(f"*/*/{MANIFEST_FILE}") if m.parent.name.isdigit())
+    markers = sorted(base.glob(f"*/{MANIFEST_FILE}")) + sorted(rounds)
     return {
         str(m.parent.relative_to(base)): datetime.fromtimestamp(m.stat().st_mtime, UTC).isoformat(timespec="seconds")
         for m in markers

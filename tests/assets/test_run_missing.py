@@ -9,7 +9,8 @@ from grasp_assets import stages
 from grasp_assets.definitions import defs
 from grasp_assets.run import _missing
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import COMPLETE_MARKER, atomic_dir
+from grasp_core.io import atomic_dir
+from grasp_core.manifest import MANIFEST_FILE
 from grasp_core.planner.rounds import Gate
 
 PREPARE, RL_ROUND = stages.Step(stages.PREPARE).selection, stages.Step(stages.RL_ROUND, "1").selection
@@ -63,7 +64,7 @@ def test_round_assets_are_checked_per_round(art):
     assert _missing(RL_ROUND, art, "1", force=False) is None
     assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"rft_samples", "planner"}
     _complete(art, "rft_samples", "2")
-    (art.path("planner", "2") / COMPLETE_MARKER).unlink()  # round 2's planner interrupted
+    (art.path("planner", "2") / MANIFEST_FILE).unlink()  # round 2's planner interrupted
     assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"planner"}
 
 

@@ -164,4 +164,4 @@ def test_dagster_home_alone_decides_where_artifacts_and_mlflow_live(tmp_path, mo
     assert TrackingConfig().artifact_root == str(tmp_path / "mlartifacts")
     assert DatasetConfig().user_skb_root == str(tmp_path / "user_skbs")
     assert main(["data", "build", "synth-prime", "--scale", "tiny", "--no-queries"]) == 0
-    assert (tmp_path / "artifacts" / "synth-prime" / "skb" / "_COMPLETE").exists()
+    assert (tmp_path / "artifacts" / "synth-prime" / "skb" / "_MANIFEST.json").exists()
