@@ -8,14 +8,18 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import PREVIOUS_ROUND_READS
+from grasp_assets.stages import PREVIOUS_ROUND_READS, ROUND_ASSETS
 from grasp_assets.versions import code_version
+from grasp_core import manifest
+from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import withdraw
 from grasp_core.pipeline.step import STEPS, Step, section_values
+from grasp_core.planner.rounds import ROUNDS, previous_round
 from grasp_core.redact import one_line_error, redact
 
+CODE_VERSION_TAG = "dagster/code_version"  # the materialization's code version (Dagster's system tag)
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
 RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
 
@@ -38,6 +42,9 @@ def run_step(
     """
     declared = declared_step(context, fn)
     step = declared.name
+    import os
+
+    os.environ["GRASP_STEP"] = step
     dataset = dataset_of(context)
     profile = settings.get_profile()
     if profile_changes:
@@ -72,12 +79,42 @@ def run_step(
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
     # a run-config override builds the artifact of another code version than the definition's: record that one,
     # so Dagster reports the asset stale against the profile's settings (and MLflow holds the override's values)
-    version = {"dagster/code_version": code_version(declared, profile)} if profile_changes else None
-    return dg.MaterializeResult(
-        metadata={**to_metadata(result), "mlflow_run_id": dg.MetadataValue.text(run.run_id)},
-        check_results=checks,
-        tags=version,
+    version = (
+        code_version(declared, profile)
+        if profile_changes
+        else context.assets_def.code_versions_by_key[context.asset_key]
     )
+    sealed = manifest.write(ws.art.path(step, round_key), version or "", _input_digests(context, ws.art, round_key))
+    return dg.MaterializeResult(
+        metadata={
+            **to_metadata(result),
+            "mlflow_run_id": dg.MetadataValue.text(run.run_id),
+            "digest": dg.MetadataValue.text(sealed.digest),
+        },
+        check_results=checks,
+        data_version=dg.DataVersion(sealed.digest),  # the content: an identical rebuild changes nothing downstream
+        tags={CODE_VERSION_TAG: version} if profile_changes and version else None,
+    )
+
+
+def _input_digests(context: dg.AssetExecutionContext, art: Artifacts, round_key: str | None) -> dict[str, str]:
+    """The digests of the artifacts the step was built from (its deps; a round's own round, or every round)."""
+    graph = context.job_def.asset_layer.asset_graph
+    out = {}
+    for key in graph.get(context.asset_key).parent_keys:
+        name = key.to_user_string()
+        if name not in ROUND_ASSETS:
+            paths = {name: art.path(name)}
+        elif round_key is not None:
+            paths = {f"{name}/{round_key}": art.path(name, round_key)}
+        else:
+            paths = {f"{name}/{r}": art.path(name, r) for r in ROUNDS}
+        out |= {label: m.digest for label, path in paths.items() if (m := manifest.read(path)) is not None}
+    previous = previous_round(round_key) if round_key is not None else None
+    for name in PREVIOUS_ROUND_READS.get(context.asset_key.to_user_string(), ()) if previous else ():
+        if (m := manifest.read(art.path(name, previous))) is not None:
+            out[f"{name}/{previous}"] = m.digest
+    return out
 
 
 def _checked(
@@ -112,9 +149,9 @@ def declared_step(context: dg.AssetExecutionContext, fn: Callable[..., dict]) ->
 
 
 def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
-    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively; a
-    run's own job graph may hold only the selected assets and their parents) and itself."""
-    upstream = context.repository_def.asset_graph.get_ancestor_asset_keys(context.asset_key)
+    """What a step may read: the assets upstream of it in the asset graph of its run (its deps, transitively;
+    the graph holds every asset of the code location, also those the run does not select) and itself."""
+    upstream = context.job_def.asset_layer.asset_graph.get_ancestor_asset_keys(context.asset_key)
     return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
 
 

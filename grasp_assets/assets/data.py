@@ -3,6 +3,7 @@
 import dagster as dg
 import numpy as np
 
+from grasp_assets.freshness import skb_source
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import QUERIES, SKB
@@ -14,6 +15,7 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="data", retry_policy
 
 
 @dg.asset(
+    deps=[skb_source],
     check_specs=[
         dg.AssetCheckSpec("schema_valid", asset=SKB, description="nodes and edges conform to schema.json"),
         dg.AssetCheckSpec("no_dangling_edges", asset=SKB, description="every edge endpoint is a node"),

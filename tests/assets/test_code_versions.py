@@ -2,6 +2,7 @@
 materialized assets that read it as stale (real materializations, real instance, Dagster's own staleness)."""
 
 import dataclasses
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -11,7 +12,8 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 from grasp_assets.definitions import build_definitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
-from grasp_assets.versions import CONFIG_SECTIONS, code_version
+from grasp_assets.versions import code_version, step_of
+from grasp_core.pipeline.step import STEPS
 
 DATASET = "synth-prime"
 BUILT = [SKB, QUERIES, GRAPH_STORE]
@@ -60,16 +62,63 @@ def test_a_setting_marks_exactly_the_assets_that_read_it_stale(built):
     assert stale(instance, profile.replace(encoder=dataclasses.replace(profile.encoder, batch_size=8))) == set()
 
 
-def test_every_asset_states_what_it_reads_and_versions_follow_it():
+def test_every_asset_runs_a_declared_step_and_versions_follow_its_settings():
     from grasp_core.profiles import get_profile
 
     defs = build_definitions(get_profile("cpu"))
     assets = {a.key.to_user_string(): a for a in defs.assets}
-    assert set(CONFIG_SECTIONS) == set(assets)
+    assert set(STEPS) == set(assets) and all(step_of(a).name == n for n, a in assets.items())
     cpu, gpu = get_profile("cpu"), get_profile("gpu")
     # the encoder differs between profiles: node embeddings change version, the graph store does not
-    assert code_version(assets["node_embeddings"], cpu) != code_version(assets["node_embeddings"], gpu)
-    assert code_version(assets["graph_store"], cpu) == code_version(assets["graph_store"], gpu)
+    assert code_version(STEPS["node_embeddings"], cpu) != code_version(STEPS["node_embeddings"], gpu)
+    assert code_version(STEPS["graph_store"], cpu) == code_version(STEPS["graph_store"], gpu)
+
+
+def _edited_library(tmp_path, name: str, file: str, old: str, new: str) -> Path:
+    """A copy of the library with one edit (code versions read the source from a root)."""
+    import shutil
+
+    import grasp_core
+
+    root = tmp_path / name / "grasp_core"
+    shutil.copytree(Path(grasp_core.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    text = (root / file).read_text()
+    assert old in text
+    (root / file).write_text(text.replace(old, new))
+    return root
+
+
+def test_editing_a_library_function_changes_the_versions_of_exactly_the_steps_that_run_it(tmp_path):
+    """One function of the reranker's features edited: the steps that build or use the ltr reranker change
+    version, no other does; an edit of the node embedding builder changes the node embeddings' alone."""
+    from grasp_core.profiles import get_profile
+
+    cpu = get_profile("cpu")
+    before = {name: code_version(step, cpu) for name, step in STEPS.items()}
+
+    def changed(root: Path) -> set[str]:
+        return {name for name, step in STEPS.items() if code_version(step, cpu, root) != before[name]}
+
+    marker = "    def __init__(self, skb: SKB, doc_vectors"
+    features = _edited_library(tmp_path, "a", "rerank/features.py", marker, "    x = 1\n\n" + marker)
+    assert changed(features) == {"reranker", "eval_metrics", "latency"}  # trains it; evaluation reranks with it
+    marker = "def build_node_embeddings("
+    embeddings = _edited_library(tmp_path, "b", "embed/node_embeddings.py", marker, "x = 1\n\n\n" + marker)
+    assert changed(embeddings) == set()  # a new constant no step uses
+    embeddings = _edited_library(tmp_path, "c", "embed/node_embeddings.py", marker, marker + "  ")
+    assert changed(embeddings) == {"node_embeddings"}
+
+
+def test_a_step_reads_only_the_profile_sections_it_declares(tmp_path):
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.components import Components
+    from grasp_core.errors import GraspError
+    from grasp_core.profiles import get_profile
+
+    ws = Components(Artifacts("hpo", tmp_path), get_profile("cpu"), reads=frozenset({"rerank"}))
+    assert ws.profile.rerank.top_k == get_profile("cpu").rerank.top_k
+    with pytest.raises(GraspError, match="reads the profile section 'encoder', which it does not declare"):
+        ws.encoder  # noqa: B018 (a part of the components reads its section)
 
 
 def test_a_step_reads_only_what_its_asset_declares(tmp_path):
