@@ -42,9 +42,6 @@ def run_step(
     """
     declared = declared_step(context, fn)
     step = declared.name
-    import os
-
-    os.environ["GRASP_STEP"] = step
     dataset = dataset_of(context)
     profile = settings.get_profile()
     if profile_changes:

@@ -50,5 +50,7 @@ def section_values(profile: Profile, sections: Iterable[str]) -> dict:
     out = {}
     for section in sorted(sections):
         value = getattr(profile, section)
-        out[section] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+        out[section] = (
+            dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+        )
     return out
