@@ -41,7 +41,7 @@ skb_source = dg.AssetSpec(
 )
 
 
-def _resolver(instance: dg.DagsterInstance, graph) -> CachingStaleStatusResolver:
+def stale_resolver(instance: dg.DagsterInstance, graph) -> CachingStaleStatusResolver:
     view = AssetGraphView(
         temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
         instance=instance,
@@ -54,7 +54,7 @@ def observe_source(instance: dg.DagsterInstance, graph, dataset: str, cfg: Datas
     """Record the fingerprint of the dataset's source as an observation of ``skb_source`` when it changed (or was
     never observed); the new fingerprint, or None when it was unchanged."""
     fingerprint = source_fingerprint(dataset, cfg)
-    current = _resolver(instance, graph).get_current_data_version(dg.AssetKey(SOURCE), dataset)
+    current = stale_resolver(instance, graph).get_current_data_version(dg.AssetKey(SOURCE), dataset)
     if current.value == fingerprint:
         return None
     instance.report_runless_asset_event(
@@ -88,7 +88,7 @@ def to_rebuild(
     instance: dg.DagsterInstance, graph, names: list[str], art: Artifacts, round_key: str | None = None
 ) -> dict[str, str]:
     """The assets among ``names`` (of one stage, for ``art``'s dataset and ``round_key``) to rebuild, with why."""
-    resolver = _resolver(instance, graph)
+    resolver = stale_resolver(instance, graph)
     out = {}
     for name in names:
         own_round = round_key if name in ROUND_ASSETS else None

@@ -185,5 +185,5 @@ def _stage_child(
     if todo and (result is None or result.success):
         print(f"[grasp] {name}: still stale after rebuilding: {todo}; see the Dagster UI", flush=True)
         result = None
-    send((result is not None and result.success, run_id))
+    send.send((result is not None and result.success, run_id))
     send.close()

@@ -96,7 +96,7 @@ def run_step(
 
 def _input_digests(context: dg.AssetExecutionContext, art: Artifacts, round_key: str | None) -> dict[str, str]:
     """The digests of the artifacts the step was built from (its deps; a round's own round, or every round)."""
-    graph = context.job_def.asset_layer.asset_graph
+    graph = _code_location_graph(context)
     out = {}
     for key in graph.get(context.asset_key).parent_keys:
         name = key.to_user_string()
@@ -145,10 +145,16 @@ def declared_step(context: dg.AssetExecutionContext, fn: Callable[..., dict]) ->
     return STEPS[name]
 
 
+def _code_location_graph(context: dg.AssetExecutionContext):
+    """The asset graph of the whole code location (a run's own graph holds its assets and their parents only)."""
+    graph = context.job_def.asset_layer.asset_graph
+    return getattr(graph, "source_asset_graph", graph)
+
+
 def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
-    """What a step may read: the assets upstream of it in the asset graph of its run (its deps, transitively;
-    the graph holds every asset of the code location, also those the run does not select) and itself."""
-    upstream = context.job_def.asset_layer.asset_graph.get_ancestor_asset_keys(context.asset_key)
+    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively) and
+    itself."""
+    upstream = _code_location_graph(context).get_ancestor_asset_keys(context.asset_key)
     return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
 
 

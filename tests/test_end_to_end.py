@@ -459,12 +459,12 @@ def _stale(profile) -> set[str]:
     from dagster._core.definitions.data_version import StaleStatus
 
     from grasp_assets.definitions import build_definitions
-    from grasp_assets.freshness import _resolver
+    from grasp_assets.freshness import stale_resolver
     from grasp_core.planner.rounds import ROUNDS
 
     defs = build_definitions(profile)
     graph = defs.resolve_asset_graph()
-    resolver = _resolver(dg.DagsterInstance.get(), graph)
+    resolver = stale_resolver(dg.DagsterInstance.get(), graph)
     stale = set()
     for key in graph.materializable_asset_keys:
         multi = isinstance(graph.get(key).partitions_def, dg.MultiPartitionsDefinition)
