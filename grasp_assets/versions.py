@@ -172,6 +172,7 @@ def _section_classes(step: Step) -> set[Unit]:
 def closure(step: Step, root: Path = ROOT) -> dict[Unit, _Info]:
     """The library code the step runs, read from the ``grasp_core`` package at ``root``."""
     members = {n.removeprefix("Components."): n for n in _module(COMPONENTS, root).units if n.startswith("Components.")}
+    members.pop("close")  # the asset layer closes the components after the step; no step does
     # every step runs on a Components (its ``ws``): the class is always in, its members as far as they are named
     todo = {(step.fn.__module__, step.fn.__name__), (COMPONENTS, "Components")} | _section_classes(step)
     found: dict[Unit, _Info] = {}
@@ -183,6 +184,23 @@ def closure(step: Step, root: Path = ROOT) -> dict[Unit, _Info]:
         todo |= info.uses | {(COMPONENTS, members[a]) for a in info.attrs if a in members}
         if TOP in _module(unit[0], root).units:
             todo.add((unit[0], TOP))
+    return found
+
+
+@cache
+def profile_reads(step: Step, root: Path = ROOT) -> set[str]:
+    """The profile sections the step's code reads (``ws.profile.x``, ``self.profile.x``, ``profile.x``), found in
+    its closure: what its ``@step(reads=...)`` must declare (a test compares them)."""
+    sections = {f.name for f in dataclasses.fields(Profile)}
+    found = set()
+    for module, name in closure(step, root):
+        for node in _walk(_module(module, root).units.get(name, [])):
+            if isinstance(node, ast.Attribute) and node.attr in sections:
+                owner = node.value
+                if (isinstance(owner, ast.Attribute) and owner.attr == "profile") or (
+                    isinstance(owner, ast.Name) and owner.id == "profile"
+                ):
+                    found.add(node.attr)
     return found
 
 

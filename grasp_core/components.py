@@ -23,6 +23,12 @@ from grasp_core.skb.format import SKB
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
 EXTRACTORS = ("gazetteer", "llm")
+# The profile sections a part reads, for the steps' declarations (``@step(reads=(*EXECUTOR, ...))``)
+EXECUTOR = ("encoder", "execution", "graph_store")  # ws.executor (and ws.encoder, ws.store)
+EXTRACTOR = ("encoder", "extractor", "extractor_endpoint", "gazetteer", "llm_extractor")  # ws.extractor
+PLANNER_LLM = ("device", "encoder")  # ws.planner_llm(...)
+FUSED_TEXT = ("text_retriever",)  # ws.text_rankings
+RERANKER = ("causal_reranker", "cross_encoder", "encoder", "rerank_features", "reranker_docs", "reranker_kind")
 
 
 class _DeclaredSections:

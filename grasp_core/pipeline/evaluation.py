@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER_LLM, RERANKER, TEXT_RETRIEVERS, Components
 from grasp_core.errors import GraspError
 from grasp_core.eval.results import (
     RERANKED,
@@ -152,7 +152,7 @@ def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
     }
 
 
-@step("eval_metrics", reads=("eval", "rerank", "inference"))
+@step("eval_metrics", reads=(*EXECUTOR, *PLANNER_LLM, *FUSED_TEXT, *RERANKER, "inference", "name", "rerank", "reward"))
 def eval_metrics_step(ws: Components) -> dict:
     """The served system with and without the reranker, its graph branch alone, and every text retriever."""
     from grasp_core.rerank.features import RerankInput
@@ -209,7 +209,7 @@ def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
     ]
 
 
-@step("ablations", reads=("eval", "rerank", "inference"))
+@step("ablations", reads=(*EXECUTOR, *PLANNER_LLM, *FUSED_TEXT, "inference", "name", "reward"))
 def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
@@ -254,7 +254,10 @@ def ablations_step(ws: Components) -> dict:
     return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
-@step("latency", reads=("eval",))
+@step(
+    "latency",
+    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER_LLM, *FUSED_TEXT, *RERANKER, "eval", "inference", "rerank", "reward"),
+)
 def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import STAGES, GraspRetriever

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from grasp_core.components import Components
+from grasp_core.components import EXTRACTOR, Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.step import step
 
@@ -64,7 +64,7 @@ def graph_store_step(ws: Components) -> dict:
     }
 
 
-@step("entity_tables", reads=("extractor", "gazetteer", "llm_extractor", "extractor_endpoint", "encoder"))
+@step("entity_tables", reads=EXTRACTOR)
 def entity_tables_step(ws: Components) -> dict:
     from grasp_core.entities.coverage import anchor_coverage
     from grasp_core.entities.tables_io import write_tables

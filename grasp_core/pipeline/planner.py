@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from grasp_core.components import Components
+from grasp_core.components import EXECUTOR, FUSED_TEXT, PLANNER_LLM, Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.llm.chat import render_prompt
@@ -102,7 +102,7 @@ def make_teacher(ws: Components):
     return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
 
 
-@step("teacher_plans", reads=("teacher", "teacher_endpoint", "sft", "eval", "planner", "policy_train"))
+@step("teacher_plans", reads=(*EXECUTOR, "inference", "planner", "policy_train", "sft", "teacher", "teacher_endpoint"))
 def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
     query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
@@ -213,7 +213,7 @@ def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], li
     return prompts, plans
 
 
-@step("planner_base", reads=("planner_model", "inference", "planner", "teacher", "policy", "policy_train"))
+@step("planner_base", reads=("encoder", "inference", "planner", "planner_model"))
 def planner_base_step(ws: Components) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_base_step
@@ -242,7 +242,23 @@ def _val_qids(ws: Components, cap: int | None = None) -> list[int]:
     return ws.split("val")["qid"].astype(int).head(cap).tolist()
 
 
-@step("sft_adapter", reads=("sft", "inference", "planner_model", "planner", "teacher", "policy", "policy_train"))
+@step(
+    "sft_adapter",
+    reads=(
+        *EXECUTOR,
+        *PLANNER_LLM,
+        *FUSED_TEXT,
+        "grpo",
+        "inference",
+        "planner",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "reward",
+        "sft",
+        "teacher",
+    ),
+)
 def sft_step(ws: Components, log_fn=None) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_sft_step
@@ -282,7 +298,7 @@ def sft_step(ws: Components, log_fn=None) -> dict:
     }
 
 
-@step("reward_table", reads=("reward", "inference"))
+@step("reward_table", reads=(*EXECUTOR, *PLANNER_LLM, *FUSED_TEXT, "inference", "reward"))
 def reward_table_step(ws: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
 
@@ -308,7 +324,22 @@ def reward_table_step(ws: Components) -> dict:
     }
 
 
-@step("rft_samples", reads=("rl", "inference", "planner", "teacher", "policy", "policy_train"))
+@step(
+    "rft_samples",
+    reads=(
+        *EXECUTOR,
+        *PLANNER_LLM,
+        *FUSED_TEXT,
+        "grpo",
+        "inference",
+        "planner",
+        "policy",
+        "policy_train",
+        "reward",
+        "rl",
+        "teacher",
+    ),
+)
 def rft_samples_step(ws: Components, round_key: str) -> dict:
     if ws.profile.planner == "policy":
         from grasp_core.pipeline.policy import policy_samples_step
@@ -328,7 +359,24 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
     }
 
 
-@step("planner", reads=("sft", "rl", "grpo", "reward", "inference", "planner", "teacher", "policy", "policy_train"))
+@step(
+    "planner",
+    reads=(
+        *EXECUTOR,
+        *PLANNER_LLM,
+        *FUSED_TEXT,
+        "grpo",
+        "inference",
+        "planner",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
     keep the best validation checkpoint, gate."""

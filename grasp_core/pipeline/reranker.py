@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from grasp_core.components import Components
+from grasp_core.components import EXECUTOR, FUSED_TEXT, PLANNER_LLM, RERANKER, Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
 from grasp_core.pipeline.step import step
@@ -49,7 +49,10 @@ def _train_cap(ws: Components) -> int | None:
     return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
 
 
-@step("reranker_hard_negatives", reads=("reranker_kind", "ltr", "rl", "inference"))
+@step(
+    "reranker_hard_negatives",
+    reads=(*EXECUTOR, *PLANNER_LLM, *FUSED_TEXT, "inference", "ltr", "rerank", "reranker_kind", "reward", "rl"),
+)
 def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
@@ -112,14 +115,16 @@ def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[Rer
 @step(
     "reranker",
     reads=(
-        "reranker_kind",
+        *EXECUTOR,
+        *PLANNER_LLM,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "inference",
         "ltr",
-        "rerank_features",
-        "cross_encoder",
-        "causal_reranker",
-        "reranker_docs",
-        "reranker_train",
         "rerank",
+        "reranker_train",
+        "reward",
     ),
 )
 def reranker_step(ws: Components, log_fn=None) -> dict:

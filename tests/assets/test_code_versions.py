@@ -135,6 +135,15 @@ def test_editing_a_library_function_changes_the_versions_of_exactly_the_steps_th
     assert changed(embeddings) == {"node_embeddings"}
 
 
+def test_every_step_declares_exactly_the_profile_sections_its_code_reads():
+    """Read from the code each step runs (every branch: the LM and the policy planner, each reranker kind); the
+    end-to-end run checks the same at run time for the branches it takes."""
+    from grasp_assets.versions import profile_reads
+
+    assert {n: sorted(s.reads) for n, s in STEPS.items()} == {n: sorted(profile_reads(s)) for n, s in STEPS.items()}
+    assert {"execution", "reward"} <= STEPS["eval_metrics"].reads and "execution" in STEPS["teacher_plans"].reads
+
+
 def test_a_step_reads_only_the_profile_sections_it_declares(tmp_path):
     from grasp_core.artifacts import Artifacts
     from grasp_core.components import Components
