@@ -87,6 +87,8 @@ def _module(module: str, root: Path) -> _Module:
     tree, mod = ast.parse(text), _Module(text.splitlines())
     body = tree.body[1:] if tree.body and isinstance(tree.body[0], ast.Expr) else tree.body  # the docstring
     for node in body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}:
+            continue  # imports for annotations only: they never run
         if module == COMPONENTS and isinstance(node, ast.ClassDef) and node.name == "Components":
             for part in node.body:
                 member = isinstance(part, ast.FunctionDef) and part.name != "__init__"
@@ -194,11 +196,19 @@ def profile_reads(step: Step, root: Path = ROOT) -> set[str]:
     sections = {f.name for f in dataclasses.fields(Profile)}
     found = set()
     for module, name in closure(step, root):
-        for node in _walk(_module(module, root).units.get(name, [])):
+        nodes = list(_walk(_module(module, root).units.get(name, [])))
+        aliases = {"profile"} | {  # p = self.profile
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute) and n.value.attr == "profile"
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in sections:
                 owner = node.value
                 if (isinstance(owner, ast.Attribute) and owner.attr == "profile") or (
-                    isinstance(owner, ast.Name) and owner.id == "profile"
+                    isinstance(owner, ast.Name) and owner.id in aliases
                 ):
                     found.add(node.attr)
     return found
