@@ -122,7 +122,7 @@ def source_changes(context: dg.SensorEvaluationContext):
     for dataset in context.instance.get_dynamic_partitions(DATASET) if graph else ():
         cfg = GraspSettings().get_profile().dataset
         try:
-            fingerprint = observe_source(context.instance, graph, dataset, cfg)
+            fingerprint = observe_source(context.instance, dataset, cfg)
         except GraspError as exc:  # e.g. a user SKB directory removed: nothing to observe
             context.log.info(f"{dataset}: {exc}")
             continue

@@ -20,6 +20,7 @@ from dagster._core.definitions.data_version import (
     CachingStaleStatusResolver,
     StaleCauseCategory,
     StaleStatus,
+    extract_data_version_from_entry,
 )
 from dagster._time import get_current_datetime
 
@@ -50,12 +51,13 @@ def stale_resolver(instance: dg.DagsterInstance, graph) -> CachingStaleStatusRes
     return CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
 
 
-def observe_source(instance: dg.DagsterInstance, graph, dataset: str, cfg: DatasetConfig) -> str | None:
+def observe_source(instance: dg.DagsterInstance, dataset: str, cfg: DatasetConfig) -> str | None:
     """Record the fingerprint of the dataset's source as an observation of ``skb_source`` when it changed (or was
     never observed); the new fingerprint, or None when it was unchanged."""
     fingerprint = source_fingerprint(dataset, cfg)
-    current = stale_resolver(instance, graph).get_current_data_version(dg.AssetKey(SOURCE), dataset)
-    if current.value == fingerprint:
+    record = instance.get_latest_data_version_record(dg.AssetKey(SOURCE), is_source=True, partition_key=dataset)
+    current = extract_data_version_from_entry(record.event_log_entry) if record else None
+    if current is not None and current.value == fingerprint:
         return None
     instance.report_runless_asset_event(
         dg.AssetObservation(SOURCE, partition=dataset, tags={DATA_VERSION_TAG: fingerprint})

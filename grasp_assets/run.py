@@ -60,7 +60,7 @@ def run_pipeline(
     settings = GraspSettings(**settings_fields)
     art = settings.artifacts(dataset)
     graph = build_definitions(settings.get_profile()).resolve_asset_graph()  # code versions of this run's profile
-    if observe_source(instance, graph, dataset, settings.get_profile().dataset):
+    if observe_source(instance, dataset, settings.get_profile().dataset):
         print(f"[grasp] source of {dataset!r}: new fingerprint recorded (its files changed, or were never observed)")
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
