@@ -1,19 +1,25 @@
-"""Operations: jobs, the retraining schedule, the stage-chaining sensor, and the dataset registry sensor.
+"""Operations: jobs, the retraining schedule, the stage-chaining sensor, the source and dataset registry sensors.
 
-The stages and their order are :mod:`grasp_assets.stages`. The weekly schedule launches `prepare` for every
-registered dataset; `chain_training_stages` launches the next step when one succeeds (a round whose
-validation gate fails does not succeed: the `planner` asset's blocking check stops it). Dagster's run queue
-(dagster_home/dagster.yaml) lets one heavy run at a time use the machine; failed steps retry with
-exponential backoff.
+The stages and their order are :mod:`grasp_assets.stages`; what a run rebuilds is decided by one check,
+:func:`grasp_assets.freshness.next_work` (missing, corrupt or stale assets, a wave at a time), the same one
+`grasp pipeline` uses. The weekly schedule launches, per registered dataset, `prepare` for its assets to
+rebuild; `source_changes` observes every dataset's source and launches `prepare` when it changed;
+`chain_training_stages` launches the next wave when a run succeeds: the same stage while it has assets to
+rebuild, then the next stage that has (a round whose validation gate fails does not succeed: the `planner`
+asset's blocking check stops it). Dagster's run queue (dagster_home/dagster.yaml) lets one heavy run at a time
+use the machine; failed steps retry with exponential backoff.
 """
 
 import dagster as dg
 
 from grasp_assets.dead_runs import release_dead_runs
+from grasp_assets.freshness import next_work, observe_source
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
-from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, Step, next_step
+from grasp_assets.resources import GraspSettings
+from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, Step
 from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
+from grasp_core.errors import GraspError
 
 # Every stage trains something, so each run carries the run-level HEAVY tag the run queue limits to one at
 # a time (asset op_tags do not reach run tags; without these job tags the queue limit never applied).
@@ -39,36 +45,57 @@ finish_job = dg.define_asset_job(
 )
 
 
+def _request(step: Step, dataset: str, todo: dict[str, str], run_key: str) -> dg.RunRequest:
+    partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: step.round_key}) if step.round_key else dataset
+    return dg.RunRequest(
+        run_key=run_key,
+        job_name=step.stage,
+        partition_key=partition,
+        asset_selection=[dg.AssetKey(n) for n in todo],
+        tags={"grasp/why": "; ".join(f"{n}: {why}" for n, why in sorted(todo.items()))[:4000]},
+    )
+
+
 @dg.schedule(job=prepare_job, cron_schedule="0 3 * * 0", default_status=dg.DefaultScheduleStatus.STOPPED)
 def weekly_retraining(context: dg.ScheduleEvaluationContext):
-    """Every Sunday 03:00: retrain every registered dataset (start it in the UI or `dagster schedule start`)."""
+    """Every Sunday 03:00: per registered dataset, `prepare`'s assets to rebuild (then `chain_training_stages`
+    continues with what is stale after them); nothing for a dataset whose `prepare` is fresh. Start it in the UI
+    or with `dagster schedule start`."""
+    graph = context.repository_def.asset_graph
     for dataset in context.instance.get_dynamic_partitions(DATASET):
-        yield dg.RunRequest(run_key=f"{dataset}-{context.scheduled_execution_time:%Y%m%d}", partition_key=dataset)
+        work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), Step(PREPARE))
+        if work is not None and work[0] == Step(PREPARE):
+            yield _request(work[0], dataset, work[1], f"{dataset}-{context.scheduled_execution_time:%Y%m%d}")
 
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[prepare_job, rl_round_job],
-    request_jobs=[rl_round_job, finish_job],
+    monitored_jobs=[prepare_job, rl_round_job, finish_job],
+    request_jobs=[prepare_job, rl_round_job, finish_job],
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def chain_training_stages(context: dg.RunStatusSensorContext):
-    """prepare → round 1 → round 2 → finish, for the dataset the finished run was about."""
+    """The next wave for the dataset the finished run was about: the same stage while assets it did not build are
+    to be rebuilt, then prepare → round 1 → round 2 → finish, passing over stages with nothing to rebuild."""
     run = context.dagster_run
     tags = run.tags
-    if run.job_name == prepare_job.name:
-        done, dataset = Step(PREPARE), tags.get("dagster/partition")
+    if run.job_name in (prepare_job.name, finish_job.name):
+        done, dataset = Step(run.job_name), tags.get("dagster/partition")
     else:
         dataset, round_key = tags.get(f"dagster/partition/{DATASET}"), tags.get(f"dagster/partition/{ROUND}")
         if dataset is None or round_key is None:
             return dg.SkipReason("not a dataset × round run")
         done = Step(RL_ROUND, round_key)
-    step = next_step(done)
-    if step is None:
-        return dg.SkipReason("the last stage finished")
-    partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: step.round_key}) if step.round_key else dataset
+    if dataset is None:
+        return dg.SkipReason("not a dataset run")
+    built = {k.to_user_string() for k in run.asset_selection or ()}
+    graph = context.repository_def.asset_graph if context.repository_def else None
+    work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), done, built) if graph else None
+    if work is None:
+        return dg.SkipReason(f"nothing left to rebuild for {dataset} after {done.label}")
+    step, todo = work
     suffix = f"r{step.round_key}" if step.round_key else step.stage
-    return dg.RunRequest(run_key=f"{run.run_id}-{suffix}", job_name=step.stage, partition_key=partition)
+    return _request(step, dataset, todo, f"{run.run_id}-{suffix}")
 
 
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -86,6 +113,25 @@ def dataset_registry(context: dg.SensorEvaluationContext):
     )
 
 
+@dg.sensor(job=prepare_job, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+def source_changes(context: dg.SensorEvaluationContext):
+    """Observes every registered dataset's source (``skb_source``); a changed one launches `prepare` for what it
+    makes stale (`skb`, then, wave after wave through `chain_training_stages`, what reads what changed)."""
+    graph = context.repository_def.asset_graph if context.repository_def else None
+    requests = []
+    for dataset in context.instance.get_dynamic_partitions(DATASET) if graph else ():
+        cfg = GraspSettings().get_profile().dataset
+        try:
+            fingerprint = observe_source(context.instance, dataset, cfg)
+        except GraspError as exc:  # e.g. a user SKB directory removed: nothing to observe
+            context.log.info(f"{dataset}: {exc}")
+            continue
+        work = next_work(context.instance, graph, GraspSettings().artifacts(dataset)) if fingerprint else None
+        if work is not None:
+            requests.append(_request(work[0], dataset, work[1], f"source-{dataset}-{fingerprint}"))
+    return requests or dg.SkipReason("no source changed")
+
+
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
     """Fails the runs whose worker processes are gone and frees their pool slots (see ``release_dead_runs``)."""
@@ -95,4 +141,4 @@ def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
 
 jobs = [prepare_job, rl_round_job, finish_job]
 schedules = [weekly_retraining]
-sensors = [chain_training_stages, dataset_registry, release_dead_runs_sensor]
+sensors = [chain_training_stages, dataset_registry, source_changes, release_dead_runs_sensor]

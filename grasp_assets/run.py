@@ -1,10 +1,10 @@
 """`grasp pipeline DATASET`: materialize the whole DAG for one dataset through Dagster, in stage order.
 
 Runs are recorded in the Dagster instance at $DAGSTER_HOME (dagster_home/ by default), so they appear in the
-UI with their metadata, checks and lineage. By default only assets whose artifact is missing (or left
-incomplete by an interrupted run), and everything downstream of them, are materialized; ``--force``
-rebuilds all. Code and configuration changes are seen in the UI, which marks the assets they touch stale
-(see :mod:`grasp_assets.versions`).
+UI with their metadata, checks and lineage. The dataset's source is observed first; then each stage rebuilds
+what :func:`grasp_assets.freshness.to_rebuild` names (missing, corrupt, or stale in Dagster: code changed,
+source changed, an input's content changed), wave after wave until nothing in it is stale, printing each asset
+with its reason; ``--force`` rebuilds every asset of every stage once.
 
 Each stage runs in a child process: Dagster's in-process execution holds SIGINT and SIGTERM until a step ends,
 so on either signal ``grasp pipeline`` stops the child, marks its run failed (freeing its pool slots) and exits;
@@ -22,47 +22,16 @@ from multiprocessing.connection import Connection
 import dagster as dg
 
 from grasp_assets.dead_runs import release_dead_runs
-from grasp_assets.definitions import build_definitions, defs
+from grasp_assets.definitions import build_definitions
+from grasp_assets.freshness import observe_source, to_rebuild, wave
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, ROUND_ASSETS
-from grasp_core import manifest
-from grasp_core.artifacts import Artifacts
+from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, STAGE_ASSETS
 from grasp_core.datasets import check_dataset
-from grasp_core.errors import CorruptArtifactError, GraspError
+from grasp_core.errors import GraspError
 from grasp_core.home import CHECKOUT_HOME
-from grasp_core.io import is_complete
 from grasp_core.planner.rounds import gate_failed, previous_round
 from grasp_core.quiet import quiet_libraries
-
-
-def _missing(
-    selection: dg.AssetSelection, art: Artifacts, round_key: str | None, force: bool
-) -> dg.AssetSelection | None:
-    graph = defs.resolve_asset_graph()
-    keys = selection.resolve(graph)
-    if force:
-        return selection
-    missing = [
-        k
-        for k in keys
-        if not _intact(art, k.to_user_string(), round_key if k.to_user_string() in ROUND_ASSETS else None)
-    ]
-    if not missing:
-        return None
-    return dg.AssetSelection.assets(*missing).downstream() & selection
-
-
-def _intact(art: Artifacts, name: str, round_key: str | None) -> bool:
-    """The artifact is complete and its files match its manifest (a corrupt one is rebuilt, with a notice)."""
-    if not is_complete(art.path(name, round_key)):
-        return False
-    try:
-        manifest.verify(art.path(name, round_key), deep=True)
-    except CorruptArtifactError as exc:
-        print(f"[grasp] {name}: corrupt, it is rebuilt ({exc})")
-        return False
-    return True
 
 
 def run_pipeline(
@@ -90,12 +59,15 @@ def run_pipeline(
     }
     settings = GraspSettings(**settings_fields)
     art = settings.artifacts(dataset)
+    graph = build_definitions(settings.get_profile()).resolve_asset_graph()  # code versions of this run's profile
+    if observe_source(instance, dataset, settings.get_profile().dataset):
+        print(f"[grasp] source of {dataset!r}: new fingerprint recorded (its files changed, or were never observed)")
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
     timings = {}
     break_rounds = False
     for step in plan:
-        name, selection, round_key = step.label, step.selection, step.round_key
+        name, round_key = step.label, step.round_key
         if break_rounds and round_key is not None:
             continue
         previous = previous_round(round_key) if round_key is not None else None
@@ -106,16 +78,13 @@ def run_pipeline(
             )
             break_rounds = True
             continue
-        todo = _missing(selection, art, round_key, force)
-        if todo is None:
+        names = list(STAGE_ASSETS[step.stage])
+        todo = dict.fromkeys(names, "--force") if force else to_rebuild(instance, graph, names, art, round_key)
+        if not todo:
             print(f"[grasp] {name}: up to date")
             continue
-        print(
-            f"[grasp] {name}: materializing {', '.join(sorted(k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())))}"
-        )
         t0 = time.perf_counter()
-        keys = [k.to_user_string() for k in todo.resolve(defs.resolve_asset_graph())]
-        success, run_id = _run_stage(instance, settings_fields, keys, (dataset, round_key), name)
+        success, run_id = _run_stage(instance, settings_fields, todo, (dataset, round_key), name)
         timings[name] = time.perf_counter() - t0
         if not success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
             print(
@@ -141,14 +110,15 @@ class _Stopped(Exception):
 def _run_stage(
     instance: dg.DagsterInstance,
     settings: dict,
-    keys: list[str],
+    todo: dict[str, str],
     partition: tuple[str, str | None],
     name: str,
 ) -> tuple[bool, str | None]:
-    """Materialize ``keys`` for ``partition`` in a child process; on SIGINT/SIGTERM stop it and release its run."""
+    """Rebuild ``todo`` (asset -> why) for ``partition``, then what became stale, in a child process; on SIGINT/SIGTERM
+    stop it and release its run."""
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_stage_child, args=(settings, keys, partition, name, send), name=f"grasp {name}")
+    child = ctx.Process(target=_stage_child, args=(settings, todo, partition, name, send), name=f"grasp {name}")
 
     def stop(signum, _frame):
         raise _Stopped(signal.Signals(signum).name)
@@ -181,20 +151,39 @@ def _run_stage(
 
 
 def _stage_child(
-    settings: dict, keys: list[str], partition: tuple[str, str | None], name: str, send: Connection
+    settings: dict, todo: dict[str, str], partition: tuple[str, str | None], name: str, send: Connection
 ) -> None:
+    """Materialize the stage in waves: a wave holds the assets to rebuild that have no ancestor to rebuild (so no
+    asset is built before what it reads); after each, what became stale (an input's digest changed) is the next."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent decides
     quiet_libraries()
     dataset, round_key = partition
     resource = GraspSettings(**settings)
-    result = dg.materialize(
-        list(build_definitions(resource.get_profile()).assets),  # code versions of this run's profile
-        selection=dg.AssetSelection.assets(*keys),
-        partition_key=dg.MultiPartitionKey({DATASET: dataset, ROUND: round_key}) if round_key else dataset,
-        instance=dg.DagsterInstance.get(),
-        resources={"settings": resource, "mlflow": MLflowTracking()},
-        raise_on_error=False,
-        tags={"grasp/stage": name},
-    )
-    send.send((result.success, result.run_id))
+    defs = build_definitions(resource.get_profile())  # code versions of this run's profile
+    graph = defs.resolve_asset_graph()
+    instance, art = dg.DagsterInstance.get(), resource.artifacts(dataset)
+    stage = [n for step in ORDER if step.label == name for n in STAGE_ASSETS[step.stage]]
+    run_id, result = None, None
+    for _ in range(2 * len(stage) + 1):  # each wave rebuilds at least one asset whose ancestors are all fresh
+        if not todo:
+            break
+        now = wave(graph, todo)
+        print(f"[grasp] {name}: materializing {', '.join(f'{n} ({todo[n]})' for n in now)}", flush=True)
+        result = dg.materialize(
+            list(defs.assets),
+            selection=dg.AssetSelection.assets(*now),
+            partition_key=dg.MultiPartitionKey({DATASET: dataset, ROUND: round_key}) if round_key else dataset,
+            instance=instance,
+            resources={"settings": resource, "mlflow": MLflowTracking()},
+            raise_on_error=False,
+            tags={"grasp/stage": name},
+        )
+        run_id = result.run_id
+        if not result.success:
+            break
+        todo = to_rebuild(instance, graph, stage, art, round_key)
+    if todo and (result is None or result.success):
+        print(f"[grasp] {name}: still stale after rebuilding: {todo}; see the Dagster UI", flush=True)
+        result = None
+    send.send((result is not None and result.success, run_id))
     send.close()

@@ -82,9 +82,3 @@ class Step:
 
 
 ORDER = (Step(PREPARE), *(Step(RL_ROUND, r) for r in ROUNDS), Step(FINISH))
-
-
-def next_step(step: Step) -> Step | None:
-    """The step that follows ``step`` once it succeeded (None after the last)."""
-    i = ORDER.index(step)
-    return ORDER[i + 1] if i + 1 < len(ORDER) else None

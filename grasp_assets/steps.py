@@ -8,13 +8,18 @@ import dagster as dg
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import PREVIOUS_ROUND_READS
-from grasp_assets.versions import config_of
+from grasp_assets.stages import PREVIOUS_ROUND_READS, ROUND_ASSETS
+from grasp_assets.versions import code_version
+from grasp_core import manifest
+from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import withdraw
+from grasp_core.pipeline.step import STEPS, Step, section_values
+from grasp_core.planner.rounds import ROUNDS, previous_round
 from grasp_core.redact import one_line_error, redact
 
+CODE_VERSION_TAG = "dagster/code_version"  # the materialization's code version (Dagster's system tag)
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
 RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
 
@@ -23,22 +28,26 @@ def run_step(
     context: dg.AssetExecutionContext,
     settings: GraspSettings,
     mlflow: MLflowTracking,
-    step: str,
     fn: Callable[..., dict],
+    *args,
     round_key: str | None = None,
     profile_changes: dict | None = None,
     wants_log: bool = False,
     check_results: Callable[[dict], list[dg.AssetCheckResult]] | None = None,
 ) -> dg.MaterializeResult:
-    """Call ``fn(ws[, log_fn])`` for the run's dataset; log params/metrics to MLflow and return metadata.
+    """Call the asset's step ``fn(ws, *args[, log_fn])`` for the run's dataset on components that give out only
+    the profile sections and artifacts it declares; log params/metrics to MLflow and return metadata.
 
     Steps of an RL round log into a run nested under the parent run of that dataset × round.
     """
+    declared = declared_step(context, fn)
+    step = declared.name
     dataset = dataset_of(context)
     profile = settings.get_profile()
     if profile_changes:
         profile = profile.replace(**profile_changes)
-    ws = Components(dataclasses.replace(settings.artifacts(dataset), readable=readable(context, step)), profile)
+    art = dataclasses.replace(settings.artifacts(dataset), readable=readable(context, step))
+    ws = Components(art, profile, reads=declared.reads)
     tracker = mlflow.tracker()
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
     parent = None
@@ -46,14 +55,14 @@ def run_step(
         tags["round"] = round_key
         parent = tracker.parent_run(f"{dataset}/round-{round_key}", {"dataset": dataset, "round": round_key})
     name = f"{step}/{dataset}" + (f"/round-{round_key}" if round_key else "")
-    with tracker.run(name, params=_params(profile, step), tags=tags, parent_run_id=parent) as run:
+    with tracker.run(name, params=_params(profile, declared), tags=tags, parent_run_id=parent) as run:
 
         def log_fn(step_no: int, metrics: dict) -> None:
             run.log_metrics(metrics, step=step_no)
 
         context.log.info(f"{step}: dataset {dataset}" + (f", round {round_key}" if round_key else ""))
         try:
-            result = fn(ws, log_fn) if wants_log else fn(ws)
+            result = fn(ws, *args, log_fn) if wants_log else fn(ws, *args)
         except GraspError as exc:  # a user-facing, deterministic error: retrying cannot help
             raise dg.Failure(description=redact(str(exc)), allow_retries=False) from None
         except Exception as exc:
@@ -65,10 +74,44 @@ def run_step(
         checks = _checked(context, ws.art.path(step, round_key), result, check_results)
         log_result(run, result)
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
-    return dg.MaterializeResult(
-        metadata={**to_metadata(result), "mlflow_run_id": dg.MetadataValue.text(run.run_id)},
-        check_results=checks,
+    # a run-config override builds the artifact of another code version than the definition's: record that one,
+    # so Dagster reports the asset stale against the profile's settings (and MLflow holds the override's values)
+    version = (
+        code_version(declared, profile)
+        if profile_changes
+        else context.assets_def.code_versions_by_key[context.asset_key]
     )
+    sealed = manifest.write(ws.art.path(step, round_key), version or "", _input_digests(context, ws.art, round_key))
+    return dg.MaterializeResult(
+        metadata={
+            **to_metadata(result),
+            "mlflow_run_id": dg.MetadataValue.text(run.run_id),
+            "digest": dg.MetadataValue.text(sealed.digest),
+        },
+        check_results=checks,
+        data_version=dg.DataVersion(sealed.digest),  # the content: an identical rebuild changes nothing downstream
+        tags={CODE_VERSION_TAG: version} if profile_changes and version else None,
+    )
+
+
+def _input_digests(context: dg.AssetExecutionContext, art: Artifacts, round_key: str | None) -> dict[str, str]:
+    """The digests of the artifacts the step was built from (its deps; a round's own round, or every round)."""
+    graph = _code_location_graph(context)
+    out = {}
+    for key in graph.get(context.asset_key).parent_keys:
+        name = key.to_user_string()
+        if name not in ROUND_ASSETS:
+            paths = {name: art.path(name)}
+        elif round_key is not None:
+            paths = {f"{name}/{round_key}": art.path(name, round_key)}
+        else:
+            paths = {f"{name}/{r}": art.path(name, r) for r in ROUNDS}
+        out |= {label: m.digest for label, path in paths.items() if (m := manifest.read(path)) is not None}
+    previous = previous_round(round_key) if round_key is not None else None
+    for name in PREVIOUS_ROUND_READS.get(context.asset_key.to_user_string(), ()) if previous else ():
+        if (m := manifest.read(art.path(name, previous))) is not None:
+            out[f"{name}/{previous}"] = m.digest
+    return out
 
 
 def _checked(
@@ -94,12 +137,24 @@ def _checked(
     return checks
 
 
-def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
-    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively; a
-    run's own job graph may hold only the selected assets and their parents) and itself."""
-    from grasp_assets.definitions import defs  # the code location imports this module: read it at run time
+def declared_step(context: dg.AssetExecutionContext, fn: Callable[..., dict]) -> Step:
+    """The declaration (``@step``) of the step the asset runs; the asset and the step must name the same artifact."""
+    name = context.asset_key.to_user_string()
+    if name not in STEPS or STEPS[name].fn is not fn:
+        raise TypeError(f"asset {name!r} runs {fn.__qualname__}, which is not declared @step({name!r}, ...)")
+    return STEPS[name]
 
-    upstream = defs.resolve_asset_graph().get_ancestor_asset_keys(context.asset_key)
+
+def _code_location_graph(context: dg.AssetExecutionContext):
+    """The asset graph of the whole code location (a run's own graph holds its assets and their parents only)."""
+    graph = context.job_def.asset_layer.asset_graph
+    return getattr(graph, "source_asset_graph", graph)
+
+
+def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
+    """What a step may read: the assets upstream of it in the code location's graph (its deps, transitively) and
+    itself."""
+    upstream = _code_location_graph(context).get_ancestor_asset_keys(context.asset_key)
     return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
 
 
@@ -111,10 +166,10 @@ def profile_override(settings: GraspSettings, section: str, config: dg.Config) -
     return {section: dataclasses.replace(getattr(settings.get_profile(), section), **changes)}
 
 
-def _params(profile, step: str) -> dict:
-    """The profile section(s) a step depends on, flattened for MLflow params."""
+def _params(profile, step: Step) -> dict:
+    """The profile sections a step reads, flattened for MLflow params."""
     out = {"profile": profile.name}
-    for section, value in config_of(step, profile).items():
+    for section, value in section_values(profile, step.reads).items():
         for key, v in value.items() if isinstance(value, dict) else [("", value)]:
             out[f"{section}.{key}" if key else section] = v
     return out

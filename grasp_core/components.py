@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
@@ -45,11 +45,36 @@ if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
 EXTRACTORS = ("gazetteer", "llm")
+# The profile sections a part reads, for the steps' declarations (``@step(reads=(*EXECUTOR, ...))``)
+EXECUTOR = ("encoder", "execution", "graph_store")  # ws.executor (and ws.encoder, ws.store)
+EXTRACTOR = ("encoder", "extractor", "extractor_endpoint", "gazetteer", "llm_extractor")  # ws.extractor
+PLANNER = ("device", "encoder", "inference", "planner")  # ws.planner(...)
+FUSED_TEXT = ("text_retriever",)  # ws.text_rankings
+RERANKER = ("causal_reranker", "cross_encoder", "encoder", "rerank_features", "reranker_docs", "reranker_kind")
+_SECTIONS = frozenset(f.name for f in dataclasses.fields(Profile))
+
+
+class _DeclaredSections:
+    """A profile that gives out only the sections a step declared it reads (``@step(reads=...)``)."""
+
+    def __init__(self, profile: Profile, reads: frozenset[str]):
+        self._profile, self._reads = profile, reads
+
+    def __getattr__(self, section: str):
+        if section not in self._reads and section in _SECTIONS:
+            raise GraspError(
+                f"this step reads the profile section {section!r}, which it does not declare: add it to its "
+                f"@step(reads=...)"
+            )
+        return getattr(self._profile, section)
 
 
 class Components:
-    def __init__(self, art: Artifacts, profile: Profile):
-        self.art, self.profile = art, profile
+    """A dataset's parts; with ``reads``, reading a profile section outside it fails (a step's declaration)."""
+
+    def __init__(self, art: Artifacts, profile: Profile, reads: frozenset[str] | None = None):
+        self.art = art
+        self.profile = profile if reads is None else cast(Profile, _DeclaredSections(profile, reads))
 
     @property
     def dataset(self) -> str:

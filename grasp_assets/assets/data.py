@@ -3,17 +3,19 @@
 import dagster as dg
 import numpy as np
 
+from grasp_assets.freshness import skb_source
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import QUERIES, SKB
 from grasp_assets.steps import RETRY, run_step
-from grasp_core.pipeline.data import build_queries_artifact, build_skb_artifact, load_dataset
+from grasp_core.pipeline.data import load_dataset, queries_step, skb_step
 from grasp_core.skb.format import read_skb
 
 COMMON = dict(partitions_def=dataset_partitions, group_name="data", retry_policy=RETRY)
 
 
 @dg.asset(
+    deps=[skb_source],
     check_specs=[
         dg.AssetCheckSpec("schema_valid", asset=SKB, description="nodes and edges conform to schema.json"),
         dg.AssetCheckSpec("no_dangling_edges", asset=SKB, description="every edge endpoint is a node"),
@@ -39,8 +41,7 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
         context,
         settings,
         mlflow,
-        SKB,
-        lambda ws: build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset),
+        skb_step,
         check_results=checks,
     )
 
@@ -82,7 +83,6 @@ def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: 
         context,
         settings,
         mlflow,
-        QUERIES,
-        lambda ws: build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset),
+        queries_step,
         check_results=checks,
     )

@@ -5,7 +5,7 @@ import dagster as dg
 from grasp_assets.assets.reranker import ALL_ROUNDS
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import ABLATIONS, EVAL_METRICS, LATENCY, PLANNER, RERANKER
+from grasp_assets.stages import PLANNER, RERANKER
 from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline import evaluation as steps
 
@@ -16,16 +16,16 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="evaluation", retry_
 def eval_metrics(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Every test query (and the human-written set): the served system with and without the reranker, its graph
     branch alone and each text retriever, per query."""
-    return run_step(context, settings, mlflow, EVAL_METRICS, steps.eval_metrics_step)
+    return run_step(context, settings, mlflow, steps.eval_metrics_step)
 
 
 @dg.asset(deps=[eval_metrics], **COMMON)
 def ablations(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The planners of the progression (SFT, RL rounds), the oracle-guided teacher and every ablation, per query."""
-    return run_step(context, settings, mlflow, ABLATIONS, steps.ablations_step)
+    return run_step(context, settings, mlflow, steps.ablations_step)
 
 
 @dg.asset(deps=[eval_metrics], **COMMON)
 def latency(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Per-stage mean/p50/p95 latency of single queries (paper Table A3)."""
-    return run_step(context, settings, mlflow, LATENCY, steps.latency_step)
+    return run_step(context, settings, mlflow, steps.latency_step)

@@ -4,7 +4,7 @@ import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import ENTITY_TABLES, GRAPH_STORE, NODE_EMBEDDINGS, QUERIES, SKB, VECTOR_INDEXES
+from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
 from grasp_assets.steps import HEAVY, RETRY, run_step
 from grasp_core.pipeline import graph as steps
 
@@ -14,13 +14,13 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="graph_branch", retr
 @dg.asset(deps=[SKB], pool="heavy", op_tags=HEAVY, **COMMON)
 def node_embeddings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Name and document vectors of every node (float16, keyed by encoder identity and text hashes; resumable)."""
-    return run_step(context, settings, mlflow, NODE_EMBEDDINGS, steps.node_embeddings_step)
+    return run_step(context, settings, mlflow, steps.node_embeddings_step)
 
 
 @dg.asset(deps=[node_embeddings], **COMMON)
 def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Per node type, an exact inner-product faiss index over names and one over documents."""
-    return run_step(context, settings, mlflow, VECTOR_INDEXES, steps.vector_indexes_step)
+    return run_step(context, settings, mlflow, steps.vector_indexes_step)
 
 
 @dg.asset(
@@ -51,10 +51,10 @@ def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
             )
         ]
 
-    return run_step(context, settings, mlflow, GRAPH_STORE, steps.graph_store_step, check_results=checks)
+    return run_step(context, settings, mlflow, steps.graph_store_step, check_results=checks)
 
 
 @dg.asset(deps=[QUERIES, vector_indexes], **COMMON)
 def entity_tables(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Every query's entity table (gazetteer extraction + linking), with gold-path anchor coverage."""
-    return run_step(context, settings, mlflow, ENTITY_TABLES, steps.entity_tables_step)
+    return run_step(context, settings, mlflow, steps.entity_tables_step)

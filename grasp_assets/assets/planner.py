@@ -15,12 +15,7 @@ from grasp_assets.stages import (
     ENTITY_TABLES,
     GRAPH_STORE,
     PLANNER,
-    PLANNER_BASE,
     QUERIES,
-    REWARD_TABLE,
-    RFT_SAMPLES,
-    SFT_ADAPTER,
-    TEACHER_PLANS,
     TEXT_RANKINGS,
     VECTOR_INDEXES,
 )
@@ -53,14 +48,14 @@ class GRPORunConfig(dg.Config):
 @dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], **DATASET)
 def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
-    return run_step(context, settings, mlflow, TEACHER_PLANS, steps.teacher_plans_step)
+    return run_step(context, settings, mlflow, steps.teacher_plans_step)
 
 
 @dg.asset(deps=[teacher_plans, ENTITY_TABLES], **DATASET)
 def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """The planner's base: a pointer to a local pretrained LLM, the tiny Qwen3 + tokenizer built offline, or (the
     plan-selection policy) the frozen encoder it scores with."""
-    return run_step(context, settings, mlflow, PLANNER_BASE, steps.planner_base_step)
+    return run_step(context, settings, mlflow, steps.planner_base_step)
 
 
 @dg.asset(
@@ -78,7 +73,6 @@ def sft_adapter(
         context,
         settings,
         mlflow,
-        SFT_ADAPTER,
         steps.sft_step,
         wants_log=True,
         profile_changes=profile_override(settings, "sft", config),
@@ -88,14 +82,14 @@ def sft_adapter(
 @dg.asset(deps=[sft_adapter, TEXT_RANKINGS, GRAPH_STORE], **DATASET)
 def reward_table(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """U(gold-rank bucket, candidate-count bucket) from validation queries, with shrinkage."""
-    return run_step(context, settings, mlflow, REWARD_TABLE, steps.reward_table_step)
+    return run_step(context, settings, mlflow, steps.reward_table_step)
 
 
 @dg.asset(deps=[reward_table, sft_adapter], pool="heavy", op_tags=HEAVY, **ROUND)
 def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """8 plans per training query sampled at T=1.0 from the round's starting planner, with their rewards."""
     r = round_of(context)
-    return run_step(context, settings, mlflow, RFT_SAMPLES, lambda ws: steps.rft_samples_step(ws, r), round_key=r)
+    return run_step(context, settings, mlflow, steps.rft_samples_step, r, round_key=r)
 
 
 @dg.asset(
@@ -130,8 +124,8 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
         context,
         settings,
         mlflow,
-        PLANNER,
-        lambda ws, log: steps.planner_round_step(ws, r, log),
+        steps.planner_round_step,
+        r,
         round_key=r,
         wants_log=True,
         profile_changes=profile_override(settings, "grpo", config),

@@ -4,7 +4,7 @@ import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import MFAR_MODEL, QUERIES, TEXT_INDEX, TEXT_RANKINGS, VECTOR_INDEXES
+from grasp_assets.stages import QUERIES, VECTOR_INDEXES
 from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import text as steps
 
@@ -19,7 +19,7 @@ class MFARRunConfig(dg.Config):
 @dg.asset(deps=[VECTOR_INDEXES], **COMMON)
 def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """BM25 over node documents and mFAR's per-field lexical and dense indexes."""
-    return run_step(context, settings, mlflow, TEXT_INDEX, steps.text_index_step)
+    return run_step(context, settings, mlflow, steps.text_index_step)
 
 
 @dg.asset(deps=[text_index, QUERIES], pool="heavy", op_tags=HEAVY, **COMMON)
@@ -31,7 +31,6 @@ def mfar_model(
         context,
         settings,
         mlflow,
-        MFAR_MODEL,
         steps.mfar_model_step,
         wants_log=True,
         profile_changes=profile_override(settings, "mfar", config),
@@ -41,4 +40,4 @@ def mfar_model(
 @dg.asset(deps=[mfar_model, text_index, QUERIES], **COMMON)
 def text_rankings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
     """Top 100 of every query (BM25, dense, mFAR) with val/test metrics."""
-    return run_step(context, settings, mlflow, TEXT_RANKINGS, steps.text_rankings_step)
+    return run_step(context, settings, mlflow, steps.text_rankings_step)

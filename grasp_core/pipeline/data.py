@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 
 from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
 from grasp_core.datasets import DatasetConfig, build_graph, build_queries
 from grasp_core.errors import GraspError
+from grasp_core.pipeline.step import step
 from grasp_core.skb.format import (
     BUILT_FROM,
     FINGERPRINT,
@@ -67,6 +69,16 @@ def build_queries_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> 
         "max_answers": int(n_answers.max()),
         "path": str(art.path("queries")),
     }
+
+
+@step("skb", reads=("dataset",))
+def skb_step(ws: Components) -> dict:
+    return build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset)
+
+
+@step("queries", reads=("dataset",))
+def queries_step(ws: Components) -> dict:
+    return build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset)
 
 
 def load_dataset(art: Artifacts) -> SKB:

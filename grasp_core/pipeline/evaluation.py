@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.answer import STAGES, AnswerOptions, AnswerPath
-from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER, RERANKER, TEXT_RETRIEVERS, Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.eval.results import (
@@ -36,6 +36,7 @@ from grasp_core.eval.results import (
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner_inputs import load_teacher_plans
 from grasp_core.pipeline.plots import bar_plot
+from grasp_core.pipeline.step import step
 from grasp_core.planner.rounds import ROUNDS
 from grasp_core.ranking import Ranking, fusion
 from grasp_core.text.rankings_io import read_rankings, write_rankings
@@ -145,6 +146,7 @@ def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
     }
 
 
+@step("eval_metrics", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
 def eval_metrics_step(ws: Components) -> dict:
     """The served system with and without the reranker (the answer path ``grasp retrieve`` runs), its graph branch
     alone, and every text retriever."""
@@ -198,6 +200,7 @@ def kept_planners(ws: Components) -> list[tuple[str, str, str]]:
     ]
 
 
+@step("ablations", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
 def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
@@ -246,6 +249,7 @@ def ablations_step(ws: Components) -> dict:
     return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
+@step("latency", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "eval", "rerank", "reward"))
 def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import GraspRetriever

@@ -6,10 +6,12 @@ import time
 
 import numpy as np
 
-from grasp_core.components import Components
+from grasp_core.components import EXTRACTOR, Components
 from grasp_core.io import atomic_dir, write_json
+from grasp_core.pipeline.step import step
 
 
+@step("node_embeddings", reads=("encoder",))
 def node_embeddings_step(ws: Components) -> dict:
     from grasp_core.embed.node_embeddings import build_node_embeddings
 
@@ -26,6 +28,7 @@ def node_embeddings_step(ws: Components) -> dict:
     }
 
 
+@step("vector_indexes", reads=("index",))
 def vector_indexes_step(ws: Components) -> dict:
     from grasp_core.embed.vector_index import NodeIndex
 
@@ -39,6 +42,7 @@ def vector_indexes_step(ws: Components) -> dict:
     }
 
 
+@step("graph_store", reads=("graph_store",))
 def graph_store_step(ws: Components) -> dict:
     from grasp_core.graph.open import open_graph_store
 
@@ -60,6 +64,7 @@ def graph_store_step(ws: Components) -> dict:
     }
 
 
+@step("entity_tables", reads=EXTRACTOR)
 def entity_tables_step(ws: Components) -> dict:
     from grasp_core.entities.coverage import anchor_coverage
     from grasp_core.entities.tables_io import write_tables

@@ -15,12 +15,13 @@ from typing import Protocol
 import pandas as pd
 from tqdm.auto import tqdm
 
-from grasp_core.components import Components
+from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER, RERANKER, Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env, val_qids
 from grasp_core.pipeline.planner_lm import LMKind
 from grasp_core.pipeline.policy import PolicyKind, executed_frame
+from grasp_core.pipeline.step import step
 from grasp_core.planner.candidates import json_text
 from grasp_core.planner.kind import Planner, check_kind
 from grasp_core.planner.reward import RewardTable
@@ -64,6 +65,26 @@ def make_teacher(ws: Components):
     return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
 
 
+@step(
+    "teacher_plans",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+        "teacher_endpoint",
+    ),
+)
 def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
     query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
@@ -150,14 +171,71 @@ def teacher_plans_step(ws: Components) -> dict:
     }
 
 
+@step(
+    "planner_base",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def planner_base_step(ws: Components) -> dict:
     return planner_kind(ws).build_base(ws)
 
 
+@step(
+    "sft_adapter",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def sft_step(ws: Components, log_fn=None) -> dict:
     return planner_kind(ws).sft(ws, log_fn)
 
 
+@step(
+    "reward_table",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def reward_table_step(ws: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
 
@@ -183,9 +261,47 @@ def reward_table_step(ws: Components) -> dict:
     }
 
 
+@step(
+    "rft_samples",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def rft_samples_step(ws: Components, round_key: str) -> dict:
     return planner_kind(ws).samples(ws, round_key)
 
 
+@step(
+    "planner",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "planner_model",
+        "policy",
+        "policy_train",
+        "rerank",
+        "reward",
+        "rl",
+        "sft",
+        "teacher",
+    ),
+)
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     return planner_kind(ws).round(ws, round_key, log_fn)

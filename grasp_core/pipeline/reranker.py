@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.answer import AnswerOptions, AnswerPath
-from grasp_core.components import Components
+from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER, RERANKER, Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
+from grasp_core.pipeline.step import step
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import RerankInput
 from grasp_core.rerank.weights import RRF_FILE
@@ -44,6 +45,10 @@ def _train_cap(ws: Components) -> int | None:
     return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
 
 
+@step(
+    "reranker_hard_negatives",
+    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "ltr", "rerank", "reward", "rl"),
+)
 def hard_negatives_step(ws: Components) -> dict:
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
@@ -103,6 +108,21 @@ def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[Rer
     return frame["qid"].astype(int).tolist(), out
 
 
+@step(
+    "reranker",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "grpo",
+        "ltr",
+        "rerank",
+        "reranker_train",
+        "reward",
+    ),
+)
 def reranker_step(ws: Components, log_fn=None) -> dict:
     if ws.reranker_kind == "ltr":
         return _ltr_step(ws)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 
-from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.components import FUSED_TEXT, TEXT_RETRIEVERS, Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.metrics import evaluate
 from grasp_core.pipeline.plots import line_plot, markdown_table
+from grasp_core.pipeline.step import step
 
 
+@step("text_index", reads=("bm25", "encoder", "mfar"))
 def text_index_step(ws: Components) -> dict:
     from grasp_core.text.bm25 import BM25Retriever
     from grasp_core.text.mfar import FieldIndex
@@ -32,6 +34,7 @@ def text_index_step(ws: Components) -> dict:
     }
 
 
+@step("mfar_model", reads=("encoder", "mfar"))
 def mfar_model_step(ws: Components, log_fn=None) -> dict:
     from grasp_core.text.mfar import FieldIndex, train_mfar
 
@@ -57,6 +60,7 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
     }
 
 
+@step("text_rankings", reads=(*FUSED_TEXT, "encoder"))
 def text_rankings_step(ws: Components) -> dict:
     """Top 100 of every query of every split for BM25, dense and mFAR; metrics per split."""
     from grasp_core.text.rankings_io import write_rankings

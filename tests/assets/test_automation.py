@@ -9,7 +9,10 @@ import pytest
 
 from grasp_assets.automation import chain_training_stages, dataset_registry, weekly_retraining
 from grasp_assets.definitions import defs
+from grasp_assets.freshness import next_work
 from grasp_assets.partitions import DATASET
+from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, STAGE_ASSETS, Step
+from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import BUILTIN
 from grasp_core.skb.format import SKB, write_skb
 from grasp_core.skb.schema import Relation, Schema
@@ -104,39 +107,64 @@ def _succeed(instance, job_name: str, partition_key: str):
         dagster_instance=instance,
         dagster_run=result.dagster_run,
         dagster_event=result.get_run_success_event(),
+        repository_def=defs.get_repository_def(),
     )
     return result.run_id, chain_training_stages(context)
 
 
-def test_chain_training_stages_prepare_round1_round2_finish(instance):
-    instance.add_dynamic_partitions(DATASET, ["hpo", "synth-prime"])
-    run_id, to_r1 = _succeed(instance, "prepare", "synth-prime")
-    assert to_r1.job_name == "rl_round" and to_r1.run_key == f"{run_id}-r1"
-    assert to_r1.partition_key.keys_by_dimension == {DATASET: "synth-prime", "round": "1"}
+@pytest.fixture
+def no_artifacts(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRASP_HOME", str(tmp_path / "artifacts"))
+    return Artifacts.for_dataset("synth-prime", tmp_path / "artifacts")
 
-    run_id, to_r2 = _succeed(instance, "rl_round", to_r1.partition_key)
-    assert to_r2.job_name == "rl_round" and to_r2.run_key == f"{run_id}-r2"
-    assert to_r2.partition_key.keys_by_dimension == {DATASET: "synth-prime", "round": "2"}
 
-    run_id, to_finish = _succeed(instance, "rl_round", to_r2.partition_key)
-    assert (to_finish.job_name, to_finish.partition_key, to_finish.run_key) == (
-        "finish",
-        "synth-prime",
-        f"{run_id}-finish",
+def test_next_work_is_the_first_wave_of_the_first_stage_with_something_to_rebuild(instance, no_artifacts):
+    graph = defs.resolve_asset_graph()
+    prepare, finish = set(STAGE_ASSETS[PREPARE]), set(STAGE_ASSETS[FINISH])
+    assert next_work(instance, graph, no_artifacts) == (Step(PREPARE), {"skb": "missing"})
+    # the same stage again while it has assets the last run did not build, then the next stage with any
+    assert next_work(instance, graph, no_artifacts, Step(PREPARE), {"skb"}) == (
+        Step(PREPARE),
+        {"graph_store": "missing", "node_embeddings": "missing", "queries": "missing"},
     )
+    assert next_work(instance, graph, no_artifacts, Step(PREPARE), prepare) == (
+        Step(RL_ROUND, "1"),
+        {"rft_samples": "missing"},
+    )
+    assert next_work(instance, graph, no_artifacts, Step(RL_ROUND, "2"), {"rft_samples", "planner"}) == (
+        Step(FINISH),
+        {"reranker_hard_negatives": "missing"},
+    )
+    assert next_work(instance, graph, no_artifacts, Step(FINISH), finish) is None
 
-    _, after_finish = _succeed(instance, "finish", to_finish.partition_key)
-    assert isinstance(after_finish, dg.SkipReason)
+
+def test_chain_training_stages_requests_the_next_wave(instance, no_artifacts):
+    instance.add_dynamic_partitions(DATASET, ["hpo", "synth-prime"])
+    run_id, again = _succeed(instance, "prepare", "synth-prime")  # a run that built nothing: prepare's first wave
+    assert (again.job_name, again.partition_key, again.run_key) == ("prepare", "synth-prime", f"{run_id}-prepare")
+    assert again.asset_selection == [dg.AssetKey("skb")] and again.tags["grasp/why"] == "skb: missing"
+
+    run_id, round_1 = _succeed(instance, "rl_round", dg.MultiPartitionKey({DATASET: "synth-prime", "round": "1"}))
+    assert round_1.job_name == "rl_round" and round_1.run_key == f"{run_id}-r1"
+    assert round_1.partition_key.keys_by_dimension == {DATASET: "synth-prime", "round": "1"}
+    assert round_1.asset_selection == [dg.AssetKey("rft_samples")]
 
 
-def test_weekly_retraining_one_run_per_registered_dataset(instance):
+def test_weekly_retraining_one_run_per_registered_dataset_for_what_is_stale(instance, no_artifacts):
     tick = datetime(2025, 1, 5, 3, 0, tzinfo=UTC)  # a Sunday 03:00
-    assert list(weekly_retraining(dg.build_schedule_context(instance=instance, scheduled_execution_time=tick))) == []
-    instance.add_dynamic_partitions(DATASET, ["hpo", "synth-prime", "shop"])
-    requests = list(weekly_retraining(dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)))
+
+    def ticked():
+        context = dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+        )
+        return list(weekly_retraining(context))
+
+    assert ticked() == []
+    instance.add_dynamic_partitions(DATASET, ["synth-mag", "synth-prime"])
+    requests = ticked()
     assert sorted((r.partition_key, r.run_key) for r in requests) == [
-        ("hpo", "hpo-20250105"),
-        ("shop", "shop-20250105"),
+        ("synth-mag", "synth-mag-20250105"),
         ("synth-prime", "synth-prime-20250105"),
     ]
+    assert all(r.asset_selection == [dg.AssetKey("skb")] for r in requests)
     assert dg.DefaultScheduleStatus.STOPPED == weekly_retraining.default_status

@@ -1,4 +1,5 @@
-"""`grasp pipeline` materializes exactly the assets whose artifact is missing or incomplete, and their downstream."""
+"""What `grasp pipeline` rebuilds without a Dagster record or with a damaged artifact (:func:`to_rebuild`), in
+waves that never build an asset before what it reads (:func:`wave`); the gate skips later rounds."""
 
 import os
 
@@ -7,17 +8,14 @@ import pytest
 
 from grasp_assets import stages
 from grasp_assets.definitions import defs
-from grasp_assets.run import _missing
+from grasp_assets.freshness import to_rebuild, wave
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import atomic_dir
 from grasp_core.manifest import MANIFEST_FILE
 from grasp_core.planner.rounds import Gate
 
-PREPARE, RL_ROUND = stages.Step(stages.PREPARE).selection, stages.Step(stages.RL_ROUND, "1").selection
-
-
-def _names(selection: dg.AssetSelection | None) -> set[str] | None:
-    return None if selection is None else {k.to_user_string() for k in selection.resolve(defs.resolve_asset_graph())}
+PREPARE = list(stages.STAGE_ASSETS[stages.PREPARE])
+GRAPH = defs.resolve_asset_graph()
 
 
 def _complete(art: Artifacts, name: str, round_key: str | None = None) -> None:
@@ -30,46 +28,38 @@ def art(tmp_path) -> Artifacts:
     return Artifacts.for_dataset("hpo", tmp_path)
 
 
-def test_missing_and_interrupted_assets_and_their_downstream(art):
-    everything = _names(PREPARE)
-    for name in everything - {"teacher_plans", "mfar_model"}:
+def test_missing_incomplete_corrupt_and_unrecorded_artifacts_are_rebuilt_with_their_reason(art):
+    instance = dg.DagsterInstance.ephemeral()
+    for name in PREPARE:
         _complete(art, name)
-    art.path("mfar_model").mkdir(parents=True)  # an interrupted run left it without its completion marker
-    assert _names(_missing(PREPARE, art, None, force=False)) == {
-        "teacher_plans",
-        "planner_base",
-        "sft_adapter",
-        "reward_table",  # teacher_plans and downstream
-        "mfar_model",
-        "text_rankings",  # mfar_model and downstream (sft_adapter, reward_table already in)
-    }
+    (art.path("mfar_model") / MANIFEST_FILE).unlink()  # an interrupted run left it without its manifest
+    (art.path("skb") / "data.txt").write_text("xyz")  # same size, other bytes
+    (art.path("queries") / "data.txt").write_text("cut")
+    todo = to_rebuild(instance, GRAPH, PREPARE, art)
+    assert todo["mfar_model"] == "incomplete"
+    assert todo["skb"].startswith("corrupt: ") and "data.txt" in todo["skb"]
+    assert todo["queries"].startswith("corrupt: ")
+    assert todo["teacher_plans"] == "never materialized here"  # complete on disk, but no record of what built it
+    assert set(todo) == set(PREPARE)
+    missing = to_rebuild(instance, GRAPH, PREPARE, Artifacts.for_dataset("hpo", art.root / "none"))
+    assert set(missing.values()) == {"missing"}
 
 
-def test_nothing_missing_is_none_and_force_is_everything(art):
-    for name in _names(PREPARE):
-        _complete(art, name)
-    assert _missing(PREPARE, art, None, force=False) is None
-    assert _names(_missing(PREPARE, art, None, force=True)) == _names(PREPARE)
-
-
-def test_downstream_stays_inside_the_stage(art):
-    assert _names(_missing(PREPARE, art, None, force=False)) == _names(PREPARE)  # nothing built: the whole stage
-    assert "rft_samples" not in _names(_missing(PREPARE, art, None, force=False))
-
-
-def test_round_assets_are_checked_per_round(art):
-    _complete(art, "rft_samples", "1")
-    _complete(art, "planner", "1")
-    _complete(art, "planner", "2")
-    assert _missing(RL_ROUND, art, "1", force=False) is None
-    assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"rft_samples", "planner"}
-    _complete(art, "rft_samples", "2")
-    (art.path("planner", "2") / MANIFEST_FILE).unlink()  # round 2's planner interrupted
-    assert _names(_missing(RL_ROUND, art, "2", force=False)) == {"planner"}
+def test_a_wave_holds_no_asset_whose_ancestor_is_to_be_rebuilt():
+    todo = dict.fromkeys(PREPARE, "missing")
+    assert wave(GRAPH, todo) == ["skb"]
+    assert wave(GRAPH, {n: "x" for n in ("queries", "graph_store", "teacher_plans", "text_index")}) == [
+        "graph_store",
+        "queries",
+        "text_index",
+    ]
 
 
 def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypatch, capsys):
+    from grasp_assets import run
     from grasp_assets.run import run_pipeline
+
+    monkeypatch.setattr(run, "to_rebuild", lambda *args: {})  # round 1 is built: only the gate decides here
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
