@@ -45,6 +45,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import argparse
 import gc
 import importlib
+import importlib.metadata
 import json
 import platform
 import resource
@@ -70,6 +71,7 @@ from grasp_core.skb.synth import build_synth_skb
 
 ROOT = Path(__file__).parent
 CACHE, RESULTS = ROOT / ".cache", ROOT / "results" / "plan_execution.json"
+BOLT = {"local": False, "database": None, "batch_size": GraphStoreConfig().batch_size}  # the neo4j backend's server
 DIM = 384
 
 
@@ -171,7 +173,7 @@ def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tupl
         start = time.perf_counter()
         encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
         stages["encode"].append(time.perf_counter() - start)
-        if trace.cypher and executor.cfg.traversal == "store":
+        if trace.cypher and executor.cfg.traversal == "store" and hasattr(store, "_conn"):  # embedded engines
             start = time.perf_counter()
             store._conn.prepare(trace.cypher, trace.params)
             stages["prepare"].append(time.perf_counter() - start)
@@ -196,6 +198,21 @@ def recall_vs_exact(tops: list[np.ndarray], exact: list[np.ndarray]) -> dict:
     }
 
 
+def open_backend(backend: str, path: Path) -> tuple[object, str]:
+    """(an empty store, its engine's version): ladybug or kuzu (embedded, in ``path``), or neo4j (the Bolt server
+    in $NEO4J_URI: :func:`main` starts a local ArcadeDB one when it is unset)."""
+    if backend == "neo4j":
+        import neo4j
+
+        server = "ArcadeDB " + importlib.metadata.version("arcadedb-embedded") if BOLT["local"] else "NEO4J_URI"
+        cfg = GraphStoreConfig(backend="neo4j", database=BOLT["database"], batch_size=BOLT["batch_size"])
+        return open_graph_store(cfg), f"{server}, driver {neo4j.__version__}"
+    engine = importlib.import_module(backend)
+    ladybug_store.ladybug = engine  # same API; the store code is shared
+    shutil.rmtree(path, ignore_errors=True)
+    return open_graph_store(GraphStoreConfig(), path), getattr(engine, "__version__", "?")
+
+
 def bench_backend(
     backend: str,
     skb: SKB,
@@ -204,14 +221,13 @@ def bench_backend(
     plans: list[Plan],
     runs: list[tuple[str, int | None]],
     exact: bool,
-) -> list[dict]:
-    """One graph load; then, if ``exact``, every plan as the store's uncapped query (the reference), then each
-    (traversal, max_frontier) of ``runs``."""
-    engine = importlib.import_module(backend)
-    ladybug_store.ladybug = engine  # same API; the store code is shared
+    reference: list[np.ndarray] | None = None,
+) -> tuple[list[dict], list[np.ndarray] | None]:
+    """One graph load; then, if ``exact``, every plan as the store's uncapped query (the reference, unless an
+    earlier backend's is given), then each (traversal, max_frontier) of ``runs``. Returns the runs and the
+    reference."""
     path = CACHE / f"store-{backend}"
-    shutil.rmtree(path, ignore_errors=True)
-    store = open_graph_store(GraphStoreConfig(), path)
+    store, version = open_backend(backend, path)
     load_avg = {"before_load": os.getloadavg()[0]}
     start = time.perf_counter()
     store.load(skb)
@@ -225,11 +241,11 @@ def bench_backend(
     base = {
         "encoder": encoder.identity,
         "backend": backend,
-        "version": getattr(engine, "__version__", "?"),
+        "version": version,
         "load_s": round(load_s, 2),
         "load_edges_per_s": int(len(skb.edges) / load_s),
     }
-    out, reference = [], None
+    out, own_reference = [], reference is None
     for traversal, cap in ([("store", None)] if exact else []) + [r for r in runs if not exact or r != ("store", None)]:
         start = time.perf_counter()
         executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(traversal=traversal, max_frontier=cap))
@@ -250,12 +266,14 @@ def bench_backend(
             reference = tops
         elif reference is not None:
             run["vs_exact"] = recall_vs_exact(tops, reference)
+            if not own_reference or (traversal, cap) != ("store", None):
+                run["vs_exact"]["identical_ranking"] = sum(np.array_equal(t, e) for t, e in zip(tops, reference))
         run["peak_rss_gib"] = round(rss_gib(), 2)
         print(f"{traversal}, cap {cap}: total {run['latency']['total']}, {run.get('vs_exact', '')}", flush=True)
         out.append(run)
     store.close()
     shutil.rmtree(path, ignore_errors=True)
-    return out
+    return out, reference
 
 
 def run_key(run: dict) -> tuple:
@@ -277,6 +295,8 @@ def main() -> None:
         help="caps to run (none = uncapped)",
     )
     parser.add_argument("--no-exact", action="store_true", help="skip the store's uncapped reference run (no recall)")
+    parser.add_argument("--bolt-heap", default="4g", help="JVM heap of the local ArcadeDB Bolt server (neo4j)")
+    parser.add_argument("--bolt-batch", type=int, default=GraphStoreConfig().batch_size, help="rows per Bolt write")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results file (runs of the same setup are merged)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
@@ -293,13 +313,30 @@ def main() -> None:
     del walker
     gc.collect()
     print(f"SKB read in {read_s:.1f} s, index + plans ready, rss {rss_gib():.2f} GiB", flush=True)
-    runs = []
-    for backend in args.backends:
-        try:
-            combos = [(t, cap) for t in args.traversals for cap in args.max_frontier]
-            runs += bench_backend(backend, skb, index, encoder, plans, combos, not args.no_exact)
-        except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
-            print(f"skipping {backend}: {exc}")
+    runs, reference, server = [], None, None
+    if "neo4j" in args.backends and not os.environ.get("NEO4J_URI"):
+        from grasp_core.graph.bolt_server import start_bolt_server
+
+        server = start_bolt_server(CACHE / "bolt-server", heap=args.bolt_heap)
+        os.environ.update(server.env())
+        BOLT.update(local=True, database=server.database)
+    BOLT["batch_size"] = args.bolt_batch
+    try:
+        for backend in args.backends:
+            try:
+                combos = [(t, cap) for t in args.traversals for cap in args.max_frontier]
+                if runs:  # the in-process traversal does not touch the store: run it with the first backend only
+                    combos = [(t, cap) for t, cap in combos if t != "arrays"]
+                done, reference = bench_backend(
+                    backend, skb, index, encoder, plans, combos, not args.no_exact, reference
+                )
+                runs += done
+            except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
+                print(f"skipping {backend}: {exc}")
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(CACHE / "bolt-server", ignore_errors=True)
     result = {
         "scale": args.scale,
         "nodes": skb.num_nodes,

@@ -16,7 +16,7 @@ from pathlib import Path
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
-from grasp_core.profiles import PROFILE_NAMES, get_profile
+from grasp_core.profiles import GRAPH_STORES, PROFILE_NAMES, TRAVERSALS, get_profile
 from grasp_core.textnorm import check_unicode
 
 
@@ -78,6 +78,8 @@ def _retriever(args: argparse.Namespace):
         branches=args.branches,
         rerank=not args.no_rerank,
         parallel_branches=args.parallel_branches,
+        graph_store=args.graph_store or "",
+        traversal=args.traversal or "",
     )
 
 
@@ -139,6 +141,23 @@ def _bolt_server(args: argparse.Namespace) -> None:
         server.stop()
 
 
+def graph_store_flags(p: argparse.ArgumentParser) -> None:
+    """``--graph-store`` and ``--traversal``: run on another graph store backend than the profile's."""
+    p.add_argument(
+        "--graph-store",
+        choices=GRAPH_STORES,
+        default=None,
+        help="graph store backend (default: the profile's, ladybug); neo4j = any Bolt server at $NEO4J_URI "
+        "($NEO4J_USER, $NEO4J_PASSWORD)",
+    )
+    p.add_argument(
+        "--traversal",
+        choices=TRAVERSALS,
+        default=None,
+        help="plan traversal (default: the profile's, arrays = in process); store = the plan's Cypher on the store",
+    )
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """The parser of the library's commands and its subcommand set, which :mod:`grasp_assets.cli` extends."""
     parser = argparse.ArgumentParser(prog="grasp", description=__doc__)
@@ -173,6 +192,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
             action="store_true",
             help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
         )
+        graph_store_flags(p)
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)

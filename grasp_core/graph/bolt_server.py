@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,12 +101,15 @@ def start_bolt_server(
     password: str | None = None,
     heap: str = "1g",
     timeout: float = 120.0,
+    import_skb: str | Path | None = None,
 ) -> BoltServer:
     """Start ArcadeDB + Bolt on 127.0.0.1 in a child process and return once Bolt answers.
 
     ``root`` holds the databases and the server log (a database already there is reopened, and keeps the password
     it was first started with); ``port`` 0 = a free port; ``password`` None = a random one; ``heap`` = the JVM's
-    maximum heap. Raises :class:`GraphStoreError` with the reason (wheel missing, child exited, no answer in time).
+    maximum heap. ``import_skb``: an SKB directory the child bulk-loads into the (empty) database before it
+    answers (:func:`_bulk_import`; ``timeout`` must cover it). Raises :class:`GraphStoreError` with the reason
+    (wheel missing, child exited, no answer in time).
     """
     import importlib.util
 
@@ -121,6 +125,7 @@ def start_bolt_server(
     env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
     cmd = [sys.executable, "-m", "grasp_core.graph.bolt_server", "--child", str(root)]
     cmd += ["--port", str(port), "--http-port", str(http_port), "--heap", heap]
+    cmd += ["--import-skb", str(Path(import_skb).resolve())] if import_skb is not None else []
     with open(root / LOG_FILE, "ab") as log:
         process = subprocess.Popen(
             cmd, cwd=root, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -168,23 +173,71 @@ def _log_tail(root: Path, lines: int = 3) -> str:
     return redact(" | ".join(text[-lines:])) or "empty server log"
 
 
-def _child(root: Path, port: int, http_port: int, heap: str) -> None:
-    """The server process: start, create the database, signal readiness, serve until stdin closes."""
+def _child(root: Path, port: int, http_port: int, heap: str, import_skb: Path | None) -> None:
+    """The server process: start, create the database (and import an SKB), signal readiness, serve until stdin
+    closes."""
     from arcadedb_embedded.server import ArcadeDBServer
 
     config = {"host": "127.0.0.1", "server_plugins": PLUGIN, "bolt_port": port, "http_port": http_port}
     server = ArcadeDBServer(str(root / "databases"), os.environ[PASSWORD_ENV], config, jvm_kwargs={"heap_size": heap})
-    server.start()
-    server.create_database(DATABASE)
-    (root / READY_FILE).write_text(f"{os.getpid()}\n")
-    print(f"[grasp] Bolt server ready on 127.0.0.1:{port}", flush=True)
+    status = 1
     try:
+        server.start()
+        database = server.create_database(DATABASE)
+        if import_skb is not None:
+            _bulk_import(database, import_skb)
+        (root / READY_FILE).write_text(f"{os.getpid()}\n")
+        print(f"[grasp] Bolt server ready on 127.0.0.1:{port}", flush=True)
         sys.stdin.buffer.read()  # returns when the parent closes the pipe or dies
+        status = 0
+    except BaseException:
+        traceback.print_exc()  # to the server log, whose last lines the parent reports
     finally:
         (root / READY_FILE).unlink(missing_ok=True)
         server.stop()
         sys.stdout.flush()
-        os._exit(0)  # skip interpreter teardown: JPype can crash the JVM there
+        sys.stderr.flush()
+        os._exit(status)  # the JVM's non-daemon threads would keep the process alive; JPype can crash at teardown
+
+
+def _bulk_import(db, skb_dir: Path) -> None:
+    """Load an SKB the way :meth:`Neo4jStore.load` lays it out (one vertex type per node type with ``id`` under a
+    unique index and ``name``; one edge type per relation; the ``GraspMeta`` schema vertex), but through ArcadeDB's
+    GraphBatch ingest in this process, not Cypher over Bolt: Prime's 8.1M edges take minutes instead of hours
+    (``docs/bolt.md``). Benchmarks use it to measure plan execution over Bolt at full scale."""
+    import json
+
+    import numpy as np
+
+    from grasp_core.graph.neo4j_store import META
+    from grasp_core.graph.store import edge_groups, table_names
+    from grasp_core.skb.format import read_skb
+
+    start = time.perf_counter()
+    skb = read_skb(skb_dir, with_queries=False)
+    names = table_names(skb.schema)
+    for label in [*names.node.values(), META]:
+        db.schema.get_or_create_vertex_type(label)
+    for label in names.node.values():
+        db.schema.create_property(label, "id", "LONG")
+        db.schema.create_property(label, "name", "STRING")
+        db.schema.create_index(label, ["id"], unique=True)
+    for rel in names.rel.values():
+        db.schema.get_or_create_edge_type(rel)
+    rids = np.empty(skb.num_nodes, dtype=object)
+    types = skb.nodes["type"].to_numpy()
+    ids, node_names = skb.nodes["node_id"].to_numpy(np.int64), skb.nodes["name"].astype(str).to_numpy()
+    with db.graph_batch(expected_edge_count=len(skb.edges)) as batch:
+        for node_type, label in names.node.items():
+            mask = types == node_type
+            rows = [{"id": int(i), "name": n} for i, n in zip(ids[mask], node_names[mask])]
+            rids[ids[mask]] = batch.create_vertices(label, rows)
+        print(f"[grasp] imported {skb.num_nodes:,} nodes in {time.perf_counter() - start:.1f} s", flush=True)
+        for rel, _, _, src, dst in edge_groups(skb):
+            batch.new_edges(rids[src].tolist(), names.rel[rel], rids[dst].tolist())
+    with db.transaction():
+        db.command("sql", f"INSERT INTO {META} SET `schema` = ?", json.dumps(skb.schema.to_json()))
+    print(f"[grasp] imported {len(skb.edges):,} edges in {time.perf_counter() - start:.1f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -193,8 +246,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--http-port", type=int, required=True)
     parser.add_argument("--heap", default="1g")
+    parser.add_argument("--import-skb", type=Path, default=None)
     args = parser.parse_args(argv)
-    _child(args.child, args.port, args.http_port, args.heap)
+    _child(args.child, args.port, args.http_port, args.heap, args.import_skb)
 
 
 if __name__ == "__main__":

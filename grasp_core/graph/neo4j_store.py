@@ -65,8 +65,8 @@ class Neo4jStore:
         for rel, a, b, src, dst in edge_groups(skb):
             rows = [{"src": int(s), "dst": int(d)} for s, d in zip(src, dst)]
             self._write(
-                f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}) "
-                f"MATCH (b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
+                f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}), "
+                f"(b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
                 rows,
                 rel,
             )
