@@ -45,3 +45,16 @@ def test_neo4j_loads_and_equals_the_oracle_and_the_embedded_store(tmp_path, bolt
                 assert all(got[i] == pytest.approx(want[i], abs=1e-9) for i in want)
     neo.close()
     embedded.close()
+
+
+@pytest.mark.neo4j
+def test_a_refused_login_names_the_server_but_never_the_password(bolt_env, monkeypatch):
+    monkeypatch.setenv("NEO4J_PASSWORD", "wrong-Secret-42")
+    with pytest.raises(GraphStoreError) as err:
+        open_graph_store(GraphStoreConfig(backend="neo4j", database=bolt_env.database))
+    assert bolt_env.uri in str(err.value) and "wrong-Secret-42" not in str(err.value)
+    host = bolt_env.uri.split("://", 1)[1]
+    monkeypatch.setenv("NEO4J_URI", f"bolt://{bolt_env.user}:{bolt_env.password}@{host}")  # a password in the URI
+    with pytest.raises(GraphStoreError) as err:
+        open_graph_store(GraphStoreConfig(backend="neo4j", database=bolt_env.database))
+    assert bolt_env.password not in str(err.value) and "***" in str(err.value)
