@@ -7,8 +7,10 @@ ArcadeDB + Bolt from the ``arcadedb-embedded`` wheel (:mod:`grasp_core.graph.bol
 generated password kept in ``benchmarks/.cache/bolt-<dataset>/server``). Then:
 
 1. ``grasp pipeline DATASET --graph-store neo4j --traversal store`` in its own Dagster home and artifact root
-   (``benchmarks/.cache/bolt-<dataset>/``): every asset materializes through Dagster, and every plan the pipeline
-   executes (teacher candidates, rewards, RL samples, evaluation) runs as Cypher over Bolt. Rerunning resumes.
+   (``benchmarks/.cache/bolt-<dataset>/``): every asset materializes through Dagster, the graph is loaded over
+   Bolt, and every plan the pipeline executes (teacher candidates, rewards, RL samples, evaluation) runs as Cypher
+   over Bolt (``--traversal arrays``: in process, for a server too slow for the ~20k plans of training; the
+   parity step below still runs every test plan over Bolt). Rerunning resumes.
 2. Parity: the served planner's plans of every query of each evaluated split (``eval_metrics``'
    ``plans_<split>.parquet``, whose graph rankings ``graph_<split>.parquet`` were computed over Bolt) are executed
    again (a) over Bolt, (b) on the embedded LadybugDB store (loaded here, ``traversal="store"``) and (c) by the
@@ -106,6 +108,13 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--scale", default="")
     parser.add_argument("--queries", type=int, default=0)
+    parser.add_argument(
+        "--traversal",
+        default="store",
+        choices=("store", "arrays"),
+        help="the pipeline's plan traversal: store = every plan over Bolt; arrays = in process (the graph still "
+        "loaded into the server, and the parity runs over Bolt either way)",
+    )
     args = parser.parse_args()
     home = CACHE / f"bolt-{args.dataset}"
     os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
@@ -127,7 +136,7 @@ def main() -> None:
             scale=args.scale,
             n_queries=args.queries,
             graph_store="neo4j",
-            traversal="store",
+            traversal=args.traversal,
         )
         pipeline_s = time.perf_counter() - start
         profile = with_graph_store(get_profile(args.profile), "neo4j", "store")
@@ -143,6 +152,7 @@ def main() -> None:
         result = {
             "dataset": args.dataset,
             "profile": args.profile,
+            "pipeline_traversal": args.traversal,
             "server": "ArcadeDB (arcadedb-embedded) + Bolt" if server.pid is not None else "NEO4J_URI",
             "nodes": ws.graph.num_nodes,
             "edges": len(ws.graph.edges),
