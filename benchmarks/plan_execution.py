@@ -1,7 +1,7 @@
 """Plan execution at Prime scale (goals in ``docs/latency.md``): graph load speed, per-stage latency, peak memory.
 
-Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
-[--traversals arrays store] [--max-frontier none|N ...] [--no-exact] [--out FILE]``; writes
+Run: ``python benchmarks/plan_execution.py [--scale full | --skb DIR] [--plans 200] [--backends ladybug|kuzu|neo4j
+...] [--traversals arrays store] [--max-frontier none|N ...] [--no-exact] [--bolt-import SCALE] [--out FILE]``; writes
 ``benchmarks/results/plan_execution.json`` (runs of other backends/traversals/caps of the same setup are kept)
 and prints a markdown table; ``benchmarks/results/plan_execution.md`` discusses them.
 
@@ -23,6 +23,14 @@ Setup and the decisions behind it:
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
   ``kuzu`` module in place of ``ladybug`` (same API). The two cannot share a process (their native modules
   clash), so each backend runs in its own process (``--backends kuzu``).
+- ``neo4j`` is the Bolt backend: on the server at ``$NEO4J_URI``, else on a local ArcadeDB + Bolt server started
+  for the run (``grasp_core/graph/bolt_server.py``, ``docs/bolt.md``). It shares a process with ``ladybug``, so
+  ``--backends ladybug neo4j`` measures both in one run; the in-process traversal (which never touches a store)
+  runs with the first backend only, and the later backends' runs are compared with the first one's exact
+  reference (``vs_exact.identical_ranking``: plans whose whole top-100 is the same ids in the same order). Loading
+  Prime's 8.1M edges with Cypher over Bolt would take hours on ArcadeDB here, so ``--bolt-import SCALE`` loads the
+  graph with ArcadeDB's bulk ingest at server start instead (same layout; ``loaded_by`` says which) and measures
+  the Bolt load (``Neo4jStore.load``) on synth-prime at ``SCALE`` in a server of its own (``bolt_load_sample``).
 - Exactness: unless ``--no-exact``, every plan first runs as the graph store's Cypher query without a frontier
   cap (``traversal="store"``, ``max_frontier=None``: the exact result, timed as its own run); every other run
   (each ``--traversals`` x ``--max-frontier``; ``arrays`` is the executor's in-process traversal) then reports
@@ -313,6 +321,7 @@ def run_key(run: dict) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="full")
+    parser.add_argument("--skb", type=Path, default=None, help="an SKB directory instead of synth-prime at --scale")
     parser.add_argument("--plans", type=int, default=200)
     parser.add_argument("--backends", nargs="+", default=["ladybug"], help="one per process: ladybug and kuzu clash")
     parser.add_argument("--traversals", nargs="+", default=[ExecutionConfig().traversal], choices=["arrays", "store"])
@@ -336,7 +345,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
-    skb = load_skb(args.scale)
+    skb_dir = args.skb or CACHE / f"synth-prime-{args.scale}"
+    skb = read_skb(args.skb, with_queries=False) if args.skb else load_skb(args.scale)
     read_s = time.perf_counter() - start
     index = NodeIndex.build(skb, random_embeddings(skb.num_nodes))
     encoder = load_encoder(get_profile("cpu").encoder)
@@ -357,9 +367,7 @@ def main() -> None:
         if args.bolt_import:
             bolt_sample = bolt_load_sample(args.bolt_import, args.bolt_heap)
             start = time.perf_counter()
-            server = start_bolt_server(
-                CACHE / "bolt-server", heap=args.bolt_heap, import_skb=CACHE / f"synth-prime-{args.scale}", timeout=7200
-            )
+            server = start_bolt_server(CACHE / "bolt-server", heap=args.bolt_heap, import_skb=skb_dir, timeout=7200)
             BOLT["imported_s"] = time.perf_counter() - start
             print(f"ArcadeDB: imported {len(skb.edges):,} edges in {BOLT['imported_s']:.1f} s", flush=True)
         else:
@@ -384,6 +392,7 @@ def main() -> None:
             shutil.rmtree(CACHE / "bolt-server", ignore_errors=True)
     result = {
         "scale": args.scale,
+        "skb": str(args.skb) if args.skb else f"synth-prime {args.scale}",
         "nodes": skb.num_nodes,
         "edges": len(skb.edges),
         "plans": args.plans,
