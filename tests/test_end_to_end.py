@@ -487,8 +487,9 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
     assert plans[0]["plan"].tolist() == plans[1]["plan"].tolist()  # the same served planner, the same plans
     want, got = (read_rankings(d / "graph_test.parquet") for d in (embedded, bolt))
     assert want.keys() == got.keys() and sum(len(r) > 0 for r in want.values()) > 0
+    errors = dict(zip(plans[1]["qid"], plans[1]["error"]))
     for q in want:
-        assert want[q].node_ids.tolist() == got[q].node_ids.tolist(), q
+        assert want[q].node_ids.tolist() == got[q].node_ids.tolist(), (q, errors[q])
         assert np.allclose(want[q].scores, got[q].scores, rtol=0, atol=1e-6), q
 
     query = pd.read_parquet(root / DATASET / "queries" / "queries.parquet")["query"][0]
