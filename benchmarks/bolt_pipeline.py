@@ -41,7 +41,8 @@ import pandas as pd
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.graph.bolt_server import server_from_env, start_bolt_server
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.profiles import get_profile, with_graph_store
