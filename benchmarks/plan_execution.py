@@ -1,7 +1,7 @@
 """Plan execution at Prime scale (goals in ``docs/latency.md``): graph load speed, per-stage latency, peak memory.
 
-Run: ``python benchmarks/plan_execution.py [--scale full] [--plans 200] [--backends ladybug|kuzu]
-[--traversals arrays store] [--max-frontier none|N ...] [--no-exact] [--out FILE]``; writes
+Run: ``python benchmarks/plan_execution.py [--scale full | --skb DIR] [--plans 200] [--backends ladybug|kuzu|neo4j
+...] [--traversals arrays store] [--max-frontier none|N ...] [--no-exact] [--bolt-import SCALE] [--out FILE]``; writes
 ``benchmarks/results/plan_execution.json`` (runs of other backends/traversals/caps of the same setup are kept)
 and prints a markdown table; ``benchmarks/results/plan_execution.md`` discusses them.
 
@@ -23,6 +23,14 @@ Setup and the decisions behind it:
 - ``kuzu`` (PyPI) is the engine LadybugDB continues; it is compared by running the same store code with the
   ``kuzu`` module in place of ``ladybug`` (same API). The two cannot share a process (their native modules
   clash), so each backend runs in its own process (``--backends kuzu``).
+- ``neo4j`` is the Bolt backend: on the server at ``$NEO4J_URI``, else on a local ArcadeDB + Bolt server started
+  for the run (``grasp_core/graph/bolt_server.py``, ``docs/bolt.md``). It shares a process with ``ladybug``, so
+  ``--backends ladybug neo4j`` measures both in one run; the in-process traversal (which never touches a store)
+  runs with the first backend only, and the later backends' runs are compared with the first one's exact
+  reference (``vs_exact.identical_ranking``: plans whose whole top-100 is the same ids in the same order). Loading
+  Prime's 8.1M edges with Cypher over Bolt would take hours on ArcadeDB here, so ``--bolt-import SCALE`` loads the
+  graph with ArcadeDB's bulk ingest at server start instead (same layout; ``loaded_by`` says which) and measures
+  the Bolt load (``Neo4jStore.load``) on synth-prime at ``SCALE`` in a server of its own (``bolt_load_sample``).
 - Exactness: unless ``--no-exact``, every plan first runs as the graph store's Cypher query without a frontier
   cap (``traversal="store"``, ``max_frontier=None``: the exact result, timed as its own run); every other run
   (each ``--traversals`` x ``--max-frontier``; ``arrays`` is the executor's in-process traversal) then reports
@@ -45,6 +53,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import argparse
 import gc
 import importlib
+import importlib.metadata
 import json
 import platform
 import resource
@@ -71,6 +80,8 @@ from grasp_core.skb.synth import build_synth_skb
 
 ROOT = Path(__file__).parent
 CACHE, RESULTS = ROOT / ".cache", ROOT / "results" / "plan_execution.json"
+# the neo4j backend's server: started by main (local) or $NEO4J_URI; imported_s: seconds of its bulk import
+BOLT: dict = {"local": False, "database": None, "batch_size": GraphStoreConfig().batch_size, "imported_s": None}
 DIM = 384
 
 
@@ -172,7 +183,7 @@ def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tupl
         start = time.perf_counter()
         encoder.encode([a.text for a in plan.anchors] + [plan.relevance_text], executor.cfg.max_tokens)
         stages["encode"].append(time.perf_counter() - start)
-        if trace.cypher and executor.cfg.traversal == "store":
+        if trace.cypher and executor.cfg.traversal == "store" and hasattr(store, "_conn"):  # embedded engines
             start = time.perf_counter()
             store._conn.prepare(trace.cypher, trace.params)
             stages["prepare"].append(time.perf_counter() - start)
@@ -197,6 +208,21 @@ def recall_vs_exact(tops: list[np.ndarray], exact: list[np.ndarray]) -> dict:
     }
 
 
+def open_backend(backend: str, path: Path) -> tuple[object, str]:
+    """(an empty store, its engine's version): ladybug or kuzu (embedded, in ``path``), or neo4j (the Bolt server
+    in $NEO4J_URI: :func:`main` starts a local ArcadeDB one when it is unset)."""
+    if backend == "neo4j":
+        import neo4j
+
+        server = "ArcadeDB " + importlib.metadata.version("arcadedb-embedded") if BOLT["local"] else "NEO4J_URI"
+        cfg = GraphStoreConfig(backend="neo4j", database=BOLT["database"], batch_size=BOLT["batch_size"])
+        return open_graph_store(cfg), f"{server}, driver {neo4j.__version__}"
+    engine = importlib.import_module(backend)
+    ladybug_store.ladybug = engine  # same API; the store code is shared
+    shutil.rmtree(path, ignore_errors=True)
+    return open_graph_store(GraphStoreConfig(), path), getattr(engine, "__version__", "?")
+
+
 def bench_backend(
     backend: str,
     skb: SKB,
@@ -205,18 +231,20 @@ def bench_backend(
     plans: list[Plan],
     runs: list[tuple[str, int | None]],
     exact: bool,
-) -> list[dict]:
-    """One graph load; then, if ``exact``, every plan as the store's uncapped query (the reference), then each
-    (traversal, max_frontier) of ``runs``."""
-    engine = importlib.import_module(backend)
-    ladybug_store.ladybug = engine  # same API; the store code is shared
+    reference: list[np.ndarray] | None = None,
+) -> tuple[list[dict], list[np.ndarray] | None]:
+    """One graph load; then, if ``exact``, every plan as the store's uncapped query (the reference, unless an
+    earlier backend's is given), then each (traversal, max_frontier) of ``runs``. Returns the runs and the
+    reference."""
     path = CACHE / f"store-{backend}"
-    shutil.rmtree(path, ignore_errors=True)
-    store = open_graph_store(GraphStoreConfig(), path)
+    store, version = open_backend(backend, path)
     load_avg = {"before_load": os.getloadavg()[0]}
     start = time.perf_counter()
-    store.load(skb)
-    load_s = time.perf_counter() - start
+    if backend == "neo4j" and BOLT["imported_s"] is not None:  # bulk-imported by the server at its start (main)
+        load_s, how = BOLT["imported_s"], "ArcadeDB GraphBatch import (server start included)"
+    else:
+        store.load(skb)
+        load_s, how = time.perf_counter() - start, "store.load"
     load_avg["after_load"] = os.getloadavg()[0]
     print(
         f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB, "
@@ -226,11 +254,12 @@ def bench_backend(
     base = {
         "encoder": encoder.identity,
         "backend": backend,
-        "version": getattr(engine, "__version__", "?"),
+        "version": version,
         "load_s": round(load_s, 2),
         "load_edges_per_s": int(len(skb.edges) / load_s),
+        "loaded_by": how,
     }
-    out, reference = [], None
+    out, own_reference = [], reference is None
     for traversal, cap in ([("store", None)] if exact else []) + [r for r in runs if not exact or r != ("store", None)]:
         start = time.perf_counter()
         executor = PlanExecutor(skb, index, encoder, store, ExecutionConfig(traversal=traversal, max_frontier=cap))
@@ -251,11 +280,37 @@ def bench_backend(
             reference = tops
         elif reference is not None:
             run["vs_exact"] = recall_vs_exact(tops, reference)
+            if not own_reference or (traversal, cap) != ("store", None):
+                run["vs_exact"]["identical_ranking"] = sum(np.array_equal(t, e) for t, e in zip(tops, reference))
         run["peak_rss_gib"] = round(rss_gib(), 2)
         print(f"{traversal}, cap {cap}: total {run['latency']['total']}, {run.get('vs_exact', '')}", flush=True)
         out.append(run)
     store.close()
     shutil.rmtree(path, ignore_errors=True)
+    return out, reference
+
+
+def bolt_load_sample(scale: str, heap: str) -> dict:
+    """Load synth-prime at ``scale`` over Bolt (:meth:`Neo4jStore.load`) into a fresh local server: edges/s."""
+    from grasp_core.graph.bolt_server import start_bolt_server
+
+    sample = build_synth_skb("prime", scale, seed=0)
+    server = start_bolt_server(CACHE / "bolt-sample", heap=heap)
+    try:
+        os.environ.update(server.env())
+        store = open_graph_store(
+            GraphStoreConfig(backend="neo4j", database=server.database, batch_size=BOLT["batch_size"])
+        )
+        start = time.perf_counter()
+        store.load(sample)
+        seconds = time.perf_counter() - start
+        store.close()
+    finally:
+        server.stop()
+        shutil.rmtree(CACHE / "bolt-sample", ignore_errors=True)
+    out = {"scale": scale, "nodes": sample.num_nodes, "edges": len(sample.edges), "load_s": round(seconds, 1)}
+    out["edges_per_s"] = int(len(sample.edges) / seconds)
+    print(f"Bolt load of synth-prime {scale}: {out}", flush=True)
     return out
 
 
@@ -267,6 +322,7 @@ def run_key(run: dict) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="full")
+    parser.add_argument("--skb", type=Path, default=None, help="an SKB directory instead of synth-prime at --scale")
     parser.add_argument("--plans", type=int, default=200)
     parser.add_argument("--backends", nargs="+", default=["ladybug"], help="one per process: ladybug and kuzu clash")
     parser.add_argument("--traversals", nargs="+", default=[ExecutionConfig().traversal], choices=["arrays", "store"])
@@ -278,11 +334,20 @@ def main() -> None:
         help="caps to run (none = uncapped)",
     )
     parser.add_argument("--no-exact", action="store_true", help="skip the store's uncapped reference run (no recall)")
+    parser.add_argument("--bolt-heap", default="4g", help="JVM heap of the local ArcadeDB Bolt server (neo4j)")
+    parser.add_argument("--bolt-batch", type=int, default=GraphStoreConfig().batch_size, help="rows per Bolt write")
+    parser.add_argument(
+        "--bolt-import",
+        default=None,
+        help="neo4j on the local server: bulk-import the SKB at server start (ArcadeDB GraphBatch) instead of loading "
+        "it over Bolt, and measure the Bolt load on synth-prime at this scale instead (e.g. 0.01)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results file (runs of the same setup are merged)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
-    skb = load_skb(args.scale)
+    skb_dir = args.skb or CACHE / f"synth-prime-{args.scale}"
+    skb = read_skb(args.skb, with_queries=False) if args.skb else load_skb(args.scale)
     read_s = time.perf_counter() - start
     index = NodeIndex.build(skb, random_embeddings(skb.num_nodes))
     encoder = load_encoder(get_profile("cpu").encoder)
@@ -294,15 +359,41 @@ def main() -> None:
     del walker
     gc.collect()
     print(f"SKB read in {read_s:.1f} s, index + plans ready, rss {rss_gib():.2f} GiB", flush=True)
-    runs = []
-    for backend in args.backends:
-        try:
-            combos = [(t, cap) for t in args.traversals for cap in args.max_frontier]
-            runs += bench_backend(backend, skb, index, encoder, plans, combos, not args.no_exact)
-        except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
-            print(f"skipping {backend}: {exc}")
+    runs, reference, server, bolt_sample = [], None, None, None
+    BOLT["batch_size"] = args.bolt_batch
+    if "neo4j" in args.backends and not os.environ.get("NEO4J_URI"):
+        from grasp_core.graph.bolt_server import start_bolt_server
+
+        shutil.rmtree(CACHE / "bolt-server", ignore_errors=True)
+        if args.bolt_import:
+            bolt_sample = bolt_load_sample(args.bolt_import, args.bolt_heap)
+            start = time.perf_counter()
+            server = start_bolt_server(CACHE / "bolt-server", heap=args.bolt_heap, import_skb=skb_dir, timeout=7200)
+            BOLT["imported_s"] = time.perf_counter() - start
+            print(f"ArcadeDB: imported {len(skb.edges):,} edges in {BOLT['imported_s']:.1f} s", flush=True)
+        else:
+            server = start_bolt_server(CACHE / "bolt-server", heap=args.bolt_heap)
+        os.environ.update(server.env())
+        BOLT.update(local=True, database=server.database)
+    try:
+        for backend in args.backends:
+            try:
+                combos = [(t, cap) for t in args.traversals for cap in args.max_frontier]
+                if runs:  # the in-process traversal does not touch the store: run it with the first backend only
+                    combos = [(t, cap) for t, cap in combos if t != "arrays"]
+                done, reference = bench_backend(
+                    backend, skb, index, encoder, plans, combos, not args.no_exact, reference
+                )
+                runs += done
+            except ImportError as exc:  # e.g. kuzu not installed, or it clashes with ladybug in one process
+                print(f"skipping {backend}: {exc}")
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(CACHE / "bolt-server", ignore_errors=True)
     result = {
         "scale": args.scale,
+        "skb": str(args.skb) if args.skb else f"synth-prime {args.scale}",
         "nodes": skb.num_nodes,
         "edges": len(skb.edges),
         "plans": args.plans,
@@ -315,6 +406,8 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
         "runs": runs,
     }
+    if bolt_sample is not None:
+        result["bolt_load_sample"] = bolt_sample
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
     if args.out.exists():  # keep other backends' runs of the same setup (one backend per process)
         old = json.loads(args.out.read_text())

@@ -34,6 +34,8 @@ def _pipeline(args: argparse.Namespace) -> None:
         force=args.force,
         scale=args.scale or "",
         n_queries=args.queries or 0,
+        graph_store=args.graph_store or "",
+        traversal=args.traversal or "",
     )
     total = time.perf_counter() - start
     print()
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
     pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
     pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
+    core_cli.graph_store_flags(pipe)
     pipe.set_defaults(func=_pipeline)
 
     report = sub.add_parser(

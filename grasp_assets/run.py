@@ -42,6 +42,8 @@ def run_pipeline(
     stages=("prepare", "rl", "finish"),
     scale: str = "",
     n_queries: int = 0,
+    graph_store: str = "",
+    traversal: str = "",
 ) -> dict:
     check_dataset(dataset)
     os.environ.setdefault("DAGSTER_HOME", str(CHECKOUT_HOME))
@@ -56,6 +58,8 @@ def run_pipeline(
         "artifacts_root": root or "",
         "scale": scale or "",
         "n_queries": n_queries or 0,
+        "graph_store": graph_store or "",
+        "traversal": traversal or "",
     }
     settings = GraspSettings(**settings_fields)
     art = settings.artifacts(dataset)

@@ -11,11 +11,12 @@ import dataclasses
 import os
 import sys
 import time
+from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
 from grasp_core.errors import GraspError
-from grasp_core.profiles import PROFILE_NAMES, get_profile
+from grasp_core.profiles import GRAPH_STORES, PROFILE_NAMES, TRAVERSALS, get_profile
 from grasp_core.textnorm import check_unicode
 
 
@@ -105,6 +106,8 @@ def _retriever(args: argparse.Namespace):
         branches=args.branches,
         rerank=not args.no_rerank,
         parallel_branches=args.parallel_branches,
+        graph_store=args.graph_store or "",
+        traversal=args.traversal or "",
     )
 
 
@@ -135,6 +138,52 @@ def _serve(args: argparse.Namespace) -> None:
     from grasp_core.serve import serve
 
     serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
+
+
+def _bolt_server(args: argparse.Namespace) -> None:
+    from grasp_core.graph.bolt_server import start_bolt_server
+    from grasp_core.home import grasp_home
+
+    root = (args.dir or grasp_home() / "bolt-server").resolve()
+    password, shown = os.environ.get("NEO4J_PASSWORD"), "$NEO4J_PASSWORD (yours)"
+    if not password:  # a generated one, kept beside the database (which keeps the first password it is given)
+        secret = root / "password"
+        if not secret.exists():
+            import secrets
+
+            root.mkdir(parents=True, exist_ok=True)
+            secret.touch(mode=0o600)
+            secret.write_text(secrets.token_urlsafe(18))
+        password, shown = secret.read_text().strip(), f"$(cat {secret})"
+    server = start_bolt_server(root, port=args.port, password=password, heap=args.heap)
+    print(f"ArcadeDB Bolt server on {server.uri} (database {server.database}, pid {server.pid}, data in {root})")
+    print(f"  export NEO4J_URI={server.uri} NEO4J_USER={server.user} NEO4J_PASSWORD={shown}")
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        while server.running():
+            time.sleep(1.0)
+        raise GraspError(f"the Bolt server exited; see {root / 'server.log'}")
+    except KeyboardInterrupt:
+        print("stopping the Bolt server", file=sys.stderr)
+    finally:
+        server.stop()
+
+
+def graph_store_flags(p: argparse.ArgumentParser) -> None:
+    """``--graph-store`` and ``--traversal``: run on another graph store backend than the profile's."""
+    p.add_argument(
+        "--graph-store",
+        choices=GRAPH_STORES,
+        default=None,
+        help="graph store backend (default: the profile's, ladybug); neo4j = any Bolt server at $NEO4J_URI "
+        "($NEO4J_USER, $NEO4J_PASSWORD)",
+    )
+    p.add_argument(
+        "--traversal",
+        choices=TRAVERSALS,
+        default=None,
+        help="plan traversal (default: the profile's, arrays = in process); store = the plan's Cypher on the store",
+    )
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
@@ -177,6 +226,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
             action="store_true",
             help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
         )
+        graph_store_flags(p)
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)
@@ -198,6 +248,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
     serve.set_defaults(func=_serve)
+
+    dev = sub.add_parser("dev", help="development helpers").add_subparsers(dest="dev_command", required=True)
+    bolt = dev.add_parser(
+        "bolt-server", help="run a local Bolt server (ArcadeDB from the arcadedb-embedded wheel) for the neo4j backend"
+    )
+    bolt.add_argument("--dir", type=Path, default=None, help="data directory (default: <DAGSTER_HOME>/bolt-server)")
+    bolt.add_argument("--port", type=int, default=7687, help="Bolt port on 127.0.0.1 (default: 7687; 0 = a free one)")
+    bolt.add_argument("--heap", default="2g", help="the JVM's maximum heap (default: 2g)")
+    bolt.set_defaults(func=_bolt_server)
 
     return parser, sub
 

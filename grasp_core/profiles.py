@@ -18,6 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grasp_core.datasets import DatasetConfig
 from grasp_core.embed.encoder import EncoderConfig
@@ -213,6 +214,24 @@ def _smoke() -> Profile:
 
 
 PROFILE_NAMES = ("cpu", "gpu", "smoke")
+GRAPH_STORES = ("ladybug", "neo4j")
+TRAVERSALS = ("arrays", "store")
+
+
+def with_graph_store(profile: Profile, backend: str = "", traversal: str = "") -> Profile:
+    """``profile`` on another graph store backend (``ladybug`` | ``neo4j``) and/or plan traversal (``arrays`` |
+    ``store``); an empty value keeps the profile's. ``neo4j`` reads its server from NEO4J_URI / NEO4J_USER /
+    NEO4J_PASSWORD (:meth:`GraphStoreConfig.neo4j_auth`)."""
+    if backend and backend not in GRAPH_STORES:
+        raise GraspError(f"unknown graph store {backend!r}: choose one of {GRAPH_STORES}")
+    if traversal and traversal not in TRAVERSALS:
+        raise GraspError(f"unknown traversal {traversal!r}: choose one of {TRAVERSALS}")
+    changes: dict[str, Any] = {}
+    if backend:
+        changes["graph_store"] = dataclasses.replace(profile.graph_store, backend=backend)  # type: ignore[arg-type]
+    if traversal:
+        changes["execution"] = dataclasses.replace(profile.execution, traversal=traversal)  # type: ignore[arg-type]
+    return profile.replace(**changes) if changes else profile
 
 
 def get_profile(name: str) -> Profile:

@@ -21,7 +21,7 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.trace import Trace
-from grasp_core.profiles import get_profile
+from grasp_core.profiles import get_profile, with_graph_store
 from grasp_core.ranking import BRANCHES, Ranking
 
 __all__ = ["BRANCHES", "STAGES", "Answer", "GraspRetriever", "Result"]
@@ -89,13 +89,21 @@ class GraspRetriever:
 
     @classmethod
     def from_artifacts(
-        cls, dataset: str, root=None, profile: str = "cpu", extractor: str | None = None, **kwargs
+        cls,
+        dataset: str,
+        root=None,
+        profile: str = "cpu",
+        extractor: str | None = None,
+        graph_store: str = "",
+        traversal: str = "",
+        **kwargs,
     ) -> GraspRetriever:
-        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm)."""
+        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm),
+        ``graph_store`` / ``traversal`` its graph store backend and plan traversal (:func:`with_graph_store`)."""
         from grasp_core.datasets import check_dataset
 
         check_dataset(dataset)
-        chosen = get_profile(profile)
+        chosen = with_graph_store(get_profile(profile), graph_store, traversal)
         if extractor is not None:
             chosen = chosen.replace(extractor=extractor)
         return cls(Components(Artifacts.for_dataset(dataset, root), chosen), **kwargs)

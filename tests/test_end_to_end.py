@@ -630,3 +630,98 @@ def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_fr
     assert run_pipeline(DATASET, profile="smoke", root=root) == {}
     out = capsys.readouterr().out
     assert "new fingerprint" not in out and "prepare: up to date" in out and "finish: up to date" in out
+
+
+def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, capsys):
+    """The same trained artifacts on the server graph store: ``graph_store`` and ``eval_metrics`` rematerialized
+    through Dagster with ``--graph-store neo4j --traversal store`` (the load and every test plan as Cypher over Bolt),
+    then ``grasp query`` and ``grasp serve`` on it. The graph rankings equal the embedded run's exactly, and the
+    server's password reaches no MLflow run, Dagster event, artifact or output."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import dagster as dg
+    import httpx
+    import numpy as np
+    import pandas as pd
+
+    from grasp_assets.cli import main
+    from grasp_assets.definitions import build_definitions
+    from grasp_assets.resources import GraspSettings, MLflowTracking
+    from grasp_core.text.rankings_io import read_rankings
+
+    tmp, _ = trained
+    root = tmp_path / "artifacts"
+    shutil.copytree(tmp / "artifacts", root, symlinks=True)
+    for name in ("graph_store", "eval_metrics"):
+        shutil.rmtree(root / DATASET / name)
+    settings = GraspSettings(profile="smoke", artifacts_root=str(root), graph_store="neo4j", traversal="store")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("dataset", [DATASET])
+    mlflow_db = tmp_path / "mlflow.db"
+    result = dg.materialize(
+        list(build_definitions(settings.get_profile()).assets),
+        selection=dg.AssetSelection.assets("graph_store", "eval_metrics"),
+        partition_key=DATASET,
+        instance=instance,
+        resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
+    )
+    assert result.success
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {"counts_match_skb": True}
+    meta = result.asset_materializations_for_node("graph_store")[0].metadata
+    assert meta["backend"].value == "neo4j" and meta["edges_per_second"].value > 0
+    server = json.loads((root / DATASET / "graph_store" / "server.json").read_text())
+    assert server["backend"] == "neo4j" and server["uri"] == bolt_env.uri
+
+    embedded, bolt = (Artifacts.for_dataset(DATASET, r).path("eval_metrics") for r in (tmp / "artifacts", root))
+    plans = [pd.read_parquet(d / "plans_test.parquet") for d in (embedded, bolt)]
+    assert plans[0]["plan"].tolist() == plans[1]["plan"].tolist()  # the same served planner, the same plans
+    want, got = (read_rankings(d / "graph_test.parquet") for d in (embedded, bolt))
+    assert want.keys() == got.keys() and sum(len(r) > 0 for r in want.values()) > 0
+    errors = dict(zip(plans[1]["qid"], plans[1]["error"]))
+    for q in want:
+        assert want[q].node_ids.tolist() == got[q].node_ids.tolist(), (q, errors[q])
+        assert np.allclose(want[q].scores, got[q].scores, rtol=0, atol=1e-6), q
+
+    query = pd.read_parquet(root / DATASET / "queries" / "queries.parquet")["query"][0]
+    flags = ["--graph-store", "neo4j", "--traversal", "store"]
+    assert main(["--profile", "smoke", "--root", str(root), "query", DATASET, query, *flags]) == 0
+    out = capsys.readouterr()
+    assert "Answers:" in out.out and "MATCH" in out.out  # the explanation shows the Cypher it ran over Bolt
+
+    port = _free_port()
+    cmd = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "--root", str(root), "serve", DATASET]
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as handle:
+        serve = subprocess.Popen(
+            [*cmd, *flags, "--port", str(port)],
+            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert serve.poll() is None, f"grasp serve exited: {log.read_text()[-2000:]}"
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "grasp serve did not come up"
+                time.sleep(0.5)
+        answer = httpx.post(f"http://127.0.0.1:{port}/query", json={"query": query, "k": 3}, timeout=120).json()
+        assert len(answer["answers"]) == 3
+        cli = main(["--profile", "smoke", "--root", str(root), "query", DATASET, query, *flags, "-k", "3"])
+        assert cli == 0 and [a["name"] for a in answer["answers"]][0] in capsys.readouterr().out
+    finally:
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(timeout=60) == 0
+
+    secret = bolt_env.password.encode()
+    events = "\n".join(str(e) for e in instance.all_logs(result.run_id)).encode()
+    assert secret not in events and secret not in log.read_bytes() and secret not in mlflow_db.read_bytes()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and secret in p.read_bytes()]

