@@ -11,6 +11,7 @@ import dataclasses
 import os
 import sys
 import time
+from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import EXTRACTORS
@@ -143,6 +144,35 @@ def _serve(args: argparse.Namespace) -> None:
     serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
 
 
+def _bolt_server(args: argparse.Namespace) -> None:
+    from grasp_core.graph.bolt_server import start_bolt_server
+    from grasp_core.home import grasp_home
+
+    root = (args.dir or grasp_home() / "bolt-server").resolve()
+    password, shown = os.environ.get("NEO4J_PASSWORD"), "$NEO4J_PASSWORD (yours)"
+    if not password:  # a generated one, kept beside the database (which keeps the first password it is given)
+        secret = root / "password"
+        if not secret.exists():
+            import secrets
+
+            root.mkdir(parents=True, exist_ok=True)
+            secret.touch(mode=0o600)
+            secret.write_text(secrets.token_urlsafe(18))
+        password, shown = secret.read_text().strip(), f"$(cat {secret})"
+    server = start_bolt_server(root, port=args.port, password=password, heap=args.heap)
+    print(f"ArcadeDB Bolt server on {server.uri} (database {server.database}, pid {server.pid}, data in {root})")
+    print(f"  export NEO4J_URI={server.uri} NEO4J_USER={server.user} NEO4J_PASSWORD={shown}")
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        while server.running():
+            time.sleep(1.0)
+        raise GraspError(f"the Bolt server exited; see {root / 'server.log'}")
+    except KeyboardInterrupt:
+        print("stopping the Bolt server", file=sys.stderr)
+    finally:
+        server.stop()
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """The parser of the library's commands and its subcommand set, which :mod:`grasp_assets.cli` extends."""
     parser = argparse.ArgumentParser(prog="grasp", description=__doc__)
@@ -215,6 +245,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
     serve.set_defaults(func=_serve)
+
+    dev = sub.add_parser("dev", help="development helpers").add_subparsers(dest="dev_command", required=True)
+    bolt = dev.add_parser(
+        "bolt-server", help="run a local Bolt server (ArcadeDB from the arcadedb-embedded wheel) for the neo4j backend"
+    )
+    bolt.add_argument("--dir", type=Path, default=None, help="data directory (default: <DAGSTER_HOME>/bolt-server)")
+    bolt.add_argument("--port", type=int, default=7687, help="Bolt port on 127.0.0.1 (default: 7687; 0 = a free one)")
+    bolt.add_argument("--heap", default="2g", help="the JVM's maximum heap (default: 2g)")
+    bolt.set_defaults(func=_bolt_server)
 
     return parser, sub
 

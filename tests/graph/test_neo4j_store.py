@@ -1,6 +1,5 @@
-"""Neo4j integration: runs only against a real server (set NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD)."""
-
-import os
+"""The Neo4j backend against a real Bolt server: the session's ``bolt_server`` (ArcadeDB from the arcadedb-embedded
+wheel, or the Neo4j 5 named by NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD)."""
 
 import numpy as np
 import pytest
@@ -18,8 +17,6 @@ from tests.plan.oracle import (
     random_skb,
 )
 
-needs_server = pytest.mark.skipif(not os.environ.get("NEO4J_URI"), reason="NEO4J_URI is not set (no Neo4j server)")
-
 
 def test_missing_server_settings_raise_a_clear_error(monkeypatch):
     monkeypatch.delenv("NEO4J_URI", raising=False)
@@ -28,10 +25,9 @@ def test_missing_server_settings_raise_a_clear_error(monkeypatch):
 
 
 @pytest.mark.neo4j
-@needs_server
-def test_neo4j_loads_and_equals_the_oracle_and_the_embedded_store(tmp_path):
+def test_neo4j_loads_and_equals_the_oracle_and_the_embedded_store(tmp_path, bolt_env):
     skb = random_skb(seed=1)
-    neo = open_graph_store(GraphStoreConfig(backend="neo4j", batch_size=50))
+    neo = open_graph_store(GraphStoreConfig(backend="neo4j", batch_size=50, database=bolt_env.database))
     neo.load(skb)
     embedded = open_graph_store(GraphStoreConfig(), tmp_path / "store")
     embedded.load(skb)

@@ -1,0 +1,37 @@
+"""Fixtures shared by the whole suite."""
+
+import time
+
+import pytest
+
+from grasp_core.graph.bolt_server import BoltServer, server_from_env, start_bolt_server
+
+
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory) -> BoltServer:
+    """A Bolt server for the Neo4j backend: ``NEO4J_URI`` (``NEO4J_USER``, ``NEO4J_PASSWORD``) when set, e.g. a real
+    Neo4j 5; else ArcadeDB + Bolt from the ``arcadedb-embedded`` wheel, started on a free loopback port in a child
+    process for the session and stopped by its pid. A server that cannot start fails the tests that need it, with
+    the reason; none of them is skipped. Use ``.uri``, ``.user``, ``.password``, ``.database`` (or ``.env()``)."""
+    given = server_from_env()
+    if given is not None:
+        yield given
+        return
+    start = time.perf_counter()
+    try:
+        server = start_bolt_server(tmp_path_factory.mktemp("bolt-server"))
+    except Exception as exc:
+        pytest.fail(f"the Bolt server for the Neo4j tests could not start: {exc}", pytrace=False)
+    print(f"\n[bolt_server] ArcadeDB + Bolt up at {server.uri} in {time.perf_counter() - start:.1f} s")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def bolt_env(bolt_server, monkeypatch) -> BoltServer:
+    """:func:`bolt_server` with ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_PASSWORD`` set for one test."""
+    for key, value in bolt_server.env().items():
+        monkeypatch.setenv(key, value)
+    return bolt_server
