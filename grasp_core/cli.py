@@ -91,7 +91,7 @@ def _data_import(args: argparse.Namespace) -> None:
     elif args.nodes and args.edges:
         from grasp_core.skb.importer import import_files
 
-        skb = import_files(target, args.nodes, args.edges, args.schema)
+        skb = import_files(target, args.nodes, args.edges, args.schema, args.wording)
     else:
         raise GraspError("give --nodes FILE and --edges FILE (CSV or JSON lines), or --bolt URI")
     print(
@@ -199,6 +199,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     imp.add_argument("--nodes", help="nodes file: id, type, name, [aliases], one column per text field")
     imp.add_argument("--edges", help="edges file: src, rel, dst (node ids)")
     imp.add_argument("--schema", help="schema.json to check against (default: inferred from the files)")
+    imp.add_argument(
+        "--wording", help="wording.json to use for the synthesized questions (default: written from the names)"
+    )
     imp.add_argument("--bolt", help="read a Bolt graph database instead (bolt://host:port or neo4j://...)")
     imp.add_argument("--bolt-user", default="neo4j", help="Bolt user (default: neo4j)")
     imp.add_argument(

@@ -61,6 +61,17 @@ class DatasetConfig:
             "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)"
         },
     )
+    paraphrase_url: str | None = field(
+        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_URL") or None,
+        metadata={
+            "help": "an OpenAI-compatible endpoint (…/v1) that rewords the questions synthesized for a user SKB "
+            "(None: off, the template wording stays)"
+        },
+    )
+    paraphrase_model: str = field(
+        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_MODEL", "Qwen3.6-27B"),
+        metadata={"help": "model name served at paraphrase_url"},
+    )
     user_skb_root: str = field(
         default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
         metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
@@ -141,5 +152,12 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
     if name not in STARK and len(graph.queries) == 0:
         from grasp_core.skb.generic_queries import synthesize_generic
 
-        return synthesize_generic(graph, n_queries=cfg.n_queries, seed=cfg.seed, skb_dir=user_dir(name, cfg))
+        return synthesize_generic(
+            graph,
+            n_queries=cfg.n_queries,
+            seed=cfg.seed,
+            skb_dir=user_dir(name, cfg),
+            paraphrase_url=cfg.paraphrase_url,
+            paraphrase_model=cfg.paraphrase_model,
+        )
     return graph.queries

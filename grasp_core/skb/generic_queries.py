@@ -3,9 +3,10 @@
 hpo and ``synth-*`` keep their tuned templates (:mod:`grasp_core.skb.querygen`); every other SKB that ships no
 queries gets these. The grounding, the property rules and the gold are querygen's (:func:`querygen.ground`):
 
-1. **Metapaths.** Every path of 1..``max_hops`` typed hops the schema allows (a relation is walked either way;
-   a hop straight back over the relation it came by is allowed once, "papers that cite a paper that X cites",
-   never twice in a row), and every intersection of a one-hop path with another path of ≤ 2 hops meeting at the
+1. **Metapaths.** Every path of 1..``max_hops`` typed hops the schema allows (a relation is walked either way,
+   undirected, except a relation within one type whose name reads as a verb, ``cites``, ``imports``, which is
+   walked one way, ``|down`` or ``|up`` (:func:`grasp_core.skb.wording.directed`); a hop straight back over the
+   relation it came by is allowed once, "authors of a paper that X wrote", never twice in a row), and every intersection of a one-hop path with another path of ≤ 2 hops meeting at the
    same target type. A template is drawn by kind (``kind_weights``: 1, 2, 3 hops, intersection), then a
    relation of that kind uniformly, then a template using it, so that every relation gets questions however
    many paths the schema has around the others.
@@ -53,9 +54,10 @@ from grasp_core.skb.querygen import (
     ground,
     queries_frame,
     relation_name,
+    reverse_hop,
 )
 from grasp_core.skb.schema import Schema
-from grasp_core.skb.wording import Wording, default_field_phrases, load_wording, type_noun
+from grasp_core.skb.wording import Wording, default_field_phrases, directed, load_wording, type_noun
 
 KINDS = ("1-hop", "2-hop", "3-hop", "intersection")
 _TERM_SPLIT = re.compile(r"\s*[;|]\s*")
@@ -79,6 +81,9 @@ def metapaths(schema: Schema, max_hops: int = 3) -> list[tuple[str, ...]]:
     """Every typed path ``(anchor type, rel, type, ..., target type)`` of 1..``max_hops`` hops."""
     hops: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for r in schema.relations:
+        if directed(r):
+            hops[r.src] += [(f"{r.name}|down", r.dst), (f"{r.name}|up", r.dst)]
+            continue
         hops[r.src].append((r.name, r.dst))
         if r.src != r.dst:
             hops[r.dst].append((r.name, r.src))
@@ -88,7 +93,7 @@ def metapaths(schema: Schema, max_hops: int = 3) -> list[tuple[str, ...]]:
         grown = []
         for path in frontier:
             for rel, to in hops[path[-1]]:
-                back = len(path) >= 3 and path[-2] == rel and path[-3] == to  # straight back over the same hop
+                back = len(path) >= 3 and path[-2] == reverse_hop(rel) and path[-3] == to  # straight back
                 twice = back and len(path) >= 5 and path[-4] == rel and path[-5] == path[-1]
                 if not twice:
                     grown.append((*path, rel, to))
@@ -186,8 +191,8 @@ def generic_queries(
     gcfg: GenericConfig = GenericConfig(),
     wording: Wording | None = None,
     aliases: Aliases | None = None,
-) -> list[tuple[SynthQuery, str]]:
-    """Up to ``n_queries`` distinct queries with their groundings and registers, in generation order."""
+) -> list[tuple[SynthQuery, Worded]]:
+    """Up to ``n_queries`` distinct queries with their groundings and wordings, in generation order."""
     rules = property_rules(skb)
     wording = wording or load_wording(None, skb.schema, rules.term_fields)
     aliases = skb_aliases(skb) if aliases is None else aliases
@@ -195,7 +200,7 @@ def generic_queries(
     graph = Graph(skb)
     r = random.Random(seed)
     seen: set[str] = set()
-    out: list[tuple[SynthQuery, str]] = []
+    out: list[tuple[SynthQuery, Worded]] = []
     stale = attempts = 0
     _, tpl = drawer.draw(r)
     tpl_tries = 0
@@ -208,11 +213,11 @@ def generic_queries(
         g = ground(graph, tpl, r, cfg, rules)
         if g is None:
             continue
-        register, text = word(graph, tpl, g, wording, r, cfg, aliases)
-        if text in seen:
+        w = word(graph, tpl, g, wording, r, cfg, aliases)
+        if w.text in seen:
             continue
-        seen.add(text)
-        out.append((SynthQuery(text, g.answers, tpl.id, g.anchors, g.property), register))
+        seen.add(w.text)
+        out.append((SynthQuery(w.text, g.answers, tpl.id, g.anchors, g.property), w))
         stale = 0
         (_, tpl), tpl_tries = drawer.draw(r), 0
     if len(out) < min(gcfg.min_queries, n_queries):
@@ -231,14 +236,31 @@ def synthesize_generic(
     skb_dir: str | Path | None = None,
     cfg: QueryGenConfig = QueryGenConfig(),
     gcfg: GenericConfig = GenericConfig(),
+    paraphrase_url: str | None = None,
+    paraphrase_model: str = "",
 ) -> pd.DataFrame:
     """Generic queries over ``skb``: columns qid, split, query, answer_ids, template, register.
 
-    ``skb_dir`` is where a ``wording.json`` may be (a user SKB's source directory)."""
+    ``skb_dir`` is where a ``wording.json`` may be (a user SKB's source directory); with ``paraphrase_url`` every
+    question is offered to that OpenAI-compatible endpoint for rewording (:mod:`grasp_core.skb.paraphrase`)."""
     wording = load_wording(skb_dir, skb.schema, property_rules(skb).term_fields)
     made = generic_queries(skb, n_queries, seed, cfg, gcfg, wording)
-    frame = queries_frame([q for q, _ in made], seed, split_fractions, extra={"register": [g for _, g in made]})
-    return frame
+    rows = [q for q, _ in made]
+    if paraphrase_url:
+        from dataclasses import replace
+
+        from grasp_core.skb.paraphrase import paraphrase
+
+        result = paraphrase([q.text for q in rows], [w.keep for _, w in made], paraphrase_url, paraphrase_model)
+        rows = [replace(q, text=t) for q, t in zip(rows, result.texts)]
+    return queries_frame(rows, seed, split_fractions, extra={"register": [w.register for _, w in made]})
+
+
+@dataclass(frozen=True)
+class Worded:
+    register: str
+    text: str
+    keep: tuple[str, ...]  # how the question names each anchor, and its property phrase (a paraphrase keeps them)
 
 
 def word(
@@ -249,12 +271,14 @@ def word(
     r: random.Random,
     cfg: QueryGenConfig,
     aliases: Aliases,
-) -> tuple[str, str]:
-    """``(register, question)`` for a grounded template."""
+) -> Worded:
+    """The question of a grounded template, in a register drawn at random."""
     register = r.choice(sorted(wording.registers))
     frames = wording.registers[register]
     singular, plural = r.choice(wording.types.get(tpl.target) or [type_noun(tpl.target)])
-    rel = " and ".join(_path_clause(graph, p, a, wording, r, cfg, aliases) for p, a in zip(tpl.paths, g.anchors))
+    names: list[str] = []
+    rel = " and ".join(_path_clause(graph, p, a, wording, r, cfg, aliases, names) for p, a in zip(tpl.paths, g.anchors))
+    keep = (*names, *([g.property.phrase] if g.property else []))
     if g.property is None:
         text = r.choice(frames["no_property"]).format(T=plural, t=singular, R=rel)
     else:
@@ -263,11 +287,11 @@ def word(
         clause = r.choice(clauses).format(p=g.property.phrase)
         text = r.choice(frames["property"]).format(T=plural, t=singular, R=rel, P=clause)
     if register == "terse":
-        return register, text
+        return Worded(register, text, keep)
     text = text[0].upper() + text[1:]
     if frames.get("contexts") and r.random() < cfg.distractor_prob:
         text = f"{r.choice(frames['contexts'])} {text}"
-    return register, text
+    return Worded(register, text, keep)
 
 
 def _path_clause(
@@ -278,13 +302,15 @@ def _path_clause(
     r: random.Random,
     cfg: QueryGenConfig,
     aliases: Aliases,
+    names: list[str],
 ) -> str:
     """The relation clause of the target: hops nest from the anchor outwards ("written by an author affiliated
-    with X")."""
+    with X"); how the anchor is named is appended to ``names``."""
     phrases = [r.choice(wording.hops[(path[i], path[i - 1], path[i + 1])]) for i in range(1, len(path), 2)]
     first_noun = wording.types.get(path[0]) or [type_noun(path[0])]
     typed = {} if any(n[0] in phrases[0] for n in first_noun) else wording.types  # not "with brand the brand X"
     x = anchor_text(graph, anchor, r, cfg, aliases, typed)
+    names.append(x)
     for i, phrase in zip(range(1, len(path) - 2, 2), phrases):
         mid = r.choice(wording.types.get(path[i + 1]) or [type_noun(path[i + 1])])[0]
         x = f"{'an' if mid[:1] in 'aeiou' else 'a'} {mid} {phrase.format(x=x)}"

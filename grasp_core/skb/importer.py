@@ -181,7 +181,11 @@ def infer_schema(name: str, nodes: pd.DataFrame, text_cols: list[str], edges: pd
 
 
 def import_files(
-    out_dir: str | Path, nodes_file: str | Path, edges_file: str | Path, schema_file: str | Path | None = None
+    out_dir: str | Path,
+    nodes_file: str | Path,
+    edges_file: str | Path,
+    schema_file: str | Path | None = None,
+    wording_file: str | Path | None = None,
 ) -> SKB:
     """Read, check and write a user SKB to ``out_dir`` (its name is the directory's name)."""
     out_dir = Path(out_dir)
@@ -189,14 +193,22 @@ def import_files(
     nodes = read_table(nodes_file, NODE_COLUMNS)
     edges = read_table(edges_file, EDGE_COLUMNS)
     skb = build_skb(nodes, edges, out_dir.name, schema, str(nodes_file), str(edges_file))
-    write(skb, out_dir)
+    write(skb, out_dir, wording_file)
     return skb
 
 
-def write(skb: SKB, out_dir: str | Path) -> Path:
-    """Write the SKB and, unless the user already has one there, the default wording to edit."""
+def write(skb: SKB, out_dir: str | Path, wording_file: str | Path | None = None) -> Path:
+    """Write the SKB with ``wording_file`` (checked against its schema) as its wording, else the wording already
+    there, else the default wording to edit."""
     out_dir = Path(out_dir)
-    kept = (out_dir / WORDING_FILE).read_bytes() if (out_dir / WORDING_FILE).exists() else None
+    if wording_file is not None:
+        if not Path(wording_file).is_file():
+            raise SKBFormatError(str(wording_file), "file is missing")
+        data = Path(wording_file).read_bytes()
+        _check_wording(data, skb, str(wording_file))
+        kept: bytes | None = data
+    else:
+        kept = (out_dir / WORDING_FILE).read_bytes() if (out_dir / WORDING_FILE).exists() else None
     write_skb(skb, out_dir)
     if kept is not None:
         (out_dir / WORDING_FILE).write_bytes(kept)
@@ -205,3 +217,17 @@ def write(skb: SKB, out_dir: str | Path) -> Path:
 
         write_default_wording(out_dir, skb.schema, property_rules(skb).term_fields)
     return out_dir
+
+
+def _check_wording(data: bytes, skb: SKB, file: str) -> None:
+    """Refuse a wording file that does not fit the schema, before anything is written."""
+    import tempfile
+
+    from grasp_core.skb.wording import load_wording
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / WORDING_FILE).write_bytes(data)
+        try:
+            load_wording(tmp, skb.schema)
+        except SKBFormatError as exc:
+            raise SKBFormatError(file, exc.problem, exc.row) from None

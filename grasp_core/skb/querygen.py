@@ -180,7 +180,8 @@ def relation_name(rel: str) -> str:
 _FLIP = {"down": "up", "up": "down"}
 
 
-def _reverse(rel: str) -> str:
+def reverse_hop(rel: str) -> str:
+    """The hop walked the other way (``rel|down`` <-> ``rel|up``; an undirected hop is its own reverse)."""
     name, _, way = rel.partition("|")
     return f"{name}|{_FLIP[way]}" if way else name
 
@@ -896,7 +897,7 @@ def _make_query(
 def _walk_back(graph: Graph, path: tuple[str, ...], gold: int, r: random.Random) -> int | None:
     node = gold
     for i in range(len(path) - 2, 0, -2):  # hop (path[i-1]) -[path[i]]- (path[i+1])
-        nbrs = graph.neighbours(_reverse(path[i]), np.array([node]), path[i - 1])
+        nbrs = graph.neighbours(reverse_hop(path[i]), np.array([node]), path[i - 1])
         if len(nbrs) == 0:
             return None
         node = int(nbrs[r.randrange(len(nbrs))])

@@ -15,7 +15,10 @@ The file (every part optional)::
      "registers": {"question": {"property": ["Which {T} {R} {P}?"], "no_property": ["Which {T} {R}?"],
                                 "contexts": []}}}
 
-A hop phrase describes the node at the hop's end (``to``) relative to ``{x}``, the node it starts from; a field
+A hop phrase describes the node at the hop's end (``to``) relative to ``{x}``, the node it starts from, and must
+read after a singular or a plural noun ("citing {x}", "that {x} cites", not "that cite {x}"). A relation within
+one type whose name reads as a verb is walked one way: ``"cites|down"`` goes from the stored ``src`` (``{x}``) to
+its ``dst`` ("papers that {x} cites"), ``"cites|up"`` the other way ("papers citing {x}"). A field
 phrase wraps a property phrase ``{p}``; a frame puts together ``{T}`` (plural target noun), ``{t}`` (singular),
 ``{R}`` (the relation clause) and ``{P}`` (the property clause).
 """
@@ -98,22 +101,39 @@ def _is_verb(word: str) -> bool:
     return word.endswith("s") and not word.endswith("ss") and _engine().plural_verb(word) not in ("", word)
 
 
-def default_hop_phrases(rel: Relation, start: str, end: str, nouns: dict[str, tuple[str, str]]) -> list[str]:
-    """Phrases for the node of type ``end`` reached from ``{x}`` of type ``start`` over ``rel``.
+def reads_as_verb(rel: Relation) -> bool:
+    """True when the relation's name is a verb phrase ("writes", "has_brand", "subclass_of", "linked to"): its
+    direction means something, unlike a label ("ppi", "also_buy", "parent-child")."""
+    v = _verb_phrase(rel)
+    return bool(v) and (v[0] in HAVE or v[-1] in PREPOSITIONS or _is_verb(v[0]))
+
+
+def directed(rel: Relation) -> bool:
+    """A relation within one type whose name reads as a verb: questions walk it one way (``name|down``: stored
+    src -> dst, ``name|up``: dst -> src); other relations are walked undirected."""
+    return rel.src == rel.dst and reads_as_verb(rel)
+
+
+def default_hop_phrases(
+    rel: Relation, start: str, end: str, nouns: dict[str, tuple[str, str]], way: str = ""
+) -> list[str]:
+    """Phrases for the node of type ``end`` reached from ``{x}`` of type ``start`` over ``rel`` (``way``: ``down``
+    or ``up`` for a :func:`directed` relation).
 
     Each reads after a singular or a plural noun ("papers citing {x}", "a paper citing {x}"): the node of type
     ``end`` is never the subject of a finite verb."""
     v = _verb_phrase(rel)
     verb = " ".join(v)
     participle = " ".join([_engine().present_participle(v[0]) or v[0], *v[1:]]) if v else verb
-    forward = rel.src == start and rel.dst == end  # {x} is the subject: "{x} <verb> <end>"
-    symmetric = rel.src == rel.dst
+    # {x} is the subject: "{x} <verb> <end>"
+    forward = way == "down" if way else (rel.src == start and rel.dst == end)
+    symmetric = rel.src == rel.dst and not way
     end_noun = nouns.get(end, type_noun(end))[0]
     if v and v[0] in HAVE and len(v) > 1:  # "has brand": <src> has the brand <dst>
         attr = " ".join(v[1:])
         as_src = [f"with {attr} {{x}}", f"having {{x}} as {attr}"]
         if attr == end_noun:
-            as_dst = ["of {x}", "that {x} has", "assigned to {x}"]
+            as_dst = ["of {x}", "that {x} has"]
         else:
             as_dst = [f"serving as the {attr} of {{x}}", f"that {{x}} has as its {attr}"]
         if symmetric:
@@ -166,6 +186,12 @@ def default_wording(schema: Schema, term_fields: frozenset[str] = frozenset()) -
     nouns = {t: type_noun(t) for t in schema.node_types}
     hops: dict[tuple[str, str, str], list[str]] = {}
     for rel in schema.relations:
+        if directed(rel):
+            for way in ("down", "up"):
+                hops.setdefault(
+                    (f"{rel.name}|{way}", rel.src, rel.dst), default_hop_phrases(rel, rel.src, rel.dst, nouns, way)
+                )
+            continue
         for start, end in dict.fromkeys([(rel.src, rel.dst), (rel.dst, rel.src)]):
             hops.setdefault((rel.name, start, end), default_hop_phrases(rel, start, end, nouns))
     fields = {f: default_field_phrases(f, f in term_fields) for f in schema.text_fields}

@@ -39,7 +39,7 @@ def test_every_relation_of_the_stark_schemas_gets_questions(stark_schema_skb, ma
     assert asked == set(stark_schema_skb.schema.relation_names)
     kinds = Counter("intersection" if " & " in q.template else q.template.count(">") // 2 for q, _ in made)
     assert set(kinds) == {1, 2, 3, "intersection"} and all(n >= 15 for n in kinds.values())
-    assert set(Counter(g for _, g in made)) == {"question", "request", "conversational", "terse"}
+    assert set(Counter(w.register for _, w in made)) == {"question", "request", "conversational", "terse"}
 
 
 def test_gold_is_exactly_relation_and_property(stark_schema_skb, made):
@@ -121,7 +121,7 @@ def test_a_wording_file_replaces_defaults_and_bad_ones_fail_in_one_line(tmp_path
     (tmp_path / "wording.json").write_text(
         json.dumps({"hops": [{"relation": "cites", "from": "paper", "to": "paper", "phrases": ["x"]}]})
     )
-    with pytest.raises(SKBFormatError, match="wording.json: hops: no relation"):
+    with pytest.raises(SKBFormatError, match=r"wording.json, row 0: hops: no relation \(.cites., .paper., .paper.\)"):
         load_wording(tmp_path, skb.schema)
     (tmp_path / "wording.json").write_text(json.dumps({"fields": {"abstract": ["no placeholder"]}}))
     with pytest.raises(SKBFormatError, match=r"has no \{p\} placeholder"):
@@ -136,3 +136,27 @@ def test_a_small_skb_gives_what_it_holds_and_a_bare_one_fails():
     bare = SKB(Schema("bare", {"a": ()}, ()), skb.nodes.iloc[:3].assign(type="a"), skb.edges.iloc[:0], skb.queries)
     with pytest.raises(GraspError, match="no relations"):
         generic_queries(bare, 10, seed=0)
+
+
+def test_paraphrase_through_a_local_endpoint_keeps_only_rewrites_that_keep_the_names(stark_schema_skb):
+    import re
+
+    from tests.llm.openai_server import OpenAIServer
+
+    def answer(messages):
+        prompt = messages[-1]["content"]
+        question = prompt.split("Question: ", 1)[1]
+        keep = re.findall(r'"([^"]+)"', prompt.split("Answer with", 1)[0])
+        if len(question) % 2:  # drops a phrase it had to keep: refused, the template's wording stays
+            return question.replace(keep[0], "that thing")
+        return f"Quick one - {question.rstrip('?.')}, please?"
+
+    plain = synthesize_generic(stark_schema_skb, 60, seed=1)
+    with OpenAIServer(answer) as server:
+        worded = synthesize_generic(stark_schema_skb, 60, seed=1, paraphrase_url=server.url, paraphrase_model="m")
+    assert len(server.requests) == 60 and server.requests[0]["model"] == "m"
+    rewritten = worded["query"] != plain["query"]
+    assert 0 < rewritten.sum() < 60
+    assert all(q.startswith("Quick one - ") for q in worded.loc[rewritten, "query"])
+    assert all(len(q) % 2 for q in plain.loc[~rewritten, "query"])  # exactly the refused ones kept their wording
+    assert worded.drop(columns="query").equals(plain.drop(columns="query"))  # same gold, splits, templates
