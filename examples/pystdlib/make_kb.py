@@ -81,7 +81,9 @@ def main() -> None:
         module, attr = key.rsplit(".", 1)
         cls = getattr(importlib.import_module(module), attr)
         methods = [
-            m for m in sorted(vars(cls)) if not m.startswith("_") and inspect.isroutine(vars(cls)[m]) and summary(vars(cls)[m])
+            m
+            for m in sorted(vars(cls))
+            if not m.startswith("_") and inspect.isroutine(vars(cls)[m]) and summary(vars(cls)[m])
         ]
         for m in methods[:METHODS]:
             mkey = f"{key}.{m}"
@@ -94,9 +96,22 @@ def main() -> None:
         module, attr = key.rsplit(".", 1)
         cls = getattr(importlib.import_module(module), attr)
         for base in cls.__bases__:
-            if id(base) not in objects and issubclass(base, BaseException) and getattr(builtins, base.__name__, None) is base:
+            if (
+                id(base) not in objects
+                and issubclass(base, BaseException)
+                and getattr(builtins, base.__name__, None) is base
+            ):
                 bkey = f"builtins.{base.__name__}"
-                nodes.setdefault(bkey, {"id": bkey, "type": "exception", "name": base.__name__, "aliases": "", "summary": summary(base) or ""})
+                nodes.setdefault(
+                    bkey,
+                    {
+                        "id": bkey,
+                        "type": "exception",
+                        "name": base.__name__,
+                        "aliases": "",
+                        "summary": summary(base) or "",
+                    },
+                )
                 objects[id(base)] = bkey
             if id(base) in objects:
                 edges.append((key, "subclass_of", objects[id(base)]))

@@ -35,7 +35,7 @@ def made(stark_schema_skb):
 
 
 def test_every_relation_of_the_stark_schemas_gets_questions(stark_schema_skb, made):
-    asked = {r for q, _ in made for p in q.template.split(" & ") for r in p.split(">")[1::2]}
+    asked = {r.split("|")[0] for q, _ in made for p in q.template.split(" & ") for r in p.split(">")[1::2]}
     assert asked == set(stark_schema_skb.schema.relation_names)
     kinds = Counter("intersection" if " & " in q.template else q.template.count(">") // 2 for q, _ in made)
     assert set(kinds) == {1, 2, 3, "intersection"} and all(n >= 15 for n in kinds.values())
@@ -129,10 +129,16 @@ def test_a_wording_file_replaces_defaults_and_bad_ones_fail_in_one_line(tmp_path
 
 
 def test_a_small_skb_gives_what_it_holds_and_a_bare_one_fails():
-    skb = build_synth_skb("mag", "tiny", seed=0)
-    cfg = GenericConfig(stale_attempts=300)
-    many = generic_queries(skb, 100_000, seed=0, gcfg=cfg)
-    assert 30 <= len(many) < 100_000
+    import pandas as pd
+
+    from grasp_core.skb.importer import build_skb
+    from tests.skb.test_import import EDGES, NODES
+
+    skb = build_skb(pd.DataFrame(NODES), pd.DataFrame(EDGES, columns=["src", "rel", "dst"]), "books")
+    few = generic_queries(skb, 10_000, seed=0, gcfg=GenericConfig(stale_attempts=300, min_queries=5))
+    assert 5 <= len(few) < 10_000 and len({q.text for q, _ in few}) == len(few)
+    with pytest.raises(GraspError, match="too small or too sparse"):
+        generic_queries(skb, 10_000, seed=0, gcfg=GenericConfig(stale_attempts=300, min_queries=len(few) + 1))
     bare = SKB(Schema("bare", {"a": ()}, ()), skb.nodes.iloc[:3].assign(type="a"), skb.edges.iloc[:0], skb.queries)
     with pytest.raises(GraspError, match="no relations"):
         generic_queries(bare, 10, seed=0)
