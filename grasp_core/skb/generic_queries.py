@@ -18,7 +18,8 @@ queries gets these. The grounding, the property rules and the gold are querygen'
    type's noun, one relation clause per path (hops nested from the anchor outwards), the property clause of the
    property's field; anchors by name, alias (the ``aliases`` column, when the SKB has one) or a light paraphrase.
 4. **Gold** = every candidate satisfying the relation and the property (querygen's rule). Queries are
-   deduplicated by text and split train/val/test after a seeded shuffle (disjoint by query text); ``template``
+   deduplicated by text and by grounding (template, anchors, property: one wording per grounding, so no question
+   is a rewording of one in another split) and split train/val/test after a seeded shuffle (disjoint by query text); ``template``
    and ``register`` go to analysis columns only.
 
 A small SKB may not hold ``n_queries`` distinct questions: the synthesizer stops after ``stale_attempts``
@@ -199,7 +200,7 @@ def generic_queries(
     drawer = _Drawer(templates_by_kind(skb.schema, gcfg.max_hops), gcfg.kind_weights)
     graph = Graph(skb)
     r = random.Random(seed)
-    seen: set[str] = set()
+    seen: set = set()  # question texts and groundings (template, anchors, property)
     out: list[tuple[SynthQuery, Worded]] = []
     stale = attempts = 0
     _, tpl = drawer.draw(r)
@@ -213,10 +214,13 @@ def generic_queries(
         g = ground(graph, tpl, r, cfg, rules)
         if g is None:
             continue
+        grounding = (tpl.id, tuple(g.anchors), g.property)
+        if grounding in seen:  # the same question worded again: never twice, so never in two splits
+            continue
         w = word(graph, tpl, g, wording, r, cfg, aliases)
         if w.text in seen:
             continue
-        seen.add(w.text)
+        seen.update((grounding, w.text))
         out.append((SynthQuery(w.text, g.answers, tpl.id, g.anchors, g.property), w))
         stale = 0
         (_, tpl), tpl_tries = drawer.draw(r), 0
