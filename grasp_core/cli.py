@@ -66,6 +66,40 @@ def _data_stats(args: argparse.Namespace) -> None:
         for t, row in mix.iterrows():
             share = 100 * row.sum() / len(skb.queries)
             print(f"  {t:<17}" + "".join(f" {row[s]:>10,}" for s in splits) + f" {row.sum():>10,} {share:>6.1f}%")
+    if "template" in skb.queries:
+        from grasp_core.skb.generic_queries import synthesis_mix
+
+        for title, counts in synthesis_mix(skb.queries).items():
+            print(f"queries per {title}:")
+            for key, n in counts.items():
+                print(f"  {key:<60} {n:>8,} {100 * n / len(skb.queries):>6.1f}%")
+
+
+def _data_import(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from grasp_core.datasets import BUILTIN, DatasetConfig
+
+    target = Path(args.target)
+    if len(target.parts) == 1 and not args.target.startswith("."):  # a dataset key: the user SKB directory
+        if args.target in BUILTIN:
+            raise GraspError(f"{args.target!r} is a built-in dataset: import under another name")
+        target = Path(DatasetConfig().user_skb_root) / args.target
+    if args.bolt:
+        from grasp_core.skb.bolt_import import import_bolt
+
+        skb = import_bolt(target, args.bolt, args.bolt_user, os.environ.get(args.bolt_password_env), args.bolt_database)
+    elif args.nodes and args.edges:
+        from grasp_core.skb.importer import import_files
+
+        skb = import_files(target, args.nodes, args.edges, args.schema, args.wording)
+    else:
+        raise GraspError("give --nodes FILE and --edges FILE (CSV or JSON lines), or --bolt URI")
+    print(
+        f"imported {skb.num_nodes:,} nodes ({len(skb.schema.node_types)} types), {len(skb.edges):,} edges "
+        f"({len(skb.schema.relations)} relations) -> {target}"
+    )
+    print(f"question wording to edit: {target / 'wording.json'}; next: grasp pipeline {target.name}")
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -204,6 +238,26 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     stats = data.add_parser("stats", help="print node/edge counts per type/relation and query counts per split")
     stats.add_argument("dataset")
     stats.set_defaults(func=_data_stats)
+    imp = data.add_parser(
+        "import",
+        help="make a user SKB from CSV / JSON lines files or a Bolt graph database (queries are synthesized later)",
+    )
+    imp.add_argument("target", help="a dataset key (written under $GRASP_USER_SKBS) or a directory path")
+    imp.add_argument("--nodes", help="nodes file: id, type, name, [aliases], one column per text field")
+    imp.add_argument("--edges", help="edges file: src, rel, dst (node ids)")
+    imp.add_argument("--schema", help="schema.json to check against (default: inferred from the files)")
+    imp.add_argument(
+        "--wording", help="wording.json to use for the synthesized questions (default: written from the names)"
+    )
+    imp.add_argument("--bolt", help="read a Bolt graph database instead (bolt://host:port or neo4j://...)")
+    imp.add_argument("--bolt-user", default="neo4j", help="Bolt user (default: neo4j)")
+    imp.add_argument(
+        "--bolt-password-env",
+        default="NEO4J_PASSWORD",
+        help="variable holding the Bolt password (default: NEO4J_PASSWORD)",
+    )
+    imp.add_argument("--bolt-database", default=None, help="database name (default: the server's default)")
+    imp.set_defaults(func=_data_import)
 
     verify = sub.add_parser(
         "verify", help="check every built artifact of a dataset against its manifest (sizes and content hashes)"

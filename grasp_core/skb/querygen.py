@@ -180,7 +180,8 @@ def relation_name(rel: str) -> str:
 _FLIP = {"down": "up", "up": "down"}
 
 
-def _reverse(rel: str) -> str:
+def reverse_hop(rel: str) -> str:
+    """The hop walked the other way (``rel|down`` <-> ``rel|up``; an undirected hop is its own reverse)."""
     name, _, way = rel.partition("|")
     return f"{name}|{_FLIP[way]}" if way else name
 
@@ -643,7 +644,7 @@ def _normalized(text: str) -> str:
     return " " + " | ".join(" ".join(tokens(c)) for c in _CLAUSE.split(text)) + " "
 
 
-class _Graph:
+class Graph:
     """CSR adjacencies per relation (symmetric, along and against the stored direction), types and fields."""
 
     def __init__(self, skb: SKB):
@@ -703,24 +704,24 @@ class _Graph:
             keep.append(needle in self._normalized[key])
         return candidates[np.asarray(keep, dtype=bool)] if keep else candidates
 
-    def properties(self, node: int, name_types: frozenset[str]) -> list[Property]:
+    def properties(self, node: int, rules: PropertyRules) -> list[Property]:
         """Every property of ``node``: terms of its term fields, noun phrases of its descriptive fields."""
         out = []
         name = self.text(node, "name")
-        if self.types[node] in name_types:  # a part of the name ("muscular dystrophy"), never all of it
+        if self.types[node] in rules.name_types:  # a part of the name ("muscular dystrophy"), never all of it
             out += [Property("name", p) for p in noun_phrases(name) if _is_name_phrase(p, name)]
         for f, text in self.fields_of(node).items():
-            if f in NON_PROPERTY_FIELDS:
+            if f in rules.skip_fields:
                 continue
-            if f in TERM_FIELDS:
+            if f in rules.term_fields:
                 out += [Property(f, t) for t in dict.fromkeys(_TERM_SEP.split(text)) if is_meaningful(t)]
             else:
                 out += [Property(f, p) for p in noun_phrases(text)]
         return [p for p in out if tokens(p.phrase) != tokens(name)]  # a property never gives the name away
 
-    def describable(self, node_type: str) -> bool:
+    def describable(self, node_type: str, skip_fields: frozenset[str] = NON_PROPERTY_FIELDS) -> bool:
         """True when nodes of this type have a text field a property can be cut from."""
-        return any(f not in NON_PROPERTY_FIELDS for f in self.skb.schema.node_types.get(node_type, ()))
+        return any(f not in skip_fields for f in self.skb.schema.node_types.get(node_type, ()))
 
     @cached_property
     def ids_by_type(self) -> dict[str, np.ndarray]:
@@ -746,7 +747,7 @@ def grounded_queries(
     """
     dataset = _dataset_of(skb)
     templates = templates_for(skb)
-    graph = _Graph(skb)
+    graph = Graph(skb)
     r = random.Random(seed)
     seen: set[str] = set()
     out: list[SynthQuery] = []
@@ -778,25 +779,40 @@ def synthesize_queries(
     cfg: QueryGenConfig = QueryGenConfig(),
     aliases: Aliases | None = None,
 ) -> pd.DataFrame:
-    """``n_queries`` STaRK-protocol queries over ``skb``: columns qid, split, query, answer_ids, template.
+    """``n_queries`` STaRK-protocol queries over ``skb``: columns qid, split, query, answer_ids, template
+    (:func:`queries_frame`)."""
+    rows = grounded_queries(skb, n_queries, seed, cfg, aliases)
+    return queries_frame(rows, seed, split_fractions)
 
-    Splits get ``round(n × fraction)`` queries (test takes the remainder), assigned after a seeded shuffle.
-    """
+
+def queries_frame(
+    rows: Sequence[SynthQuery],
+    seed: int,
+    split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
+    extra: Mapping[str, Sequence[str]] | None = None,
+) -> pd.DataFrame:
+    """The queries table of ``rows``: qid, split, query, answer_ids, template (and ``extra`` analysis columns).
+
+    Splits get ``round(n × fraction)`` queries (test takes the remainder), assigned after a seeded shuffle."""
     if len(split_fractions) != 3 or min(split_fractions) < 0 or abs(sum(split_fractions) - 1) > 1e-6:
         raise GraspError(f"split_fractions must be three non-negative numbers summing to 1, got {split_fractions}")
-    rows = grounded_queries(skb, n_queries, seed, cfg, aliases)
-    random.Random(f"{seed}-splits").shuffle(rows)
-    n_train = round(n_queries * split_fractions[0])
-    n_val = round(n_queries * split_fractions[1])
-    return pd.DataFrame(
+    order = list(range(len(rows)))
+    random.Random(f"{seed}-splits").shuffle(order)
+    n = len(rows)
+    n_train = round(n * split_fractions[0])
+    n_val = round(n * split_fractions[1])
+    frame = pd.DataFrame(
         {
-            "qid": np.arange(n_queries, dtype=np.int64),
-            "split": ["train"] * n_train + ["val"] * n_val + ["test"] * (n_queries - n_train - n_val),
-            "query": [q.text for q in rows],
-            "answer_ids": [q.answer_ids for q in rows],
-            "template": [q.template for q in rows],
+            "qid": np.arange(n, dtype=np.int64),
+            "split": ["train"] * n_train + ["val"] * n_val + ["test"] * (n - n_train - n_val),
+            "query": [rows[i].text for i in order],
+            "answer_ids": [rows[i].answer_ids for i in order],
+            "template": [rows[i].template for i in order],
         }
     )
+    for name, values in (extra or {}).items():
+        frame[name] = [values[i] for i in order]
+    return frame
 
 
 def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
@@ -806,10 +822,29 @@ def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
     return out
 
 
-def _make_query(
-    graph: _Graph, tpl: Template, dataset: str, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
-) -> SynthQuery | None:
-    """One grounded, worded query, or None when this grounding is degenerate."""
+@dataclass(frozen=True)
+class PropertyRules:
+    """Which fields give properties and how: the built-in field names by default; the generic synthesizer adds
+    what a user SKB's data shows (:mod:`grasp_core.skb.generic_queries`)."""
+
+    skip_fields: frozenset[str] = NON_PROPERTY_FIELDS
+    term_fields: frozenset[str] = TERM_FIELDS
+    name_types: frozenset[str] = frozenset()  # node types whose name also gives properties
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """A template grounded on anchors, with the property the gold was filtered by and the gold itself."""
+
+    anchors: list[int]
+    property: Property | None
+    answers: list[int]
+
+
+def ground(
+    graph: Graph, tpl: Template, r: random.Random, cfg: QueryGenConfig, rules: PropertyRules
+) -> Grounding | None:
+    """Steps 1, 2 and 4 of the protocol for one drawn template; None when this grounding is degenerate."""
     pool = graph.ids_by_type.get(tpl.target)
     if pool is None or len(pool) == 0:
         return None
@@ -834,33 +869,42 @@ def _make_query(
     if gold not in candidates:
         return None
     few = len(candidates) <= cfg.max_answers
-    if few and (not graph.describable(tpl.target) or r.random() < cfg.no_property_prob):
-        prop, answers = None, candidates.tolist()
-    elif not graph.describable(tpl.target):
+    describable = graph.describable(tpl.target, rules.skip_fields)
+    if few and (not describable or r.random() < cfg.no_property_prob):
+        return Grounding(anchors, None, candidates.tolist())
+    if not describable:
         return None
-    else:
-        picked = _pick_property(graph, gold, candidates, r, cfg, NAME_PROPERTY_TYPES.get(dataset, frozenset()))
-        if picked is None:
-            return None
-        prop, answers = picked
+    picked = _pick_property(graph, gold, candidates, r, cfg, rules)
+    if picked is None:
+        return None
+    return Grounding(anchors, *picked)
+
+
+def _make_query(
+    graph: Graph, tpl: Template, dataset: str, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
+) -> SynthQuery | None:
+    """One grounded, worded query, or None when this grounding is degenerate."""
+    g = ground(graph, tpl, r, cfg, PropertyRules(name_types=NAME_PROPERTY_TYPES.get(dataset, frozenset())))
+    if g is None:
+        return None
     if dataset == "hpo":
-        text = _word_hpo(graph, tpl, anchors, prop, r, cfg, aliases)
+        text = _word_hpo(graph, tpl, g.anchors, g.property, r, cfg, aliases)
     else:
-        text = _word(graph, tpl, anchors, prop, dataset, r, cfg, aliases)
-    return SynthQuery(text, answers, tpl.id, anchors, prop)
+        text = _word(graph, tpl, g.anchors, g.property, dataset, r, cfg, aliases)
+    return SynthQuery(text, g.answers, tpl.id, g.anchors, g.property)
 
 
-def _walk_back(graph: _Graph, path: tuple[str, ...], gold: int, r: random.Random) -> int | None:
+def _walk_back(graph: Graph, path: tuple[str, ...], gold: int, r: random.Random) -> int | None:
     node = gold
     for i in range(len(path) - 2, 0, -2):  # hop (path[i-1]) -[path[i]]- (path[i+1])
-        nbrs = graph.neighbours(_reverse(path[i]), np.array([node]), path[i - 1])
+        nbrs = graph.neighbours(reverse_hop(path[i]), np.array([node]), path[i - 1])
         if len(nbrs) == 0:
             return None
         node = int(nbrs[r.randrange(len(nbrs))])
     return node
 
 
-def _walk_forward(graph: _Graph, path: tuple[str, ...], anchor: int, max_frontier: int) -> np.ndarray | None:
+def _walk_forward(graph: Graph, path: tuple[str, ...], anchor: int, max_frontier: int) -> np.ndarray | None:
     frontier = np.array([anchor])
     for i in range(1, len(path), 2):
         frontier = graph.neighbours(path[i], frontier, path[i + 1])
@@ -870,9 +914,9 @@ def _walk_forward(graph: _Graph, path: tuple[str, ...], anchor: int, max_frontie
 
 
 def _pick_property(
-    graph: _Graph, gold: int, candidates: np.ndarray, r: random.Random, cfg: QueryGenConfig, name_types
+    graph: Graph, gold: int, candidates: np.ndarray, r: random.Random, cfg: QueryGenConfig, rules: PropertyRules
 ) -> tuple[Property, list[int]] | None:
-    options = graph.properties(gold, name_types)
+    options = graph.properties(gold, rules)
     r.shuffle(options)
     for prop in options[: cfg.property_tries]:
         answers = graph.satisfying(prop, candidates).tolist()
@@ -901,7 +945,7 @@ def _casual(text: str) -> str:
     return text[:1].lower() + text[1:] if text[1:] == text[1:].lower() else text
 
 
-def _hpo_anchor(graph: _Graph, node: int, register: str, r: random.Random, aliases: Aliases) -> str:
+def _hpo_anchor(graph: Graph, node: int, register: str, r: random.Random, aliases: Aliases) -> str:
     name = graph.text(node, "name")
     by_kind: dict[str, list[str]] = {}
     for text, kind in aliases.get(node, ()):
@@ -931,7 +975,7 @@ def _hpo_property(prop: Property | None, target: str, register: str, r: random.R
 
 
 def _word_hpo(
-    graph: _Graph,
+    graph: Graph,
     tpl: Template,
     anchors: list[int],
     prop: Property | None,
@@ -955,7 +999,15 @@ def _word_hpo(
 # ---- wording: synth-* ------------------------------------------------------------------------------------
 
 
-def _anchor_text(graph: _Graph, node: int, r: random.Random, cfg: QueryGenConfig, aliases: Aliases) -> str:
+def anchor_text(
+    graph: Graph,
+    node: int,
+    r: random.Random,
+    cfg: QueryGenConfig,
+    aliases: Aliases,
+    type_nouns: Mapping[str, Sequence[tuple[str, str]]] = TYPE_NOUNS,
+) -> str:
+    """How a question names an anchor: its name, an alias, a light paraphrase, sometimes after its type noun."""
     name = graph.text(node, "name")
     node_type = str(graph.types[node])
     fields = graph.fields_of(node)
@@ -969,8 +1021,8 @@ def _anchor_text(graph: _Graph, node: int, r: random.Random, cfg: QueryGenConfig
         text = _paraphrase(name, node_type, r)
     else:
         text = name
-    if r.random() < cfg.typed_anchor_prob and node_type in TYPE_NOUNS:
-        text = f"the {r.choice(TYPE_NOUNS[node_type])[0]} {text}"
+    if r.random() < cfg.typed_anchor_prob and node_type in type_nouns:
+        text = f"the {r.choice(type_nouns[node_type])[0]} {text}"
     return text
 
 
@@ -989,10 +1041,10 @@ def _hop_phrase(rel: str, src: str, dst: str, r: random.Random) -> str:
 
 
 def _path_clause(
-    graph: _Graph, path: tuple[str, ...], anchor: int, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
+    graph: Graph, path: tuple[str, ...], anchor: int, r: random.Random, cfg: QueryGenConfig, aliases: Aliases
 ) -> str:
     """The relation clause of the target: hops nest from the anchor outwards."""
-    x = _anchor_text(graph, anchor, r, cfg, aliases)
+    x = anchor_text(graph, anchor, r, cfg, aliases)
     for i in range(1, len(path) - 2, 2):  # every hop but the last describes an intermediate node
         mid = r.choice(TYPE_NOUNS.get(path[i + 1], ((path[i + 1], path[i + 1]),)))[0]
         hop = _hop_phrase(relation_name(path[i]), path[i - 1], path[i + 1], r).format(x=x)
@@ -1001,7 +1053,7 @@ def _path_clause(
 
 
 def _word(
-    graph: _Graph,
+    graph: Graph,
     tpl: Template,
     anchors: list[int],
     prop: Property | None,
