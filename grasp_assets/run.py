@@ -114,10 +114,14 @@ def run_pipeline(
             break_rounds = True
             continue
         if not success:
+            where = (
+                f"the run {run_id} in the Dagster UI (`dagster dev -w workspace.yaml`) has the step's logs"
+                if run_id
+                else "its process died before Dagster recorded a run"
+            )
             print(
-                f"[grasp] {name}: failed for {dataset!r}; the run {run_id} in the Dagster UI "
-                f"(`dagster dev -w workspace.yaml`) has the step's logs. Finished assets are kept; rerunning resumes "
-                f"from the first missing one."
+                f"[grasp] {name}: failed for {dataset!r}; {where}. Finished assets are kept; rerunning resumes from "
+                f"the first missing one."
             )
             raise GraspError(step_error(instance, run_id) or f"stage {name!r} failed (its process died)")
         print(f"[grasp] {name}: done in {timings[name]:.0f}s")
