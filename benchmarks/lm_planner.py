@@ -31,8 +31,8 @@ from grasp_core.io import is_complete
 from grasp_core.metrics import evaluate, per_query_hits
 from grasp_core.pipeline import data, graph, text
 from grasp_core.pipeline import planner as steps
+from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env
 from grasp_core.planner.rounds import ROUNDS, Gate
-from grasp_core.planner.scoring import evaluate_planner
 from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.profiles import get_profile
 
@@ -112,7 +112,7 @@ def main() -> None:
         gate = Gate.read(art.path("planner", r))
         rounds[f"rl{r}"] = {"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous, "passed": gate.passed}
 
-    env = steps.planner_env(ws)
+    env = planner_env(ws)
     test = ws.split("test")["qid"].astype(int).tolist()
     answers = [env.gold[q] for q in test]
     settings, hits, valid = {}, {}, {}
@@ -121,9 +121,9 @@ def main() -> None:
     hits["text"] = per_query_hits(text_rankings, answers, env.num_nodes)
     for key, path in [("sft", art.path("sft_adapter"))] + [(f"rl{r}", art.path("planner", r)) for r in ROUNDS]:
         t0 = time.perf_counter()
-        result = evaluate_planner(ws.planner_llm(path), env, test, profile.inference)
+        result = evaluate_planner(ws, ws.planner(path), test)
         settings[key] = result["fused"]
-        hits[key] = per_query_hits(result["fused_rankings"], answers, env.num_nodes)
+        hits[key] = per_query_hits(result["answers"].fusion.rankings, answers, env.num_nodes)
         valid[key] = round(100 * result["valid_plan_rate"], 1)
         print(f"[lm_planner] test {key}: fused hit@1 {settings[key]['hit@1']:.1f} ({time.perf_counter() - t0:.0f}s)")
     pairs = [("sft", "text"), ("rl1", "sft"), ("rl2", "sft"), ("rl2", "rl1")]
