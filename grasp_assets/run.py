@@ -31,6 +31,7 @@ from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
 from grasp_core.home import CHECKOUT_HOME
 from grasp_core.planner.rounds import gate_failed, previous_round
+from grasp_core.preflight import check_ready
 from grasp_core.quiet import quiet_libraries
 
 
@@ -62,6 +63,7 @@ def run_pipeline(
         "traversal": traversal or "",
     }
     settings = GraspSettings(**settings_fields)
+    check_ready(settings.get_profile(), dataset)  # every missing model, device and endpoint, before any stage
     art = settings.artifacts(dataset)
     graph = build_definitions(settings.get_profile()).resolve_asset_graph()  # code versions of this run's profile
     if observe_source(instance, dataset, settings.get_profile().dataset):
@@ -98,13 +100,43 @@ def run_pipeline(
             break_rounds = True
             continue
         if not success:
-            raise GraspError(
-                f"stage {name!r} failed for {dataset!r}; see the run {run_id} in the Dagster UI "
-                f"(`dagster dev -w workspace.yaml`) for the failing step's logs. Finished assets are kept; "
-                f"rerunning resumes from the first missing one."
+            where = (
+                f"the run {run_id} in the Dagster UI (`dagster dev -w workspace.yaml`) has the step's logs"
+                if run_id
+                else "its process died before Dagster recorded a run"
             )
+            print(
+                f"[grasp] {name}: failed for {dataset!r}; {where}. Finished assets are kept; rerunning resumes from "
+                f"the first missing one."
+            )
+            raise GraspError(step_error(instance, run_id) or f"stage {name!r} failed (its process died)")
         print(f"[grasp] {name}: done in {timings[name]:.0f}s")
     return timings
+
+
+def step_error(instance: dg.DagsterInstance, run_id: str | None) -> str | None:
+    """``"<step>: <its own error>"`` of a failed run: the innermost cause of its first step failure (the error the
+    step raised, without Dagster's wrapping), or of its first failed blocking check."""
+    if run_id is None:
+        return None
+    for kind in (dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        for record in instance.get_records_for_run(run_id, of_type=kind).records:
+            event = record.event_log_entry.dagster_event
+            if event is None:
+                continue
+            if kind == dg.DagsterEventType.STEP_FAILURE:
+                error = event.step_failure_data.error
+                while error is not None and error.cause is not None:
+                    error = error.cause
+                if error is not None:
+                    message = error.message.strip()
+                    prefix = f"{error.cls_name}: "
+                    return f"{event.step_key}: {message[len(prefix) :] if message.startswith(prefix) else message}"
+            else:
+                check = event.event_specific_data
+                if not check.passed:
+                    return f"{check.asset_key.to_user_string()}: blocking check {check.check_name} failed"
+    return None
 
 
 class _Stopped(Exception):

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
@@ -51,6 +51,13 @@ from grasp_core.rerank.features import RerankInput
 from grasp_core.text.mfar import QUERY_MAX_TOKENS
 from grasp_core.textnorm import check_unicode
 from grasp_core.truncation import cut_to_tokens
+
+if TYPE_CHECKING:
+    from grasp_core.rerank.inference import PairReranker
+    from grasp_core.rerank.ranker import LTRReranker
+    from grasp_core.text.bm25 import BM25Retriever
+    from grasp_core.text.dense import DenseRetriever
+    from grasp_core.text.mfar import MFARRetriever
 
 STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
 TEXT_TOP_K = 100  # candidates the text branch returns per query (the text_rankings asset keeps as many)
@@ -158,10 +165,8 @@ class AnswerPath:
 
     def __init__(self, ws: Components, options: AnswerOptions = AnswerOptions(), planner: Planner | None = None):
         self.ws, self.options = ws, options
-        self.planner_name: str | None = None  # the planning checkpoint's name once the planner is loaded
-        if planner is not None:
-            self.__dict__["planner"] = planner
-            self.planner_name = "in memory"
+        self.planner_name: str | None = "in memory" if planner is not None else None  # set when the planner loads
+        self._given_planner = planner
         # the text branch's helper thread: off by default, on the shared 2-core machine it made a warm hpo question
         # slower (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
         # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores
@@ -182,11 +187,13 @@ class AnswerPath:
 
     # ------------------------------------------------------------------------------------------- parts
     @cached_property
-    def text_retriever(self) -> Any:
+    def text_retriever(self) -> BM25Retriever | DenseRetriever | MFARRetriever:
         return self.ws.text_retriever(self.ws.profile.text_retriever)
 
     @cached_property
     def planner(self) -> Planner:
+        if self._given_planner is not None:
+            return self._given_planner
         if self.options.planner:
             self.planner_name = self.options.planner
             checkpoint = self.ws.art.require(*self.options.planner.split(":"))
@@ -195,7 +202,7 @@ class AnswerPath:
         return self.ws.planner(checkpoint)
 
     @cached_property
-    def reranker(self) -> Any:
+    def reranker(self) -> LTRReranker | PairReranker:
         return self.ws.reranker()
 
     # ------------------------------------------------------------------------------------------ the path

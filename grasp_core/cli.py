@@ -129,6 +129,19 @@ def _verify(args: argparse.Namespace) -> None:
     print(f"{len(built)} artifacts of {args.dataset!r} verified (sizes and content hashes)")
 
 
+def _check(args: argparse.Namespace) -> None:
+    from grasp_core.preflight import preflight
+
+    problems = preflight(get_profile(args.profile), args.dataset)
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
+    if problems:
+        raise GraspError(
+            f"{len(problems)} problem(s) above; profile {args.profile!r} is not ready for {args.dataset!r}"
+        )
+    print(f"profile {args.profile!r} is ready for {args.dataset!r}: models, devices and endpoints found")
+
+
 def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
@@ -235,6 +248,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     build.add_argument("--scale", default=None, help="synthetic size: tiny | small | full | fraction")
     build.add_argument("--no-queries", action="store_true", help="build the graph only")
     build.set_defaults(func=_data_build)
+    check = sub.add_parser(
+        "check",
+        help="preflight: the profile's model directories, devices and endpoints, and the dataset key; lists every "
+        "problem with the setting to change (grasp pipeline runs it first)",
+    )
+    check.add_argument("dataset", nargs="?", default="hpo")
+    check.set_defaults(func=_check)
+
     stats = data.add_parser("stats", help="print node/edge counts per type/relation and query counts per split")
     stats.add_argument("dataset")
     stats.set_defaults(func=_data_stats)

@@ -79,10 +79,12 @@ class DatasetConfig:
     )
 
 
-def check_dataset(name: str, cfg: DatasetConfig = DatasetConfig()) -> None:
-    """Raise :class:`UnknownDatasetError` unless ``name`` is a built-in key or an existing user SKB."""
+def check_dataset(name: str, cfg: DatasetConfig | None = None) -> None:
+    """Raise :class:`UnknownDatasetError` unless ``name`` is a built-in key or an existing user SKB (``cfg``: default
+    the environment's now, e.g. ``$GRASP_USER_SKBS``)."""
     if name in BUILTIN:
         return
+    cfg = cfg or DatasetConfig()
     if USER_KEY.match(name) and (Path(cfg.user_skb_root) / name / "schema.json").exists():
         return
     raise UnknownDatasetError(

@@ -213,7 +213,35 @@ def _smoke() -> Profile:
     )
 
 
-PROFILE_NAMES = ("cpu", "gpu", "smoke")
+def _gpu_smoke() -> Profile:
+    """The `gpu` profile's code paths at the `smoke` profile's sizes, on the CPU: the LM planner (LoRA SFT and GRPO
+    through TRL, the full plan grammar and prompts), the causal-LM reranker with LoRA, last-token pooling in the
+    encoder. Its models come from ``$GRASP_MODEL_DIR`` under the gpu profile's names; the end-to-end test builds tiny
+    ones from config there (``tests/tiny_models.py``), the only difference from `gpu`."""
+    gpu, smoke = _gpu(), _smoke()
+    return gpu.replace(
+        name="gpu-smoke",
+        device="cpu",
+        dataset=smoke.dataset,
+        encoder=dataclasses.replace(gpu.encoder, device="cpu", dtype="float32", batch_size=16),
+        teacher=smoke.teacher,
+        sft=dataclasses.replace(
+            smoke.sft, use_lora=True, lora_r=8, lora_alpha=16, learning_rate=1e-3, max_length=gpu.sft.max_length
+        ),
+        inference=dataclasses.replace(gpu.inference, max_new_tokens=320),
+        rl=dataclasses.replace(smoke.rl, rft_from_base=True, rft_epochs=1.0, rft_learning_rate=None),
+        grpo=dataclasses.replace(smoke.grpo, use_lora=True, lora_r=4, lora_alpha=8, learning_rate=1e-4),
+        causal_reranker=dataclasses.replace(
+            gpu.causal_reranker, device="cpu", dtype="float32", max_length=128, batch_size=8, lora_r=4, lora_alpha=8
+        ),
+        reranker_docs=smoke.reranker_docs,
+        reranker_train=smoke.reranker_train,
+        rerank=smoke.rerank,
+        eval=smoke.eval,
+    )
+
+
+PROFILE_NAMES = ("cpu", "gpu", "smoke", "gpu-smoke")
 GRAPH_STORES = ("ladybug", "neo4j")
 TRAVERSALS = ("arrays", "store")
 
@@ -241,4 +269,6 @@ def get_profile(name: str) -> Profile:
         return _gpu()
     if name == "smoke":
         return _smoke()
+    if name == "gpu-smoke":
+        return _gpu_smoke()
     raise GraspError(f"unknown profile {name!r}: choose one of {PROFILE_NAMES}")

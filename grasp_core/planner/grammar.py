@@ -332,10 +332,17 @@ class PlanGrammar:
 
     @classmethod
     def logits_processor(
-        cls, constraints, tokenizer: Any, eos_ids: list[int], prompt_len: int, max_new_tokens: int, n: int
+        cls,
+        constraints,
+        tokenizer: Any,
+        eos_ids: list[int],
+        prompt_len: int,
+        max_new_tokens: int,
+        n: int,
+        record: bool = False,
     ) -> PlanLogitsProcessor:
         """The decoding constraint of a batch of prompts (:class:`grasp_core.llm.backends.Constraint`)."""
-        return PlanLogitsProcessor(list(constraints), ll_tokenizer(tokenizer, eos_ids), n)
+        return PlanLogitsProcessor(list(constraints), ll_tokenizer(tokenizer, eos_ids), n, record)
 
 
 def _merged(alt: _Alt) -> list[str]:
@@ -392,9 +399,13 @@ class PlanLogitsProcessor(LogitsProcessor):
 
     Rows are ``prompt × n`` as transformers lays out ``num_return_sequences``. Each grammar is compiled
     once and its matcher copied for the ``n`` rows. A finished row (EOS) is held at EOS.
+
+    With ``record``, every step's allowed tokens are kept as a packed bitmask (bit ``v % 32`` of int32 word
+    ``v // 32`` is token ``v``; 1 bit per vocabulary entry): :meth:`allowed_bits` returns them, and GRPO takes
+    its log-probabilities over exactly the tokens the sampler could choose (:func:`unpack_bits`).
     """
 
-    def __init__(self, grammars: list[PlanGrammar], tokenizer: LLTokenizer, n: int = 1):
+    def __init__(self, grammars: list[PlanGrammar], tokenizer: LLTokenizer, n: int = 1, record: bool = False):
         compiled = [matcher(g, tokenizer) for g in grammars]
         self.matchers = [c if k == 0 else c.deep_copy() for c in compiled for k in range(n)]
         self.eos = tokenizer.eos_token
@@ -402,6 +413,15 @@ class PlanLogitsProcessor(LogitsProcessor):
         self.bitmask = allocate_token_bitmask(len(self.matchers), self.vocab)
         self.started = False
         self.failures = 0  # steps where a row's matcher was in error (never expected; EOS is forced then)
+        self._steps: list[torch.Tensor] | None = [] if record else None
+
+    def allowed_bits(self) -> torch.Tensor:
+        """The recorded masks, ``(rows, steps, ceil(vocab / 32))`` int32 (the constructor's ``record``)."""
+        if self._steps is None:
+            raise GraspError("PlanLogitsProcessor: allowed_bits() needs record=True")
+        if not self._steps:
+            return torch.zeros(len(self.matchers), 0, self.bitmask.shape[1], dtype=torch.int32)
+        return torch.stack(self._steps, dim=1)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = input_ids.shape[0]
@@ -411,19 +431,29 @@ class PlanLogitsProcessor(LogitsProcessor):
                 if not m.is_stopped():
                     m.consume_token(tok)
         self.started = True
-        eos_only = torch.zeros(scores.shape[-1], dtype=torch.bool)
-        eos_only[self.eos] = True
-        allowed = torch.zeros(rows, scores.shape[-1], dtype=torch.bool)
         for r in range(rows):
             m = self.matchers[r]
             if m.is_stopped() or m.is_error():
                 self.failures += int(m.is_error())
-                allowed[r] = eos_only
+                self.bitmask[r] = 0  # EOS only
+                self.bitmask[r, self.eos // 32] = _bit(self.eos % 32)
                 continue
             fill_next_token_bitmask(m, self.bitmask, r)
-        live = ~allowed.any(dim=1)
-        if live.any():
-            bits = (self.bitmask[live].unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
-            width = min(self.vocab, scores.shape[-1])
-            allowed[live, :width] = bits.reshape(int(live.sum()), -1)[:, :width].bool()
+        if self._steps is not None:
+            self._steps.append(self.bitmask[:rows].clone())
+        allowed = unpack_bits(self.bitmask[:rows], scores.shape[-1])
         return scores.masked_fill(~allowed.to(scores.device), float("-inf"))
+
+
+def _bit(i: int) -> int:
+    """Bit ``i`` of an int32 word, as the signed value torch stores (bit 31 is the sign)."""
+    return (1 << i) - (1 << 32 if i == 31 else 0)
+
+
+def unpack_bits(bits: torch.Tensor, width: int) -> torch.Tensor:
+    """Packed int32 bitmasks ``(..., words)`` -> bool ``(..., width)``; tokens past ``32 * words`` are not allowed."""
+    flat = ((bits.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32, device=bits.device)) & 1).bool()
+    flat = flat.reshape(*bits.shape[:-1], -1)
+    if flat.shape[-1] >= width:
+        return flat[..., :width]
+    return torch.cat([flat, flat.new_zeros(*bits.shape[:-1], width - flat.shape[-1])], dim=-1)

@@ -96,21 +96,29 @@ def rft_examples(sft_examples: list[dict], best: pd.DataFrame, prompt_of: Callab
 
 
 def _grpo_trainer_class():
-    """TRL's GRPOTrainer with grammar-constrained rollouts and resampling of all-flat batches (built lazily: TRL is heavy)."""
+    """TRL's GRPOTrainer on the grammar-constrained policy, with resampling of all-flat batches (built lazily: TRL
+    is heavy). Overrides pinned to TRL 1.16 (``pyproject.toml``): the rollout step, and the per-token log-probs."""
     import torch
     from trl import GRPOTrainer
 
     class PlanGRPOTrainer(GRPOTrainer):
-        """Rollouts are decoded under each prompt's plan grammar, as planner inference and RL sampling are.
+        """GRPO on the policy that samples: p̃(t) = p(t) / Σ_{allowed} p, the model renormalized over the tokens
+        the plan grammar allows at each step.
 
-        ``grammars`` maps a prompt's token ids (as TRL tokenizes it) to its :class:`PlanGrammar`. The policy
-        gradient is taken on the model's unconstrained log-probabilities of the sampled tokens (TRL recomputes
-        them), which pushes probability onto the grammar-valid tokens that earned a reward.
+        Rollouts are decoded under each prompt's plan grammar (as planner inference and RL sampling are), and the
+        allowed-token mask of every step is recorded (packed, 1 bit per vocabulary entry) and carried with the
+        batch (``allowed_bits``: TRL shuffles and splits every tensor of the batch dict together). The loss's and the
+        KL reference's per-token log-probs are then log-softmax over the allowed tokens only: a token the grammar
+        forces has log p̃ = 0 and no gradient, and a negative advantage moves mass to the other *allowed* tokens,
+        never onto tokens the sampler cannot emit (with TRL's full-vocabulary log-probs the gradient would carry
+        an extra A·∇log Z term that does both). ``grammars`` maps a prompt's token ids (as TRL tokenizes it) to its
+        :class:`PlanGrammar`.
         """
 
         def __init__(self, *args, grammars: dict, resample_flat: int, **kwargs):
             super().__init__(*args, **kwargs)
             self._grammars, self._resample_flat = grammars, resample_flat
+            self._allowed: torch.Tensor | None = None  # the allowed_bits of the rows being scored
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
             from transformers.generation import LogitsProcessorList
@@ -132,7 +140,9 @@ def _grpo_trainer_class():
             if budget <= 0:
                 raise GraspError(f"GRPO: a {longest}-token prompt leaves no room in the model's {limit}-token context")
             grammars = [self._grammars[tuple(ids)] for ids in prompt_ids]
-            processor = PlanGrammar.logits_processor(grammars, tok, list(self.eos_token_ids), longest, budget, 1)
+            processor = PlanGrammar.logits_processor(
+                grammars, tok, list(self.eos_token_ids), longest, budget, 1, record=True
+            )
             device = self.accelerator.device
             with torch.no_grad():
                 out = self.accelerator.unwrap_model(self.model).generate(
@@ -146,17 +156,72 @@ def _grpo_trainer_class():
             for row in out[:, longest:].tolist():  # cut after the first EOS (kept), drop the padding after it
                 ends = [i for i, t in enumerate(row) if t in self.eos_token_ids]
                 completions.append(row[: ends[0] + 1] if ends else row)
+            self._allowed = processor.allowed_bits()  # rows in prompt order, as TRL lays out the completions
             return completions, None
 
         def _generate_and_score_completions(self, inputs):
-            out = super()._generate_and_score_completions(inputs)
+            out = self._score_constrained(inputs)
             for _ in range(self._resample_flat):
                 if out["advantages"].abs().sum().item() > 0:
                     break
-                out = super()._generate_and_score_completions(inputs)
+                out = self._score_constrained(inputs)
             return out
 
+        def _score_constrained(self, inputs):
+            out = super()._generate_and_score_completions(inputs)  # its log-probs read self._allowed
+            out["allowed_bits"] = self._allowed
+            return out
+
+        def _compute_loss(self, model, inputs):
+            self._allowed = inputs["allowed_bits"]
+            return super()._compute_loss(model, inputs)
+
+        def _get_per_token_logps_and_entropies(
+            self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, **extra
+        ):
+            """log p̃ of each completion token (and the entropy of p̃) over the recorded allowed tokens."""
+            if extra.get("compute_aux_loss") or any(v is not None for k, v in extra.items() if k != "compute_aux_loss"):
+                raise GraspError("GRPO on the plan grammar takes text-only dense models (no images, no MoE aux loss)")
+            if self._allowed is None or len(self._allowed) != len(input_ids):
+                raise GraspError("GRPO: no allowed-token masks recorded for these rows")
+            batch_size = batch_size or len(input_ids)
+            logps, entropies = [], []
+            for s in range(0, len(input_ids), batch_size):
+                ids, att = input_ids[s : s + batch_size], attention_mask[s : s + batch_size]
+                logits = model(input_ids=ids, attention_mask=att, logits_to_keep=logits_to_keep + 1).logits
+                lp, ent = constrained_logps(
+                    logits[:, :-1].float() / self.temperature,
+                    ids[:, -logits_to_keep:],
+                    self._allowed[s : s + batch_size],
+                    att[:, -logits_to_keep:].bool(),
+                )
+                logps.append(lp)
+                entropies.append(ent)
+            return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
     return PlanGRPOTrainer
+
+
+def constrained_logps(logits, tokens, allowed_bits, mask):
+    """Per-token log-probs of ``tokens`` (and the entropy) under softmax(``logits``) renormalized over the allowed
+    tokens: ``logits`` ``(rows, T, V)``, ``tokens`` and ``mask`` ``(rows, T)``, ``allowed_bits`` the packed masks
+    ``(rows, ≥T or fewer, words)``. Positions outside ``mask`` (padding) get 0 for both."""
+    import torch
+
+    from grasp_core.planner.grammar import unpack_bits
+
+    steps = logits.shape[1]
+    bits = allowed_bits[:, :steps].to(logits.device)
+    allowed = unpack_bits(bits, logits.shape[-1])
+    if allowed.shape[1] < steps:  # steps past the recorded ones are padding: leave every token allowed there
+        pad = allowed.new_ones(allowed.shape[0], steps - allowed.shape[1], allowed.shape[2])
+        allowed = torch.cat([allowed, pad], dim=1)
+    allowed = allowed | ~mask.unsqueeze(-1)  # padding: never an empty row (no NaN), zeroed below
+    logp = logits.masked_fill(~allowed, float("-inf")).log_softmax(-1)
+    token_logp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():
+        entropy = -(logp.exp() * logp.masked_fill(~allowed, 0.0)).sum(-1)
+    return torch.where(mask, token_logp, 0.0), torch.where(mask, entropy, 0.0)
 
 
 def train_grpo(
@@ -170,11 +235,14 @@ def train_grpo(
     log_fn: LogFn | None = None,
     device: str = "cpu",
     grammar: PlanGrammarConfig = PlanGrammarConfig(),
+    reward_func: Callable | None = None,
 ) -> dict:
     """GRPO from the planner at ``model_path``; writes the best checkpoint (by ``evaluate_val``) to ``out_dir``.
 
     ``evaluate_val(model, tokenizer) -> validation fused Hit@1`` is called at step 0 and every
     ``cfg.save_every`` steps (and at the end); the best model is saved merged (a full planner checkpoint).
+    ``reward_func`` is a TRL reward function ``f(completions, qid, **columns) -> rewards`` (default: the
+    fused-gain reward of ``env``).
     """
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -240,6 +308,10 @@ def train_grpo(
             max_completion_length=cfg.max_completion_length,
             max_steps=cfg.max_steps,
             scale_rewards="none",
+            # Σ_t A·∇log p̃ per completion over a constant (completions × max_completion_length): the policy gradient
+            # of the expected reward, each token weighted alike; "grpo" divides by each completion's own length
+            # (a length bias when reward follows plan length), docs/planner.md
+            loss_type="dr_grpo",
             logging_steps=1,
             save_strategy="no",
             report_to=[],
@@ -254,7 +326,7 @@ def train_grpo(
         }
         trainer = _grpo_trainer_class()(
             model=model,
-            reward_funcs=[rewarder.reward_function()],
+            reward_funcs=[reward_func or rewarder.reward_function()],
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,

@@ -29,6 +29,11 @@ class OpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API; the model list, as vLLM serves it
+                if self.path != "/v1/models":
+                    return self._send(404, {"error": f"no route {self.path}"})
+                return self._send(200, {"object": "list", "data": [{"id": "served-model", "object": "model"}]})
+
             def do_POST(self):  # noqa: N802 - the http.server API
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": f"no route {self.path}"})

@@ -21,6 +21,7 @@ from grasp_core.planner.policy_train import (
 )
 from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rl import GRPOSettings
+from grasp_core.planner.rounds import Gate
 
 N_FIT = 96  # training queries the SFT test learns from; the rest of the training split is held out
 GRADED = RewardTable(
@@ -200,3 +201,58 @@ def test_a_saved_policy_plans_the_same_after_loading(world, executed, tmp_path):
     policy.save(tmp_path, world.teacher.cfg)
     loaded = load_policy(tmp_path, world.skb.schema, policy.featurizer.encoder)
     assert [a.text for a in loaded.plan(queries, tables)] == [a.text for a in policy.plan(queries, tables)]
+
+
+class ScriptedValidation:
+    """A validation curve given in advance whose best is not the last checkpoint; it snapshots the head at every
+    call, so a test can tell which checkpoint the trainer kept (code that kept the last one would fail)."""
+
+    def __init__(self, policy, curve: list[float]):
+        self.policy, self.curve, self.heads = policy, list(curve), []
+
+    def __call__(self) -> float:
+        self.heads.append({k: v.clone() for k, v in self.policy.head.state_dict().items()})
+        return self.curve[len(self.heads) - 1]
+
+    def kept(self) -> int:
+        """The index of the call whose head the policy holds now."""
+        now = self.policy.head.state_dict()
+        (i,) = [i for i, h in enumerate(self.heads) if all(torch.equal(h[k], now[k]) for k in now)]
+        return i
+
+
+def test_sft_keeps_its_best_validated_epoch_not_the_last(world, executed):
+    policy = _policy(world, executed)
+    teacher = {q: json_text(t.plan) for q, t in executed.items() if t.plan is not None}
+    qids = world.train[:N_FIT]
+    x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
+    cfg = PolicyTrainSettings(epochs=6, validate_every=2, soft_weight=0.0)
+    targets, keep = sft_targets(x, qids, teacher, _outcomes(world, executed), cfg)
+    val = ScriptedValidation(policy, [20.0, 30.0, 35.0, 25.0])  # epochs 0, 2, 4, 6: the best is epoch 4
+    result = fit(policy, x.select(keep), targets[keep], cfg, cfg.epochs, cfg.learning_rate, validate=val)
+    assert [s["epoch"] for s in result["selection"]] == [0, 2, 4, 6]
+    assert result["best_epoch"] == 4 and result["best_val_fused_hit1"] == 35.0
+    assert val.kept() == 2  # the head validated at epoch 4, not the one trained on to epoch 6
+
+
+@pytest.mark.parametrize(
+    ("curve", "best_step", "start", "passes"),
+    [
+        ([40.0, 46.0, 43.0], 1, 42.0, True),  # step 1 is best and beats the round's start: kept, gate passes
+        ([40.0, 39.0, 41.0], 2, 42.0, False),  # no checkpoint reaches the round's start: the gate fails
+    ],
+)
+def test_grpo_keeps_its_best_validated_step_and_the_gate_compares_it_with_the_start(
+    world, executed, curve, best_step, start, passes
+):
+    policy = _policy(world, executed)
+    outcomes = _outcomes(world, executed, GRADED)
+    qids = [q for q in world.train[:48] if world.tables[q].rows]
+    x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
+    cfg = GRPOSettings(num_generations=8, prompts_per_step=16, learning_rate=0.05, max_steps=2, save_every=1)
+    val = ScriptedValidation(policy, curve)
+    result = train_grpo(policy, x, qids, outcomes, GRADED, cfg, val)
+    assert [s["step"] for s in result["selection"]] == [0, 1, 2] and len(result["history"]) == 2
+    assert result["best_step"] == best_step and result["best_val_fused_hit1"] == max(curve)
+    assert val.kept() == best_step  # exactly one snapshot matches: every step moved the head
+    assert Gate(result["best_val_fused_hit1"], start).passed is passes
