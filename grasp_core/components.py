@@ -198,12 +198,18 @@ class Components:
 
         return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
 
-    def reranker_features(self):
-        """The ``ltr`` reranker's feature builder (over the graph, the node vectors and the trained mFAR)."""
+    def reranker_features(self, asked=None):
+        """The ``ltr`` reranker's feature builder (over the graph, the node vectors, the trained mFAR and the
+        asked-type model ``asked``, an :class:`~grasp_core.rerank.asked_type.AskedType`)."""
         from grasp_core.rerank.features import FeatureBuilder
 
         return FeatureBuilder(
-            self.graph, self.embeddings.doc, self.text_retriever("mfar"), self.profile.rerank_features
+            self.graph,
+            self.embeddings.doc,
+            self.text_retriever("mfar"),
+            self.profile.rerank_features,
+            names=self.embeddings,
+            asked=asked,
         )
 
     def reranker(self):
@@ -220,9 +226,10 @@ class Components:
             )
         w, k = float(rrf["w"]), float(rrf["k"])
         if kind == "ltr":
+            from grasp_core.rerank.asked_type import AskedType
             from grasp_core.rerank.ranker import LTRReranker
 
-            return LTRReranker.load(path, self.reranker_features(), w, k)
+            return LTRReranker.load(path, self.reranker_features(AskedType.load(path)), w, k)
         from grasp_core.rerank.inference import PairReranker
         from grasp_core.rerank.weights import load_trained_weights
 

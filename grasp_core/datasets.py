@@ -41,6 +41,13 @@ class DatasetConfig:
     n_queries: int = field(
         default=3000, metadata={"help": "queries synthesized for hpo and synth-* (train/val/test 60/20/20)"}
     )
+    term_queries: int = field(
+        default=300,
+        metadata={
+            "help": "term look-up queries ('what is the term for <alias or definition>?') added to train/val of "
+            "hpo and synth-* (grasp_core/skb/term_queries.py); 0: none"
+        },
+    )
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
         metadata={
@@ -112,17 +119,21 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
 def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
     """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs).
 
-    hpo also gets its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
+    Synthesized sets also get term look-up queries in train/val (:mod:`grasp_core.skb.term_queries`); hpo also gets
+    its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
     """
+    if name not in ("hpo", *SYNTHETIC):
+        return graph.queries
+    from grasp_core.skb.term_queries import term_queries
+
+    terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=cfg.n_queries)
     if name == "hpo":
         from grasp_core.skb.hpo import hpo_queries
         from grasp_core.skb.human_queries import human_queries
 
-        return pd.concat(
-            [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), human_queries(graph)], ignore_index=True
-        )
-    if name in SYNTHETIC:
+        parts = [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, human_queries(graph)]
+    else:
         from grasp_core.skb.querygen import synthesize_queries
 
-        return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
-    return graph.queries
+        parts = [synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms]
+    return pd.concat([p for p in parts if len(p)], ignore_index=True)

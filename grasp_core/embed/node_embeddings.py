@@ -3,8 +3,13 @@
 On disk (one directory, written with :func:`grasp_core.io.atomic_dir`)::
 
     name.npy   float16 [N, dim]   node names, truncated at ``EncoderConfig.name_max_tokens``
-    doc.npy    float16 [N, dim]   ``skb.document(i)`` (type + name + text fields), ``doc_max_tokens``
-    meta.json  encoder identity, token limits, N, dim, sha256 of the name texts and of the doc texts
+    doc.npy    float16 [N, dim]   ``skb.document(i)`` (type + name + text fields + aliases), ``doc_max_tokens``
+    alias.npy  float16 [A, dim]   every alias of the ``aliases`` column (``SKB.alias_pairs``), ``name_max_tokens``
+    alias_owner.npy int64 [A]     the node each alias vector names
+    meta.json  encoder identity, token limits, N, dim, sha256 of the name, doc and alias texts
+
+The name index searches names and aliases together (a node's name score is the max over them,
+:mod:`grasp_core.embed.vector_index`); an SKB without aliases has ``A = 0``.
 
 Building is resumable: texts are encoded in chunks, each saved under ``.<out_dir>.work/`` next to
 ``out_dir`` with a file name derived from a hash of (encoder identity, token limit, chunk texts). A rerun
@@ -28,7 +33,8 @@ from grasp_core.errors import CorruptArtifactError, MissingArtifactError
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB
 
-KINDS = ("name", "doc")
+KINDS = ("name", "doc")  # the index kinds; alias vectors belong to the name index
+ALIAS = "alias"
 CHUNK_SIZE = 4096
 
 
@@ -38,6 +44,16 @@ class NodeEmbeddings:
     doc: np.ndarray  # float32 [N, dim], L2-normalized
     identity: str
     meta: dict
+    alias: np.ndarray | None = None  # float32 [A, dim], L2-normalized; None = no aliases
+    alias_owner: np.ndarray | None = None  # int64 [A]: the node of each alias vector
+
+    def name_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors, owner node ids) of every name and alias: what the name index holds."""
+        own = np.arange(len(self.name), dtype=np.int64)
+        if self.alias is None or not len(self.alias):
+            return self.name, own
+        assert self.alias_owner is not None
+        return np.concatenate([self.name, self.alias]), np.concatenate([own, self.alias_owner])
 
     def of(self, kind: str) -> np.ndarray:
         if kind not in KINDS:
@@ -55,8 +71,12 @@ def texts_hash(texts: Sequence[str]) -> str:
 
 
 def node_texts(skb: SKB) -> dict[str, list[str]]:
-    """The texts that are embedded: node names and node documents."""
-    return {"name": skb.nodes["name"].astype(str).tolist(), "doc": skb.documents()}
+    """The texts that are embedded: node names, node documents and aliases (in ``SKB.alias_pairs`` order)."""
+    return {
+        "name": skb.nodes["name"].astype(str).tolist(),
+        "doc": skb.documents(),
+        ALIAS: [a for _, a in skb.alias_pairs()],
+    }
 
 
 def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderConfig) -> dict:
@@ -68,6 +88,8 @@ def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderCo
         "doc_max_tokens": cfg.doc_max_tokens,
         "name_hash": texts_hash(texts["name"]),
         "doc_hash": texts_hash(texts["doc"]),
+        "num_aliases": len(texts[ALIAS]),
+        "alias_hash": texts_hash(texts[ALIAS]),
     }
 
 
@@ -92,9 +114,12 @@ def build_node_embeddings(
         return out_dir
     work = out_dir.parent / f".{out_dir.name}.work"
     work.mkdir(parents=True, exist_ok=True)
-    limits = {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens}
-    chunks = [(kind, start) for kind in KINDS for start in range(0, len(texts[kind]), chunk_size)]
-    parts: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
+    limits = {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens, ALIAS: cfg.name_max_tokens}
+    parts: dict[str, list[np.ndarray]] = {kind: [] for kind in (*KINDS, ALIAS)}
+    parts.update(_unchanged(out_dir, meta))
+    chunks = [
+        (kind, start) for kind in (*KINDS, ALIAS) if not parts[kind] for start in range(0, len(texts[kind]), chunk_size)
+    ]
     used = set()
     for kind, start in tqdm(chunks, desc=f"embed {out_dir.name}", unit="chunk"):
         chunk = texts[kind][start : start + chunk_size]
@@ -111,12 +136,34 @@ def build_node_embeddings(
         if stale.name not in used:
             stale.unlink()
     with atomic_dir(out_dir) as tmp:
-        for kind in KINDS:
+        for kind in (*KINDS, ALIAS):
             stacked = np.concatenate(parts[kind]) if parts[kind] else np.zeros((0, encoder.dim), np.float16)
             np.save(tmp / f"{kind}.npy", stacked)
+        np.save(tmp / "alias_owner.npy", np.asarray([i for i, _ in skb.alias_pairs()], np.int64))
         write_json(tmp / "meta.json", meta)
     shutil.rmtree(work, ignore_errors=True)
     return out_dir
+
+
+def _unchanged(out_dir: Path, meta: dict) -> dict[str, list[np.ndarray]]:
+    """The kinds of a previous complete build at ``out_dir`` whose texts, encoder and token limit are the same
+    (e.g. only aliases were added): reused as they are, not encoded again."""
+    if not is_complete(out_dir) or not (out_dir / "meta.json").is_file():
+        return {}
+    try:
+        old = read_json(out_dir / "meta.json")
+    except (OSError, ValueError):
+        return {}
+    same = ("identity", "dim", "num_nodes")
+    if any(old.get(k) != meta[k] for k in same):
+        return {}
+    out = {}
+    for kind, limit in (("name", "name_max_tokens"), ("doc", "doc_max_tokens")):
+        if old.get(f"{kind}_hash") == meta[f"{kind}_hash"] and old.get(limit) == meta[limit]:
+            vectors = _load_chunk(out_dir / f"{kind}.npy", meta["num_nodes"], meta["dim"])
+            if vectors is not None:
+                out[kind] = [vectors]
+    return out
 
 
 def _load_chunk(file: Path, rows: int, dim: int) -> np.ndarray | None:
@@ -142,17 +189,23 @@ def load_node_embeddings(out_dir: str | Path) -> NodeEmbeddings:
     except (OSError, ValueError) as exc:
         raise CorruptArtifactError(f"{out_dir / 'meta.json'}: unreadable ({exc}); rebuild the embeddings") from exc
     arrays = {}
-    for kind in KINDS:
-        file = out_dir / f"{kind}.npy"
-        try:
-            array = np.load(file)
-        except (ValueError, OSError, EOFError) as exc:
-            raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
-        expected = (meta.get("num_nodes"), meta.get("dim"))
-        if array.shape != expected:
-            raise CorruptArtifactError(
-                f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings"
-            )
+    for kind in (*KINDS, ALIAS):
+        rows = meta.get("num_aliases", 0) if kind == ALIAS else meta.get("num_nodes")
+        array = _load_array(out_dir / f"{kind}.npy", (rows, meta.get("dim")), absent_ok=kind == ALIAS and not rows)
         array = array.astype(np.float32)  # float16 on disk: renormalize so inner product is cosine again
         arrays[kind] = array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
-    return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta)
+    owner = _load_array(out_dir / "alias_owner.npy", (len(arrays[ALIAS]),), absent_ok=not len(arrays[ALIAS]))
+    return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta, arrays[ALIAS], owner.astype(np.int64))
+
+
+def _load_array(file: Path, expected: tuple, absent_ok: bool) -> np.ndarray:
+    """The array in ``file`` with shape ``expected``; an empty one when the file is absent and that is allowed."""
+    if absent_ok and not file.exists():
+        return np.zeros(tuple(0 if d is None else d for d in expected), np.float32)
+    try:
+        array = np.load(file)
+    except (ValueError, OSError, EOFError) as exc:
+        raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
+    if array.shape != expected:
+        raise CorruptArtifactError(f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings")
+    return array
