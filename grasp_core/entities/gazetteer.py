@@ -263,8 +263,9 @@ class GazetteerExtractor:
 
     def _descriptive_runs(self, tokens, matches: list[_Match]) -> list[tuple[int, int]]:
         """Maximal runs of tokens no exact match touches, stopwords allowed inside ("ringing in the ears"), cut at
-        request cues, frame words and numbers, stopwords trimmed at both ends; only runs with a stopword inside
-        (the others are free runs already), with ``fuzzy_min_tokens`` to ``descriptive_max_tokens`` tokens."""
+        request cues, frame words, node-type words and numbers, stopwords trimmed at both ends; only runs with a
+        stopword inside (the others are free runs already) and ``fuzzy_min_tokens`` content tokens; of a run longer
+        than ``descriptive_max_tokens``, its last tokens (a description usually ends the question)."""
         covered = np.zeros(len(tokens), bool)
         for m in matches:
             covered[m.start : m.end] = True
@@ -276,19 +277,15 @@ class GazetteerExtractor:
                 and not covered[i]
                 and norm[i] not in REQUEST_CUES
                 and norm[i] not in FRAME_WORDS
+                and norm[i] not in self._type_words
                 and not norm[i].isdigit()
             )
             if ok and start is None:
                 start = i
             if not ok and start is not None:
-                s, e = start, i
-                while s < e and norm[s] in STOPWORDS:
-                    s += 1
-                while e > s and norm[e - 1] in STOPWORDS:
-                    e -= 1
+                s, e = _trim(norm, max(start, i - self.cfg.descriptive_max_tokens), i)  # a long run: its end
                 content = sum(norm[j] not in STOPWORDS for j in range(s, e))
-                inner_stop = content < e - s
-                if inner_stop and content >= self.cfg.fuzzy_min_tokens and e - s <= self.cfg.descriptive_max_tokens:
+                if content < e - s and content >= self.cfg.fuzzy_min_tokens:  # a stopword inside
                     runs.append((s, e))
                 start = None
         return runs
@@ -308,10 +305,14 @@ class GazetteerExtractor:
                 for q, (tokens, matches) in enumerate(parsed)
                 for s, e in self._descriptive_runs(tokens, matches)
             ]
-        for r, (q, s, e, _) in enumerate(runs):
+        for r, (q, s, e, descriptive) in enumerate(runs):
             spans.append((r, q, s, e))
             if e - s > self.cfg.fuzzy_min_tokens:
-                spans += [(r, q, s + 1, e), (r, q, s, e - 1)]
+                shorter = [(s + 1, e), (s, e - 1)]
+                if descriptive:  # less the first or last word, stopwords trimmed again
+                    norm = [t for t, _, _ in parsed[q][0]]
+                    shorter = [_trim(norm, a, b) for a, b in shorter]
+                spans += [(r, q, a, b) for a, b in shorter if b - a >= self.cfg.fuzzy_min_tokens]
         if not spans:
             return
         texts = [self._surface(queries[q], parsed[q][0], s, e) for _, q, s, e in spans]
@@ -385,6 +386,15 @@ class GazetteerExtractor:
         return [
             Mention(text, types, role, parent, exact) for (_, _, text, types, role, exact), parent in zip(rows, parents)
         ]
+
+
+def _trim(norm: list[str], start: int, end: int) -> tuple[int, int]:
+    """The span without its leading and trailing stopwords."""
+    while start < end and norm[start] in STOPWORDS:
+        start += 1
+    while end > start and norm[end - 1] in STOPWORDS:
+        end -= 1
+    return start, end
 
 
 def _parents(spans: list[tuple[int, int]]) -> list[int | None]:

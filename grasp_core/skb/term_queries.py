@@ -36,9 +36,13 @@ PATTERNS = {
 }
 
 
+def _lower_first(text: str) -> str:
+    """``Webbed toes`` -> ``webbed toes``; an abbreviation or symbol (``MFS``, ``pH``) stays as written."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
 def _first_sentence(text: str) -> str:
-    sentence = re.split(r"(?<=[a-z0-9)])\.\s", text.strip(), maxsplit=1)[0].rstrip(".").strip()
-    return sentence[:1].lower() + sentence[1:]
+    return re.split(r"(?<=[a-z0-9)])\.\s", text.strip(), maxsplit=1)[0].rstrip(".").strip()
 
 
 def _descriptions(skb: SKB) -> list[tuple[int, str]]:
@@ -46,7 +50,7 @@ def _descriptions(skb: SKB) -> list[tuple[int, str]]:
     out = [(i, a) for i, a in skb.alias_pairs() if normalize(a) != normalize(str(skb.nodes["name"].iat[i]))]
     if DEFINITION in skb.nodes:
         out += [(i, _first_sentence(d)) for i, d in enumerate(skb.nodes[DEFINITION]) if isinstance(d, str) and d]
-    return [(i, d) for i, d in out if MIN_WORDS <= len(d.split()) <= MAX_WORDS]
+    return [(i, _lower_first(d)) for i, d in out if MIN_WORDS <= len(d.split()) <= MAX_WORDS]
 
 
 def term_queries(skb: SKB, n: int, seed: int, first_qid: int, val_share: float = 0.25) -> pd.DataFrame:
