@@ -24,14 +24,15 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from grasp_core.artifacts import Artifacts  # noqa: E402
 from grasp_core.components import Components  # noqa: E402
 from grasp_core.profiles import get_profile  # noqa: E402
-from grasp_core.skb.format import HUMAN_QID_OFFSET  # noqa: E402
-from grasp_core.skb.human_queries import load_questions, shape  # noqa: E402
+from grasp_core.skb.human_queries import shape  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
+HUMAN_SPLITS = ("test-human", "val-human")
 
 
 def anchor_keys(graph_query: dict) -> list[str]:
@@ -47,8 +48,16 @@ def anchor_keys(graph_query: dict) -> list[str]:
     return keys
 
 
-def linking_recall(ws: Components) -> dict:
-    questions = load_questions()
+def questions_of(split: str) -> list[dict]:
+    """The question file of this checkout (read directly, so that older code on PYTHONPATH can be measured)."""
+    file = (
+        Path(__file__).resolve().parent.parent / "grasp_core" / "skb" / "data" / f"hpo_{split.replace('-', '_')}.jsonl"
+    )
+    return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def linking_recall(ws: Components, split: str) -> dict:
+    questions = questions_of(split)
     key_to_id = dict(zip(ws.graph.nodes["key"], ws.graph.nodes["node_id"].astype(int)))
     t0 = time.perf_counter()
     tables = ws.extractor.extract([q["query"] for q in questions])
@@ -81,12 +90,17 @@ def asked_type_accuracy(ws: Components) -> dict | None:
         from grasp_core.rerank.asked_type import fit_asked_type
     except ImportError:  # code from before the asked-type model
         return None
+    from grasp_core.skb.format import SKB
+    from grasp_core.skb.human_queries import human_queries
     from grasp_core.text.mfar import QUERY_MAX_TOKENS
 
-    queries, gold = ws.skb.queries, ws.skb.query_target_types()
+    synthetic = ws.skb.queries[~ws.skb.queries["split"].str.endswith("-human")]
+    human = [human_queries(ws.graph, split=s) for s in HUMAN_SPLITS]  # from the question files, as written now
+    queries = pd.concat([synthetic, *human], ignore_index=True)
+    gold = SKB(ws.graph.schema, ws.graph.nodes, ws.graph.edges, queries).query_target_types()
     types = list(ws.skb.schema.node_types)
     data = {}
-    for split in ("train", "val", "test", "test-human"):
+    for split in ("train", "val", "test", *HUMAN_SPLITS):
         rows = (queries["split"] == split).to_numpy()
         vectors = ws.encoder.encode(queries["query"][rows].tolist(), QUERY_MAX_TOKENS)
         data[split] = (vectors, gold[rows].tolist())
@@ -95,15 +109,12 @@ def asked_type_accuracy(ws: Components) -> dict | None:
     for split, (vectors, labels) in data.items():
         predicted = model.predict(vectors)
         out[split] = round(100.0 * float(np.mean([p == g for p, g in zip(predicted, labels)])), 1)
-    human = queries[queries["split"] == "test-human"]
-    wrong = [
-        (int(qid) - HUMAN_QID_OFFSET, text, g, p)
-        for qid, text, g, p in zip(
-            human["qid"], human["query"], data["test-human"][1], model.predict(data["test-human"][0])
-        )
-        if g != p
-    ]
-    return {"accuracy": out, "test_human_errors": wrong}
+    errors = {}
+    for split in HUMAN_SPLITS:
+        rows = queries[queries["split"] == split]
+        predicted = model.predict(data[split][0])
+        errors[split] = [(t, g, p) for t, g, p in zip(rows["query"], data[split][1], predicted) if g != p]
+    return {"accuracy": out, "human_errors": errors}
 
 
 def main() -> None:
@@ -113,10 +124,12 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args()
     ws = Components(Artifacts.for_dataset("hpo", args.root), get_profile(args.profile))
-    result = {"root": str(args.root), "linking": linking_recall(ws), "asked_type": asked_type_accuracy(ws)}
+    linking = {split: linking_recall(ws, split) for split in HUMAN_SPLITS}
+    result = {"root": str(args.root), "linking": linking, "asked_type": asked_type_accuracy(ws)}
     out = RESULTS / f"natural_questions_{args.label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result["linking"].items() if k != "by_shape"}, indent=1))
+    for split, found in linking.items():
+        print(split, json.dumps({k: v for k, v in found.items() if k != "by_shape"}))
     if result["asked_type"]:
         print("asked type accuracy:", result["asked_type"]["accuracy"])
     print(f"wrote {out}")

@@ -120,7 +120,7 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
     """The dataset's queries: synthesized (hpo, synth-*) or those the source ships (STaRK, user SKBs).
 
     Synthesized sets also get term look-up queries in train/val (:mod:`grasp_core.skb.term_queries`); hpo also gets
-    its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
+    its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.skb.human_queries`).
     """
     if name not in ("hpo", *SYNTHETIC):
         return graph.queries
@@ -131,7 +131,12 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
         from grasp_core.skb.hpo import hpo_queries
         from grasp_core.skb.human_queries import human_queries
 
-        parts = [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, human_queries(graph)]
+        parts = [
+            hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed),
+            terms,
+            human_queries(graph),
+            human_queries(graph, split="val-human"),
+        ]
     else:
         from grasp_core.skb.querygen import synthesize_queries
 
