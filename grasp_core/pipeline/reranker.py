@@ -188,13 +188,14 @@ def _ltr_step(ws: Components) -> dict:
 def _fit_asked_type(ws: Components):
     """The asked-type model on the training queries' gold types, with its accuracy on val (a metric)."""
     from grasp_core.rerank.asked_type import fit_asked_type
+    from grasp_core.text.mfar import QUERY_MAX_TOKENS
 
-    mfar, types = ws.text_retriever("mfar"), list(ws.skb.schema.node_types)
-    gold = ws.skb.query_target_types()
+    types, gold = list(ws.skb.schema.node_types), ws.skb.query_target_types()
     out = {}
     for split in ("train", "val"):
         rows = (ws.skb.queries["split"] == split).to_numpy()
-        _, vectors = mfar.encode_queries(ws.skb.queries["query"][rows].tolist())
+        # the query vectors the reranker's features read (mFAR's encoder and token limit)
+        vectors = ws.encoder.encode(ws.skb.queries["query"][rows].tolist(), QUERY_MAX_TOKENS)
         out[split] = (np.asarray(vectors), gold[rows].tolist())
     asked = fit_asked_type(*out["train"], types, ws.profile.asked_type)
     vectors, labels = out["val"]

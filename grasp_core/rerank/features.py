@@ -21,8 +21,8 @@ fused from, the plan's target type and anchor bindings, and the entity table's l
 * the question's wording (``docs/reranker.md``, "Natural questions"): the asked-type model's probability of
   the candidate's type (and whether it is the most probable type); the best cosine of the query vector to the
   candidate's name or any of its aliases; whether the candidate's name or one of its aliases occurs in the
-  query (normalized, as the gazetteer matches); zero when the builder has no asked-type model or no name
-  vectors;
+  query (normalized, as the gazetteer matches); each pair only when the builder has an asked-type model,
+  respectively name vectors;
 * neighbour context, per relation type: log(1 + number of neighbours), and the max and mean cosine between
   the query vector and all the neighbours' document vectors (dot products with the node embeddings already
   built). The relevance text's cosine to the candidate is already inside the graph score, so no other text
@@ -164,7 +164,8 @@ class FeatureBuilder:
             ]
             + [f"mfar {s}" for s in self.scorer_names]
             + ["mfar total"]
-            + list(NATURAL_FEATURES)
+            + (list(ASKED_FEATURES) if asked is not None else [])
+            + (list(ALIAS_FEATURES) if names is not None else [])
         )
 
     @property
@@ -209,18 +210,15 @@ class FeatureBuilder:
         return np.stack(cols, axis=1).astype(np.float32)
 
     def _natural(self, query: str, qvec: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
-        """:data:`NATURAL_FEATURES` of the candidates."""
-        n = len(ids)
-        prob, top = np.zeros(n, np.float32), np.zeros(n, np.float32)
+        """:data:`ASKED_FEATURES` (with an asked-type model) and :data:`ALIAS_FEATURES` (with name vectors)."""
+        cols: list[np.ndarray] = []
         if self.asked is not None and self._asked_col is not None:
             p = self.asked.proba(qvec)[0]
             col = self._asked_col[ids]
-            prob = np.where(col >= 0, p[np.maximum(col, 0)], 0.0)
-            top = (col == int(p.argmax())).astype(np.float32)
-        if self._aliases is None:
-            return [prob, top, np.zeros(n, np.float32), np.zeros(n, np.float32)]
-        cosine, in_query = self._aliases.match(query, qvec, ids)
-        return [prob, top, cosine, in_query]
+            cols += [np.where(col >= 0, p[np.maximum(col, 0)], 0.0), (col == int(p.argmax())).astype(np.float32)]
+        if self._aliases is not None:
+            cols += list(self._aliases.match(query, qvec, ids))
+        return cols
 
     def _lookup(self, ranking: Ranking, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rank = np.full(len(ids), self.cfg.rank_sentinel, np.float32)
@@ -303,7 +301,8 @@ class FeatureBuilder:
         return [*raw_matrix.T, total], name_hits.sum(1).astype(np.float32), field_hits.sum(1).astype(np.float32)
 
 
-NATURAL_FEATURES = ("asked type prob", "asked type is candidate type", "alias cosine", "alias in query")
+ASKED_FEATURES = ("asked type prob", "asked type is candidate type")
+ALIAS_FEATURES = ("alias cosine", "alias in query")
 
 
 class _AliasRows:
