@@ -117,9 +117,16 @@ def test_name_search_is_the_max_over_names_and_aliases_each_node_once(tmp_path):
     unit /= np.linalg.norm(unit, axis=1, keepdims=True)
     owner = rng.integers(0, n, a).astype(np.int64)
     nodes = pd.DataFrame(
-        {"node_id": np.arange(n), "key": [str(i) for i in range(n)], "type": ["x", "y"] * (n // 2), "name": list("n" * n)}
+        {
+            "node_id": np.arange(n),
+            "key": [str(i) for i in range(n)],
+            "type": ["x", "y"] * (n // 2),
+            "name": list("n" * n),
+        }
     )
-    skb = SKB(Schema("r", {"x": (), "y": ()}, ()), nodes, pd.DataFrame({"src": [], "rel": [], "dst": []}), pd.DataFrame())
+    skb = SKB(
+        Schema("r", {"x": (), "y": ()}, ()), nodes, pd.DataFrame({"src": [], "rel": [], "dst": []}), pd.DataFrame()
+    )
     emb = NodeEmbeddings(unit[:n], unit[:n], "random|dim=8", {}, unit[n:], owner)
     index = NodeIndex.load(NodeIndex.build(skb, emb).save(tmp_path / "idx"), emb)
     q = rng.standard_normal((5, 8)).astype(np.float32)
