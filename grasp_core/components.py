@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first 
     from grasp_core.plan.execute import PlanExecutor
     from grasp_core.planner.kind import Planner
     from grasp_core.ranking import Ranking
+    from grasp_core.rerank.asked_type import AskedType
     from grasp_core.rerank.documents import CandidateDocumentBuilder
     from grasp_core.rerank.features import FeatureBuilder
     from grasp_core.rerank.inference import PairReranker
@@ -235,12 +236,18 @@ class Components:
 
         return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
 
-    def reranker_features(self) -> FeatureBuilder:
-        """The ``ltr`` reranker's feature builder (over the graph, the node vectors and the trained mFAR)."""
+    def reranker_features(self, asked: AskedType | None = None) -> FeatureBuilder:
+        """The ``ltr`` reranker's feature builder (over the graph, the node vectors, the trained mFAR and the
+        asked-type model ``asked``)."""
         from grasp_core.rerank.features import FeatureBuilder
 
         return FeatureBuilder(
-            self.graph, self.embeddings.doc, self.text_retriever("mfar"), self.profile.rerank_features
+            self.graph,
+            self.embeddings.doc,
+            self.text_retriever("mfar"),
+            self.profile.rerank_features,
+            names=self.embeddings,
+            asked=asked,
         )
 
     def reranker(self) -> LTRReranker | PairReranker:
@@ -257,9 +264,10 @@ class Components:
             )
         w, k = float(rrf["w"]), float(rrf["k"])
         if kind == "ltr":
+            from grasp_core.rerank.asked_type import AskedType
             from grasp_core.rerank.ranker import LTRReranker
 
-            return LTRReranker.load(path, self.reranker_features(), w, k)
+            return LTRReranker.load(path, self.reranker_features(AskedType.load(path)), w, k)
         from grasp_core.rerank.inference import PairReranker
         from grasp_core.rerank.weights import load_trained_weights
 

@@ -48,6 +48,13 @@ class DatasetConfig:
             "a small user SKB may give fewer)"
         },
     )
+    term_queries: int = field(
+        default=300,
+        metadata={
+            "help": "term look-up queries ('what is the term for <alias or definition>?') added to train/val of "
+            "hpo and synth-* (grasp_core/skb/term_queries.py); 0: none"
+        },
+    )
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
         metadata={
@@ -180,20 +187,12 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
     """The dataset's queries: synthesized (hpo, synth-*), those the source ships (STaRK, user SKBs), or for a user
     SKB that ships none, synthesized from its schema.
 
-    hpo also gets its hand-written ``test-human`` split (:mod:`grasp_core.skb.human_queries`).
+    Synthesized sets also get term look-up queries in train/val (:mod:`grasp_core.skb.term_queries`); hpo also gets
+    its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.skb.human_queries`).
     """
-    if name == "hpo":
-        from grasp_core.skb.hpo import hpo_queries
-        from grasp_core.skb.human_queries import human_queries
-
-        return pd.concat(
-            [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), human_queries(graph)], ignore_index=True
-        )
-    if name in SYNTHETIC:
-        from grasp_core.skb.querygen import synthesize_queries
-
-        return synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed)
-    if name not in STARK and len(graph.queries) == 0:
+    if name not in ("hpo", *SYNTHETIC):
+        if name in STARK or len(graph.queries):
+            return graph.queries
         from grasp_core.skb.generic_queries import synthesize_generic
 
         return synthesize_generic(
@@ -204,4 +203,21 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
             paraphrase_url=cfg.paraphrase_url,
             paraphrase_model=cfg.paraphrase_model,
         )
-    return graph.queries
+    from grasp_core.skb.term_queries import term_queries
+
+    terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=cfg.n_queries)
+    if name == "hpo":
+        from grasp_core.skb.hpo import hpo_queries
+        from grasp_core.skb.human_queries import human_queries
+
+        parts = [
+            hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed),
+            terms,
+            human_queries(graph),
+            human_queries(graph, split="val-human"),
+        ]
+    else:
+        from grasp_core.skb.querygen import synthesize_queries
+
+        parts = [synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms]
+    return pd.concat([p for p in parts if len(p)], ignore_index=True)

@@ -37,6 +37,7 @@ from grasp_core.planner.policy import PolicyConfig
 from grasp_core.planner.reward import RewardConfig
 from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
+from grasp_core.rerank.asked_type import AskedTypeConfig
 from grasp_core.rerank.documents import DocumentConfig
 from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
@@ -82,6 +83,7 @@ class Profile:
     reranker_kind: str = "ltr"  # ltr (cpu: LightGBM over features) | cross-encoder | causal-lm (gpu: Qwen3-Reranker)
     ltr: LTRConfig = field(default_factory=LTRConfig)
     rerank_features: FeatureConfig = field(default_factory=FeatureConfig)
+    asked_type: AskedTypeConfig = field(default_factory=AskedTypeConfig)
     cross_encoder: CrossEncoderScorerConfig = field(default_factory=CrossEncoderScorerConfig)
     causal_reranker: CausalLMScorerConfig = field(default_factory=CausalLMScorerConfig)
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)

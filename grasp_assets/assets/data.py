@@ -53,7 +53,7 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
         dg.AssetCheckSpec(
             "split_sizes",
             asset=QUERIES,
-            description="train/val/test are non-empty; no val/test/test-human text is a train text",
+            description="train/val/test are non-empty; no val/test/test-human/val-human text is a train text",
         ),
     ],
     **COMMON,
@@ -67,8 +67,8 @@ def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: 
         answers = np.concatenate([np.asarray(a) for a in data.queries["answer_ids"]])
         missing = int(((answers < 0) | (answers >= data.num_nodes)).sum())
         per_split = result["queries_per_split"]
-        texts = {s: set(data.split(s)["query"]) for s in ("train", "val", "test", "test-human")}
-        overlap = sum(len(texts["train"] & texts[s]) for s in ("val", "test", "test-human"))
+        texts = {s: set(data.split(s)["query"]) for s in ("train", "val", "test", "test-human", "val-human")}
+        overlap = sum(len(texts["train"] & texts[s]) for s in ("val", "test", "test-human", "val-human"))
         sizes_ok = all(per_split.get(s, 0) > 0 for s in ("train", "val", "test")) and overlap == 0
         return [
             dg.AssetCheckResult(check_name="answers_exist", passed=missing == 0, metadata={"missing": missing}),

@@ -3,10 +3,16 @@
 On disk (one directory, written with :func:`grasp_core.io.atomic_dir`)::
 
     name.npy        float16 [N, dim]   node names, truncated at ``EncoderConfig.name_max_tokens``
-    doc.npy         float16 [N, dim]   ``skb.document(i)`` (type + name + text fields), ``doc_max_tokens``
+    doc.npy         float16 [N, dim]   ``skb.document(i)`` (type + name + text fields + aliases), ``doc_max_tokens``
+    alias.npy       float16 [A, dim]   every alias of the ``aliases`` column (``SKB.alias_pairs``), ``name_max_tokens``
+    alias_owner.npy int64 [A]          the node each alias vector names
     name.keys.npy   uint8 [N, 16]      XXH3-128 of each row's name text (what its vector was encoded from)
     doc.keys.npy    uint8 [N, 16]      the same for the documents
-    meta.json       encoder identity, token limits, N, dim, sha256 of the name texts and of the doc texts
+    alias.keys.npy  uint8 [A, 16]      the same for the aliases
+    meta.json       encoder identity, token limits, N, A, dim, sha256 of the name, doc and alias texts
+
+The name index searches names and aliases together (a node's name score is the max over them,
+:mod:`grasp_core.embed.vector_index`); an SKB without aliases has ``A = 0``.
 
 Building is incremental: a vector of the previous artifact in ``out_dir`` (when it verifies against its
 manifest) is reused for every row whose (encoder identity, token limit, text hash) it was encoded with, so
@@ -37,7 +43,9 @@ from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactE
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB
 
-KINDS = ("name", "doc")
+KINDS = ("name", "doc")  # the index kinds; alias vectors belong to the name index
+ALIAS = "alias"
+ENCODED = (*KINDS, ALIAS)  # every text list that is encoded
 CHUNK_SIZE = 4096
 
 
@@ -47,6 +55,16 @@ class NodeEmbeddings:
     doc: np.ndarray  # float32 [N, dim], L2-normalized
     identity: str
     meta: dict
+    alias: np.ndarray | None = None  # float32 [A, dim], L2-normalized; None = no aliases
+    alias_owner: np.ndarray | None = None  # int64 [A]: the node of each alias vector
+
+    def name_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors, owner node ids) of every name and alias: what the name index holds."""
+        own = np.arange(len(self.name), dtype=np.int64)
+        if self.alias is None or not len(self.alias):
+            return self.name, own
+        assert self.alias_owner is not None
+        return np.concatenate([self.name, self.alias]), np.concatenate([own, self.alias_owner])
 
     def of(self, kind: str) -> np.ndarray:
         if kind not in KINDS:
@@ -64,8 +82,12 @@ def texts_hash(texts: Sequence[str]) -> str:
 
 
 def node_texts(skb: SKB) -> dict[str, list[str]]:
-    """The texts that are embedded: node names and node documents."""
-    return {"name": skb.nodes["name"].astype(str).tolist(), "doc": skb.documents()}
+    """The texts that are embedded: node names, node documents and aliases (in ``SKB.alias_pairs`` order)."""
+    return {
+        "name": skb.nodes["name"].astype(str).tolist(),
+        "doc": skb.documents(),
+        ALIAS: [a for _, a in skb.alias_pairs()],
+    }
 
 
 def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderConfig) -> dict:
@@ -77,6 +99,8 @@ def _expected_meta(texts: dict[str, list[str]], encoder: Encoder, cfg: EncoderCo
         "doc_max_tokens": cfg.doc_max_tokens,
         "name_hash": texts_hash(texts["name"]),
         "doc_hash": texts_hash(texts["doc"]),
+        "num_aliases": len(texts[ALIAS]),
+        "alias_hash": texts_hash(texts[ALIAS]),
     }
 
 
@@ -102,11 +126,11 @@ def build_node_embeddings(
     previous = _previous(out_dir, encoder, cfg)
     work = out_dir.parent / f".{out_dir.name}.work"
     work.mkdir(parents=True, exist_ok=True)
-    limits = {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens}
-    vectors = {kind: np.zeros((len(texts[kind]), encoder.dim), np.float16) for kind in KINDS}
-    keys = {kind: text_keys(texts[kind]) for kind in KINDS}
-    todo = {kind: _reuse(previous.get(kind), keys[kind], vectors[kind]) for kind in KINDS}
-    chunks = [(kind, start) for kind in KINDS for start in range(0, len(todo[kind]), chunk_size)]
+    limits = _limits(cfg)
+    vectors = {kind: np.zeros((len(texts[kind]), encoder.dim), np.float16) for kind in ENCODED}
+    keys = {kind: text_keys(texts[kind]) for kind in ENCODED}
+    todo = {kind: _reuse(previous.get(kind), keys[kind], vectors[kind]) for kind in ENCODED}
+    chunks = [(kind, start) for kind in ENCODED for start in range(0, len(todo[kind]), chunk_size)]
     used = set()
     for kind, start in tqdm(chunks, desc=f"embed {out_dir.name}", unit="chunk"):
         rows = todo[kind][start : start + chunk_size]
@@ -124,12 +148,18 @@ def build_node_embeddings(
         if stale.name not in used:
             stale.unlink()
     with atomic_dir(out_dir) as tmp:
-        for kind in KINDS:
+        for kind in ENCODED:
             np.save(tmp / f"{kind}.npy", vectors[kind])
             np.save(tmp / f"{kind}.keys.npy", keys[kind])
+        np.save(tmp / "alias_owner.npy", np.asarray([i for i, _ in skb.alias_pairs()], np.int64))
         write_json(tmp / "meta.json", meta)
     shutil.rmtree(work, ignore_errors=True)
     return out_dir
+
+
+def _limits(cfg: EncoderConfig) -> dict[str, int]:
+    """The token limit each kind of text is encoded with (aliases are names)."""
+    return {"name": cfg.name_max_tokens, "doc": cfg.doc_max_tokens, ALIAS: cfg.name_max_tokens}
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:
@@ -153,8 +183,9 @@ def _previous(out_dir: Path, encoder: Encoder, cfg: EncoderConfig) -> dict[str, 
         if meta.get("identity") != encoder.identity or meta.get("dim") != encoder.dim:
             return {}
         found = {}
-        for kind in KINDS:
-            if meta.get(f"{kind}_max_tokens") == getattr(cfg, f"{kind}_max_tokens"):
+        limit_of = {"name": "name_max_tokens", "doc": "doc_max_tokens", ALIAS: "name_max_tokens"}
+        for kind in ENCODED:
+            if meta.get(limit_of[kind]) == _limits(cfg)[kind] and (out_dir / f"{kind}.keys.npy").exists():
                 keys, vectors = np.load(out_dir / f"{kind}.keys.npy"), np.load(out_dir / f"{kind}.npy")
                 if keys.shape == (len(vectors), 16) and vectors.dtype == np.float16:
                     found[kind] = (keys, vectors)
@@ -198,17 +229,23 @@ def load_node_embeddings(out_dir: str | Path) -> NodeEmbeddings:
     except (OSError, ValueError) as exc:
         raise CorruptArtifactError(f"{out_dir / 'meta.json'}: unreadable ({exc}); rebuild the embeddings") from exc
     arrays = {}
-    for kind in KINDS:
-        file = out_dir / f"{kind}.npy"
-        try:
-            array = np.load(file)
-        except (ValueError, OSError, EOFError) as exc:
-            raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
-        expected = (meta.get("num_nodes"), meta.get("dim"))
-        if array.shape != expected:
-            raise CorruptArtifactError(
-                f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings"
-            )
+    for kind in (*KINDS, ALIAS):
+        rows = meta.get("num_aliases", 0) if kind == ALIAS else meta.get("num_nodes")
+        array = _load_array(out_dir / f"{kind}.npy", (rows, meta.get("dim")), absent_ok=kind == ALIAS and not rows)
         array = array.astype(np.float32)  # float16 on disk: renormalize so inner product is cosine again
         arrays[kind] = array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
-    return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta)
+    owner = _load_array(out_dir / "alias_owner.npy", (len(arrays[ALIAS]),), absent_ok=not len(arrays[ALIAS]))
+    return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta, arrays[ALIAS], owner.astype(np.int64))
+
+
+def _load_array(file: Path, expected: tuple, absent_ok: bool) -> np.ndarray:
+    """The array in ``file`` with shape ``expected``; an empty one when the file is absent and that is allowed."""
+    if absent_ok and not file.exists():
+        return np.zeros(tuple(0 if d is None else d for d in expected), np.float32)
+    try:
+        array = np.load(file)
+    except (ValueError, OSError, EOFError) as exc:
+        raise CorruptArtifactError(f"{file}: not a readable .npy file ({exc}); rebuild the embeddings") from exc
+    if array.shape != expected:
+        raise CorruptArtifactError(f"{file}: shape {array.shape}, meta.json says {expected}; rebuild the embeddings")
+    return array

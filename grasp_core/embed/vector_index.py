@@ -1,5 +1,9 @@
 """Per node type, one faiss index over node names and one over node documents (``docs/design.md``).
 
+The name index holds one vector per name and per alias (the SKB's ``aliases`` column) with the node that
+owns it; a name search answers each node once, with its best vector's cosine (a node's name score is the
+max over its name and aliases), so a synonym or a lay term finds its node as its name does.
+
 Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
 ``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``
 (inner product metric). ``search`` answers with global node ids; a search over all nodes
@@ -58,10 +62,14 @@ class NodeIndex:
         embeddings: NodeEmbeddings,
         cfg: IndexConfig,
     ):
-        self.ids = ids  # node type -> global node ids (int64), in index order
+        self.ids = ids  # node type -> global node ids (int64), in document index order
         self.indexes = indexes  # (node type, kind) -> faiss index
         self.embeddings = embeddings
         self.cfg = cfg
+        # node type -> the owner of each name-index row (names first, in ``ids`` order, then aliases)
+        self.name_owner = name_owners(ids, embeddings)
+        # per type, the most name-index rows one node has: a search this many times deeper finds k distinct nodes
+        self._depth = {t: _most_rows(o) for t, o in self.name_owner.items()}
         faiss.cvar.distance_compute_blas_threshold = cfg.blas_threshold
 
     @property
@@ -74,10 +82,13 @@ class NodeIndex:
             raise ValueError(f"embeddings cover {len(embeddings.name)} nodes, the SKB has {skb.num_nodes}")
         ids = {t: skb.ids_of_type(t) for t in skb.schema.node_types}
         indexes = {}
+        all_names, _ = embeddings.name_vectors()
         for t, type_ids in ids.items():
             for kind in KINDS:
-                vectors = np.ascontiguousarray(embeddings.of(kind)[type_ids], dtype=np.float32)
-                indexes[t, kind] = _new_index(vectors.shape[1], len(type_ids), cfg)
+                rows = type_ids if kind == "doc" else _name_rows(type_ids, embeddings)
+                source = embeddings.doc if kind == "doc" else all_names
+                vectors = np.ascontiguousarray(source[rows], dtype=np.float32)
+                indexes[t, kind] = _new_index(vectors.shape[1], len(rows), cfg)
                 indexes[t, kind].add(vectors)
         return cls(ids, indexes, embeddings, cfg)
 
@@ -97,14 +108,31 @@ class NodeIndex:
         scores: list[np.ndarray] = []
         ids: list[np.ndarray] = []
         for t in types:
-            s, local = self.indexes[t, kind].search(queries, k) if len(self.ids[t]) else _empty(len(queries), k)
-            ids.append(np.where(local >= 0, self.ids[t][np.maximum(local, 0)], -1))
-            scores.append(np.where(local >= 0, s, -np.inf).astype(np.float32))
+            if kind == "name" and self._depth[t] > 1:
+                s, found = self._search_names(t, queries, k)
+            else:
+                s, local = self.indexes[t, kind].search(queries, k) if len(self.ids[t]) else _empty(len(queries), k)
+                found = np.where(local >= 0, self.ids[t][np.maximum(local, 0)], -1)
+            ids.append(found)
+            scores.append(np.where(found >= 0, s, -np.inf).astype(np.float32))
         if len(types) == 1:
             return scores[0], ids[0]
         all_scores, all_ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
         order = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
         return np.take_along_axis(all_scores, order, 1), np.take_along_axis(all_ids, order, 1)
+
+    def _search_names(self, node_type: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` distinct nodes of the name index (names and aliases), each at its best row's cosine."""
+        index, owner = self.indexes[node_type, "name"], self.name_owner[node_type]
+        depth = min(index.ntotal, k * self._depth[node_type])
+        s, local = index.search(queries, depth)
+        out_s, out_i = _empty(len(queries), k)
+        for q in range(len(queries)):
+            rows = local[q][local[q] >= 0]
+            nodes, first = np.unique(owner[rows], return_index=True)  # first = each node's best row
+            best = np.sort(first)[:k]
+            out_s[q, : len(best)], out_i[q, : len(best)] = s[q][best], owner[rows[best]]
+        return out_s, out_i
 
     def vectors(self, kind: str, node_ids: np.ndarray) -> np.ndarray:
         """The float32 vectors of ``node_ids`` ([n, dim])."""
@@ -125,6 +153,7 @@ class NodeIndex:
                     "types": types,
                     "identity": self.embeddings.identity,
                     "num_nodes": len(self.embeddings.name),
+                    "num_aliases": sum(len(o) for o in self.name_owner.values()) - len(self.embeddings.name),
                     "config": asdict(self.cfg),
                 },
             )
@@ -138,13 +167,19 @@ class NodeIndex:
                 f"node index at {out_dir} is missing or incomplete; build it with NodeIndex.build"
             )
         meta = read_json(out_dir / "meta.json")
-        if meta["identity"] != embeddings.identity or meta["num_nodes"] != len(embeddings.name):
+        aliases = 0 if embeddings.alias is None else len(embeddings.alias)
+        if (
+            meta["identity"] != embeddings.identity
+            or meta["num_nodes"] != len(embeddings.name)
+            or meta.get("num_aliases", 0) != aliases
+        ):
             raise MissingArtifactError(
                 f"node index at {out_dir} was built from other embeddings ({meta['identity']}, {meta['num_nodes']} "
                 f"nodes) than the given ones ({embeddings.identity}, {len(embeddings.name)} nodes); rebuild it"
             )
         cfg = IndexConfig(**meta["config"])
-        ids, indexes = {}, {}
+        ids: dict[str, np.ndarray] = {}
+        indexes = {}
         for i, t in enumerate(meta["types"]):
             try:
                 ids[t] = np.load(out_dir / f"{i:03d}.ids.npy")
@@ -154,13 +189,34 @@ class NodeIndex:
                 raise CorruptArtifactError(
                     f"node index at {out_dir}, type {t!r}: unreadable ({exc}); rebuild it"
                 ) from exc
-            if any(indexes[t, kind].ntotal != len(ids[t]) for kind in KINDS):
+            if indexes[t, "doc"].ntotal != len(ids[t]):
                 raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: index size does not match its ids")
             for kind in KINDS:
                 index = indexes[t, kind]
                 if isinstance(index, faiss.IndexHNSW):
                     index.hnsw.efSearch = cfg.hnsw_ef_search
-        return cls(ids, indexes, embeddings, cfg)
+        loaded = cls(ids, indexes, embeddings, cfg)
+        for t in ids:
+            if indexes[t, "name"].ntotal != len(loaded.name_owner[t]):
+                raise CorruptArtifactError(f"node index at {out_dir}, type {t!r}: name index size does not match")
+        return loaded
+
+
+def name_owners(ids: dict[str, np.ndarray], embeddings: NodeEmbeddings) -> dict[str, np.ndarray]:
+    """Per node type, the node owning each row of its name index: its nodes' names, then their aliases."""
+    owner = embeddings.alias_owner if embeddings.alias_owner is not None else np.zeros(0, np.int64)
+    return {t: np.concatenate([type_ids, owner[np.isin(owner, type_ids)]]) for t, type_ids in ids.items()}
+
+
+def _name_rows(type_ids: np.ndarray, embeddings: NodeEmbeddings) -> np.ndarray:
+    """Rows of ``NodeEmbeddings.name_vectors()`` for one type's name index (names, then that type's aliases)."""
+    owner = embeddings.alias_owner if embeddings.alias_owner is not None else np.zeros(0, np.int64)
+    alias_rows = len(embeddings.name) + np.flatnonzero(np.isin(owner, type_ids))
+    return np.concatenate([type_ids, alias_rows]).astype(np.int64)
+
+
+def _most_rows(owner: np.ndarray) -> int:
+    return int(np.bincount(owner).max()) if len(owner) else 1
 
 
 def _new_index(dim: int, size: int, cfg: IndexConfig) -> faiss.Index:

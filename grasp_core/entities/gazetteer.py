@@ -1,7 +1,7 @@
 """The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``docs/design.md``).
 
-Built once per SKB: a dictionary from normalized strings (node names, plus the aliases of alias fields such as
-hpo's ``synonyms``) to the nodes they name. Extraction of a query:
+Built once per SKB: a dictionary from normalized strings (node names and the SKB's ``aliases`` column: hpo's
+synonyms, lay terms and abbreviations) to the nodes they name. Extraction of a query:
 
 1. **Exact matches.** Every n-gram of 1..``max_ngram`` tokens is looked up. Normalization = NFKC, case folding,
    alphanumeric tokens, light plural stemming (``seizures`` = ``seizure``, ``allergies`` = ``allergy``).
@@ -15,7 +15,12 @@ hpo's ``synonyms``) to the nodes they name. Extraction of a query:
 3. **Fuzzy matches** (when ``fuzzy``): each maximal run of ≥ ``fuzzy_min_tokens`` non-stopword tokens that no
    exact match touches is embedded and searched in the all-types name index; its best node is kept when the
    cosine reaches ``fuzzy_min_cosine``. This catches paraphrases and word-order variants of longer names at the
-   cost of one encoder call per batch (a handful of spans per query).
+   cost of one encoder call per batch (a handful of spans per query). **Descriptive spans** (when
+   ``descriptive``): runs with stopwords inside ("ringing in the ears", "eyes set too far apart"), cut at request
+   cues and frame words ("called", "term"), are embedded the same way and kept from the lower
+   ``descriptive_min_cosine`` on: a weak link stays in the table with its similarity for the planner and the
+   reranker to weigh. The name index holds names and aliases, so a lay description finds the node its synonym
+   names.
 4. **Types** come from the matched nodes: at most ``max_types``, the types with most matched nodes first
    (ties: the higher-degree node's type).
 5. **Roles** (a documented rule, no answer type is known at inference): a node-type word (``disease``,
@@ -56,11 +61,12 @@ STOPWORDS = frozenset(
     other another more most less least many much few very too only just same own i me my we our you your he she
     his her him us via per etc please""".split()
 )
+# Words that frame a question about a description rather than belong to it ("what is it called when …").
+FRAME_WORDS = frozenset("called call term terms word words name mean means meaning medical".split())
 REQUEST_CUES = frozenset(
     """which what who find list identify name recommend suggest search seek seeking looking need want show give
     retrieve return locate discover get tell""".split()
 )
-ALIAS_SPLIT = re.compile(r"\s*(?:[;|\n]|\t)\s*")
 _TOKEN = re.compile(r"[^\W_]+")
 _COMPARATOR = (
     r"(?:under|over|below|above|less than|more than|fewer than|greater than|at least|at most|up to|"
@@ -81,16 +87,21 @@ ATTRIBUTE_PATTERN = re.compile(
 @dataclass(frozen=True)
 class GazetteerConfig:
     max_ngram: int = field(default=6, metadata={"help": "Longest n-gram (tokens) looked up in the gazetteer."})
-    alias_fields: tuple[str, ...] = field(
-        default=("synonyms", "synonym", "aliases", "alias"),
-        metadata={"help": "Text fields whose values are alternative names (split on ';', '|', tab or newline)."},
-    )
     min_chars: int = field(default=3, metadata={"help": "One-token names shorter than this are not matched."})
     max_types: int = field(default=2, metadata={"help": "Types assigned to a mention, from its matched nodes."})
     nested: bool = field(default=True, metadata={"help": "Keep matches nested in longer ones (with a parent)."})
     fuzzy: bool = field(default=True, metadata={"help": "Embed unmatched multi-word spans and search the name index."})
     fuzzy_min_tokens: int = field(default=2, metadata={"help": "Shortest span (tokens) tried by fuzzy matching."})
     fuzzy_min_cosine: float = field(default=0.85, metadata={"help": "Cosine a fuzzy span needs with its best node."})
+    descriptive: bool = field(
+        default=True,
+        metadata={"help": "Also embed descriptive spans (stopwords inside: 'ringing in the ears') and link them."},
+    )
+    descriptive_max_tokens: int = field(default=10, metadata={"help": "Longest descriptive span (tokens)."})
+    descriptive_min_cosine: float = field(
+        default=0.7,
+        metadata={"help": "Cosine a descriptive span needs with its best node (a weak link keeps its similarity)."},
+    )
     target_window: int = field(
         default=3, metadata={"help": "A type word at most this many tokens after a request cue is a target."}
     )
@@ -152,14 +163,7 @@ class GazetteerExtractor:
 
     # ---------------------------------------------------------------- building
     def _aliases(self) -> list[tuple[int, str]]:
-        out = [(i, name) for i, name in enumerate(self._names)]
-        for f in self.cfg.alias_fields:
-            if f not in self.skb.nodes:
-                continue
-            for i, value in enumerate(self.skb.nodes[f].to_numpy()):
-                if isinstance(value, str) and value:
-                    out.extend((i, a) for a in ALIAS_SPLIT.split(value) if a)
-        return out
+        return [(i, str(name)) for i, name in enumerate(self._names)] + self.skb.alias_pairs()
 
     def _build_dictionary(self) -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
         entries: dict[str, set[int]] = defaultdict(set)
@@ -257,15 +261,58 @@ class GazetteerExtractor:
                 start = None
         return [(s, e) for s, e in runs if e - s >= self.cfg.fuzzy_min_tokens]
 
+    def _descriptive_runs(self, tokens, matches: list[_Match]) -> list[tuple[int, int]]:
+        """Maximal runs of tokens no exact match touches, stopwords allowed inside ("ringing in the ears"), cut at
+        request cues, frame words, node-type words and numbers, stopwords trimmed at both ends; only runs with a
+        stopword inside (the others are free runs already) and ``fuzzy_min_tokens`` content tokens; of a run longer
+        than ``descriptive_max_tokens``, its last tokens (a description usually ends the question)."""
+        covered = np.zeros(len(tokens), bool)
+        for m in matches:
+            covered[m.start : m.end] = True
+        norm = [t for t, _, _ in tokens]
+        runs, start = [], None
+        for i in range(len(tokens) + 1):
+            ok = (
+                i < len(tokens)
+                and not covered[i]
+                and norm[i] not in REQUEST_CUES
+                and norm[i] not in FRAME_WORDS
+                and norm[i] not in self._type_words
+                and not norm[i].isdigit()
+            )
+            if ok and start is None:
+                start = i
+            if not ok and start is not None:
+                s, e = _trim(norm, max(start, i - self.cfg.descriptive_max_tokens), i)  # a long run: its end
+                content = sum(norm[j] not in STOPWORDS for j in range(s, e))
+                if content < e - s and content >= self.cfg.fuzzy_min_tokens:  # a stopword inside
+                    runs.append((s, e))
+                start = None
+        return runs
+
     def _add_fuzzy(self, queries: Sequence[str], parsed: list[tuple[list[tuple[str, int, int]], list[_Match]]]) -> None:
         """Each free run, and the run less its first or last token (a verb such as "expressed" often clings to
-        a name), is embedded; the best-scoring variant of a run is kept when it reaches ``fuzzy_min_cosine``."""
+        a name), is embedded; the best-scoring variant of a run is kept when it reaches ``fuzzy_min_cosine``.
+        Descriptive runs (:meth:`_descriptive_runs`) likewise, kept from ``descriptive_min_cosine`` on when they
+        overlap no kept free run."""
         spans: list[tuple[int, int, int, int]] = []  # (run, query, start, end)
-        runs = [(q, s, e) for q, (tokens, matches) in enumerate(parsed) for s, e in self._free_runs(tokens, matches)]
-        for r, (q, s, e) in enumerate(runs):
+        runs = [
+            (q, s, e, False) for q, (tokens, matches) in enumerate(parsed) for s, e in self._free_runs(tokens, matches)
+        ]
+        if self.cfg.descriptive:
+            runs += [
+                (q, s, e, True)
+                for q, (tokens, matches) in enumerate(parsed)
+                for s, e in self._descriptive_runs(tokens, matches)
+            ]
+        for r, (q, s, e, descriptive) in enumerate(runs):
             spans.append((r, q, s, e))
             if e - s > self.cfg.fuzzy_min_tokens:
-                spans += [(r, q, s + 1, e), (r, q, s, e - 1)]
+                shorter = [(s + 1, e), (s, e - 1)]
+                if descriptive:  # less the first or last word, stopwords trimmed again
+                    norm = [t for t, _, _ in parsed[q][0]]
+                    shorter = [_trim(norm, a, b) for a, b in shorter]
+                spans += [(r, q, a, b) for a, b in shorter if b - a >= self.cfg.fuzzy_min_tokens]
         if not spans:
             return
         texts = [self._surface(queries[q], parsed[q][0], s, e) for _, q, s, e in spans]
@@ -273,9 +320,15 @@ class GazetteerExtractor:
         scores, ids = self.index.search(None, "name", vectors, 1)
         best: dict[int, tuple[float, int, int, int, int]] = {}
         for (r, q, s, e), score, node in zip(spans, scores[:, 0], ids[:, 0]):
-            if node >= 0 and score >= self.cfg.fuzzy_min_cosine and score > best.get(r, (-np.inf,))[0]:
+            floor = self.cfg.descriptive_min_cosine if runs[r][3] else self.cfg.fuzzy_min_cosine
+            if node >= 0 and score >= floor and score > best.get(r, (-np.inf,))[0]:
                 best[r] = (float(score), q, s, e, int(node))
-        for _, q, s, e, node in best.values():
+        kept: dict[int, list[tuple[int, int]]] = {}
+        for r in sorted(best, key=lambda r: runs[r][3]):  # free runs first
+            _, q, s, e, node = best[r]
+            if runs[r][3] and any(s < ke and ks < e for ks, ke in kept.get(q, [])):
+                continue
+            kept.setdefault(q, []).append((s, e))
             parsed[q][1].append(_Match(s, e, (node,), fuzzy=True))
 
     def _types_of(self, node_ids: tuple[int, ...]) -> tuple[str, ...]:
@@ -308,7 +361,7 @@ class GazetteerExtractor:
         return None
 
     def _to_mentions(self, query: str, tokens, matches: list[_Match]) -> list[Mention]:
-        rows: list[tuple[int, int, str, tuple[str, ...], Role]] = []  # token start, end, text, types, role
+        rows: list[tuple[int, int, str, tuple[str, ...], Role, tuple[int, ...]]] = []  # span, text, types, role, exact
         target = self._target_span(tokens)
         for m in matches:
             types, role = self._types_of(m.node_ids), cast(Role, "anchor")
@@ -317,20 +370,31 @@ class GazetteerExtractor:
                 target = None
             key = " ".join(tok for tok, _, _ in tokens[m.start : m.end])
             text = self._surface(query, tokens, m.start, m.end) if m.fuzzy else self._mention_text(key, m.node_ids)
-            rows.append((m.start, m.end, text, types, role))
+            rows.append((m.start, m.end, text, types, role, () if m.fuzzy else m.node_ids))
         if target is not None:
             s, e, node_type = target
-            rows.append((s, e, self._surface(query, tokens, s, e), (node_type,), "target"))
+            rows.append((s, e, self._surface(query, tokens, s, e), (node_type,), "target", ()))
         text = unicodedata.normalize("NFKC", query)
         starts, ends = [s for _, s, _ in tokens], [e for _, _, e in tokens]
         for a in ATTRIBUTE_PATTERN.finditer(text):
             s = int(np.searchsorted(starts, a.start()))
             e = int(np.searchsorted(ends, a.end())) + 1  # tokens s..e-1 hold the attribute
             if s < len(tokens) and not any(r[0] < e and s < r[1] for r in rows):
-                rows.append((s, e, a.group(), (), "attribute"))
+                rows.append((s, e, a.group(), (), "attribute", ()))
         rows.sort(key=lambda r: (r[0], -r[1]))  # a parent before its nested mentions
         parents = _parents([(r[0], r[1]) for r in rows])
-        return [Mention(text, types, role, parent) for (_, _, text, types, role), parent in zip(rows, parents)]
+        return [
+            Mention(text, types, role, parent, exact) for (_, _, text, types, role, exact), parent in zip(rows, parents)
+        ]
+
+
+def _trim(norm: list[str], start: int, end: int) -> tuple[int, int]:
+    """The span without its leading and trailing stopwords."""
+    while start < end and norm[start] in STOPWORDS:
+        start += 1
+    while end > start and norm[end - 1] in STOPWORDS:
+        end -= 1
+    return start, end
 
 
 def _parents(spans: list[tuple[int, int]]) -> list[int | None]:

@@ -1,7 +1,9 @@
 """Entity linking (paper §3.1): every anchor/target mention -> its most similar nodes, per node type.
 
-A mention is embedded (names' token limit) and searched in the NAME index of each of its predicted types; the
-top ``top_k`` nodes of each type are kept with their cosine and degree. Because an extractor sometimes mislabels
+A mention is embedded (names' token limit) and searched in the NAME index of each of its predicted types (names
+and aliases: a node's cosine is its best one); the top ``top_k`` nodes of each type are kept with their cosine and
+degree. A span that is exactly a name or an alias (``Mention.exact``) links every node it names first (cosine 1,
+highest degree first, at most ``max_exact``), so an ambiguous alias keeps all its owners. Because an extractor sometimes mislabels
 a mention, exactly one further type is added when its best match is near-exact (``cosine >= near_exact``) or
 beats the predicted types' best by at least ``extra_type_margin``; every other type of the schema is checked and
 the best-scoring one is the candidate. Attribute mentions are listed without links.
@@ -26,12 +28,14 @@ from grasp_core.skb.format import SKB
 
 @dataclass(frozen=True)
 class Mention:
-    """One extracted mention. ``parent`` is the 0-based index of the longer mention it is nested in."""
+    """One extracted mention. ``parent`` is the 0-based index of the longer mention it is nested in; ``exact`` the
+    nodes whose name or alias the mention's span is (normalized), highest degree first."""
 
     text: str
     types: tuple[str, ...]
     role: Role
     parent: int | None = None
+    exact: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class LinkingConfig:
         metadata={"help": "... or when its best cosine beats the predicted types' best by at least this much."},
     )
     name_max_tokens: int = field(default=64, metadata={"help": "Token limit when embedding a mention (names)."})
+    max_exact: int = field(
+        default=10, metadata={"help": "Exact (name or alias) matches kept per type, before the dense ones."}
+    )
 
 
 def link_mentions(
@@ -69,19 +76,12 @@ def link_many(
         [mention_lists[q][m].text for q, m in linkable], known, index, encoder, cfg
     )  # type -> (scores [n, k], ids [n, k])
     links_of: dict[tuple[int, int], tuple[tuple[str, ...], dict[str, tuple[Link, ...]]]] = {}
-    names, degrees = skb.nodes["name"].to_numpy(), skb.degrees
+    names, degrees, node_types = skb.nodes["name"].to_numpy(), skb.degrees, skb.nodes["type"].to_numpy()
     for row, (q, m) in enumerate(linkable):
         mention = mention_lists[q][m]
         predicted = tuple(dict.fromkeys(t for t in mention.types if t in skb.schema.node_types))
         types = predicted + _extra_type(predicted, known, hits, row, cfg)
-        links = {
-            t: tuple(
-                Link(int(i), str(names[i]), float(s), int(degrees[i]))
-                for s, i in zip(hits[t][0][row], hits[t][1][row])
-                if i >= 0
-            )
-            for t in types
-        }
+        links = {t: _links(mention.exact, hits[t], row, t, node_types, names, degrees, cfg) for t in types}
         links_of[(q, m)] = (types, links)
     tables = []
     for q, ms in enumerate(mention_lists):
@@ -91,6 +91,15 @@ def link_many(
             rows.append(EntityRow(f"E{m + 1}", mention.text, mention.role, tuple(types), links, mention.parent))
         tables.append(EntityTable(tuple(rows)))
     return tables
+
+
+def _links(exact, hits, row: int, node_type: str, types, names, degrees, cfg: LinkingConfig) -> tuple[Link, ...]:
+    """The exact matches of the type (cosine 1: every node the span names, by degree), then the dense ones."""
+    first = [i for i in exact if types[i] == node_type][: cfg.max_exact]
+    out = [Link(int(i), str(names[i]), 1.0, int(degrees[i])) for i in first]
+    dense = [(s, i) for s, i in zip(hits[0][row], hits[1][row]) if i >= 0 and i not in first]
+    out += [Link(int(i), str(names[i]), float(s), int(degrees[i])) for s, i in dense[: max(0, cfg.top_k - len(first))]]
+    return tuple(out)
 
 
 def _search_all_types(texts: list[str], types: list[str], index, encoder, cfg: LinkingConfig):

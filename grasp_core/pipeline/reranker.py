@@ -138,7 +138,8 @@ def _ltr_step(ws: Components) -> dict:
     frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
     train_qids, train_inputs = _inputs_of(ws, frame)
     _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
-    features = ws.reranker_features()
+    asked, asked_metrics = _fit_asked_type(ws)
+    features = ws.reranker_features(asked)
     t0 = time.perf_counter()
     gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
     train_X = features.build(train_inputs, K)
@@ -158,6 +159,7 @@ def _ltr_step(ws: Components) -> dict:
     with atomic_dir(ws.art.path("reranker")) as tmp:
         trained.booster.save_model(str(tmp / MODEL_FILE), num_iteration=trained.best_round)
         write_json(tmp / FEATURES_FILE, {"names": features.names, "importance_gain": trained.importance})
+        asked.save(tmp)
         write_json(tmp / RRF_FILE, {"kind": "ltr", "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K})
     hit1 = {
         "val_hit1_fused": 100.0 * float(np.mean([x.fused.rank_of(g) == 1 for x, g in zip(val_inputs, val_gold)])),
@@ -181,6 +183,7 @@ def _ltr_step(ws: Components) -> dict:
         **hit1,
         "rrf_w": w if math.isfinite(w) else "inf (ranker order)",
         "rrf_k": k,
+        **asked_metrics,
         "feature_seconds": round(feature_seconds, 1),
         "train_seconds": round(train_seconds, 1),
         "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),
@@ -196,6 +199,24 @@ def _ltr_step(ws: Components) -> dict:
         ),
         "path": str(ws.art.path("reranker")),
     }
+
+
+def _fit_asked_type(ws: Components):
+    """The asked-type model on the training queries' gold types, with its accuracy on val (a metric)."""
+    from grasp_core.rerank.asked_type import fit_asked_type
+    from grasp_core.text.mfar import QUERY_MAX_TOKENS
+
+    types, gold = list(ws.skb.schema.node_types), ws.skb.query_target_types()
+    out = {}
+    for split in ("train", "val"):
+        rows = (ws.skb.queries["split"] == split).to_numpy()
+        # the query vectors the reranker's features read (mFAR's encoder and token limit)
+        vectors = ws.encoder.encode(ws.skb.queries["query"][rows].tolist(), QUERY_MAX_TOKENS)
+        out[split] = (np.asarray(vectors), gold[rows].tolist())
+    asked = fit_asked_type(*out["train"], types, ws.profile.asked_type)
+    vectors, labels = out["val"]
+    accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors), labels)])) if labels else 0.0
+    return asked, {"asked_type_val_accuracy": round(100 * accuracy, 1)}
 
 
 def _pair_step(ws: Components, log_fn=None) -> dict:

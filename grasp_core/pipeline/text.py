@@ -76,7 +76,7 @@ def text_rankings_step(ws: Components) -> dict:
             rankings = retriever.rank(texts, k=100)
             seconds[name] = time.perf_counter() - start
             write_rankings(tmp / f"{name}.parquet", qids, rankings)
-            for split in ("val", "test", "test-human"):
+            for split in ("val", "test", "test-human", "val-human"):
                 idx = [i for i, s in enumerate(queries["split"]) if s == split]
                 if idx:
                     m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], ws.skb.num_nodes)

@@ -16,6 +16,9 @@ Decisions the paper leaves open:
 - A ref anchor links its entity row's mention text, searched in the index of the anchor's resolved type.
 - Zero-hop plans: the candidates are the ``top_k`` nodes of the target type nearest to the relevance text
   (anchor score 0, so the score is that cosine).
+- Term look-ups (no hops, one anchor of the target's type): the candidates are the anchor's bindings, scored
+  like any plan's (binding score + the relevance text's cosine to the document); in name mode a binding's
+  score is its best name-or-alias cosine, so a lay description finds the term its synonym names.
 - The traversal runs in process over the graph's CSR arrays (:mod:`grasp_core.plan.traverse`, the default)
   or as the plan's Cypher query on the graph store (``traversal="store"``); both return the same rows, and
   the trace keeps the Cypher text either way (explanations show it, ``explain_paths`` runs on the store).
@@ -45,7 +48,7 @@ from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.trace import Binding, Trace
 from grasp_core.plan.traverse import traverse
-from grasp_core.plan.validate import validate_plan
+from grasp_core.plan.validate import is_term_lookup, validate_plan
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
 
@@ -210,7 +213,7 @@ class PlanExecutor:
         plan = trace.plan
         assert plan is not None  # only validated plans are executed
         target_type = plan.target.type
-        if not plan.hops:
+        if not plan.hops and not plan.anchors:
             start = time.perf_counter()
             scores, ids = self.index.search(target_type, "doc", relevance[None], self.cfg.top_k)
             keep = ids[0] >= 0
@@ -225,6 +228,9 @@ class PlanExecutor:
         if any(not b for b in trace.bindings.values()):
             empty = next(v for v, b in trace.bindings.items() if not b)
             raise PlanError("no_bindings", f"anchor {empty!r} matched no node of type {plan.anchor(empty).type!r}")
+
+        if is_term_lookup(plan):
+            return self._look_up(trace, relevance)
 
         start = time.perf_counter()
         pairs = {v: [(b.node_id, b.score) for b in bs] for v, bs in trace.bindings.items()}
@@ -247,6 +253,16 @@ class PlanExecutor:
         anchor_scores = scores.astype(np.float32)
         ids, cosine, anchor_scores = self._cosine(target_type, ids, anchor_scores, relevance)
         ranking = Ranking.from_scores(ids, anchor_scores + cosine, self.cfg.top_k)
+        trace.seconds["rescore"] = time.perf_counter() - start
+        return ranking
+
+    def _look_up(self, trace: Trace, relevance: np.ndarray) -> Ranking:
+        start = time.perf_counter()
+        bindings = next(iter(trace.bindings.values()))
+        ids = np.asarray([b.node_id for b in bindings], np.int64)
+        scores = np.asarray([b.score for b in bindings], np.float32)
+        trace.candidates = len(ids)
+        ranking = Ranking.from_scores(ids, scores + self.index.vectors("doc", ids) @ relevance, self.cfg.top_k)
         trace.seconds["rescore"] = time.perf_counter() - start
         return ranking
 
@@ -289,7 +305,7 @@ class PlanExecutor:
         """
         plan = plan if plan is not None else trace.plan
         if plan is None or not trace.bindings or not plan.hops:
-            return {}
+            return {}  # no plan, or a zero-hop plan or term look-up: no path
         plan = validate_plan(plan, self.skb.schema) if plan is not trace.plan else plan
         out = {}
         for var, bindings in trace.bindings.items():

@@ -12,7 +12,8 @@
   ``target``) that no further hop leaves;
 - ``cycle``             the hops loop, leave ``target``, or leave one variable twice (paths must converge on
   ``target``: the plan is a tree whose root is ``target`` and whose leaves are the anchors);
-- ``anchor_unreachable`` an anchor no hop leaves (this includes any anchor of a zero-hop plan);
+- ``anchor_unreachable`` an anchor no hop leaves (this includes any anchor of a zero-hop plan, except the one
+  anchor of a **term look-up**: no hops and one anchor of the target's type, whose bindings are the answers);
 - ``bad_hop_types``     no assignment of node types lets every hop's relation connect its two ends
   (edges are undirected, so either direction of a schema relation counts);
 - ``ambiguous_type``    an intermediate variable could have several types and none was given.
@@ -40,6 +41,13 @@ def validate_plan(plan: Plan, schema: Schema, entity_table: EntityTable | None =
     anchor_types = _anchor_types(plan, entity_table)
     _check_names(plan, schema, anchor_types)
     _check_structure(plan)
+    if is_term_lookup(plan) and anchor_types[plan.anchors[0].var] != plan.target.type:
+        a = plan.anchors[0]
+        raise PlanError(
+            "anchor_unreachable",
+            f"anchor {a.var!r} ({anchor_types[a.var]}) has no hop to the {plan.target.type} target; a plan without "
+            "hops looks up its one anchor, which must then have the target's type",
+        )
     types = _infer_types(plan, schema, anchor_types)
     anchors = tuple(a.model_copy(update={"type": types[a.var]}) for a in plan.anchors)
     hops = tuple(h.model_copy(update={"to_type": types[h.to]}) for h in plan.hops)
@@ -76,7 +84,14 @@ def _check_names(plan: Plan, schema: Schema, anchor_types: dict[str, str]) -> No
             raise PlanError("unknown_relation", f"hop {i}: unknown relation {h.rel!r} (schema: {sorted(relations)})")
 
 
+def is_term_lookup(plan: Plan) -> bool:
+    """No hops and one anchor: the answers are the anchor's own bindings ("what is the term for …")."""
+    return not plan.hops and len(plan.anchors) == 1
+
+
 def _check_structure(plan: Plan) -> None:
+    if is_term_lookup(plan):
+        return
     anchors = [a.var for a in plan.anchors]
     if len(set(anchors)) != len(anchors):
         raise PlanError("duplicate_variable", f"anchor variables repeat: {anchors}")

@@ -1,8 +1,10 @@
 """The finite set of plans a query can get: what the programmatic teacher executes and the ``cpu`` policy chooses from.
 
 For each target type asked for (``docs/design.md``, "The cpu planner"):
+- **term look-ups**: one per entity-table row linked to the target type (no hops: the answers are the row's own
+  name-mode bindings, for "what is the term for …" questions);
 - **single-anchor metapath plans**: one per (entity-table row, linked type, metapath to the target type), in name
-  mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type);
+  mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type, term look-ups included);
 - **pairwise intersections**: for the first ``pair_anchors`` rows that have a one-hop name-mode plan, every two
   of those plans meeting at ``target`` ("both X and Y" questions);
 - the **zero-hop plan** (dense search of the target type by the query).
@@ -29,6 +31,7 @@ __all__ = [
     "candidate_plans",
     "intersect",
     "single_anchor_plans",
+    "term_lookup_plan",
     "zero_hop_plan",
     "json_text",
 ]
@@ -65,7 +68,8 @@ def _chain(var: str, path: Metapath, next_index: int) -> list[dict]:
 def single_anchor_plans(
     schema: Schema, table: EntityTable, query: str, target_type: str, cfg: CandidateConfig = CandidateConfig()
 ) -> list[dict]:
-    """One plan per (entity row, linked type, metapath to the target type), name and doc modes."""
+    """Per entity row: its term look-up (a row linked to the target type), then one plan per (linked type, metapath
+    to the target type), name and doc modes."""
     plans = []
     for row in table.rows:
         if row.role == "attribute":
@@ -74,6 +78,8 @@ def single_anchor_plans(
         for node_type, links in row.links.items():
             if not links or links[0].score < cfg.min_link_score:
                 continue
+            if node_type == target_type:
+                plans.append(term_lookup_plan(row.ref, target_type, rel_text))
             for path in metapaths(schema, node_type, target_type, cfg.max_hops, cfg.paths_per_anchor):
                 hops = _chain("a1", path, 1)
                 for mode in ("name", "doc") if len(path) == 1 else ("name",):
@@ -106,6 +112,12 @@ def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dic
     }
 
 
+def term_lookup_plan(ref: str, target_type: str, rel_text: str) -> dict:
+    """The row's own nodes as the answers: no hops, one name-mode anchor of the target's type."""
+    anchor = {"var": "a1", "ref": ref, "type": target_type, "match_mode": "name"}
+    return {"target": {"type": target_type}, "anchors": [anchor], "hops": [], "relevance_text": rel_text}
+
+
 def zero_hop_plan(query: str, target_type: str) -> dict:
     return {"target": {"type": target_type}, "anchors": [], "hops": [], "relevance_text": query}
 
@@ -124,7 +136,7 @@ def candidate_plans(
         firsts: dict[str, dict] = {}  # row -> its first one-hop name-mode plan
         for p in singles:
             ref = p["anchors"][0]["ref"]
-            if len(p["hops"]) == 1 and p["anchors"][0]["match_mode"] == "name" and ref not in firsts:
+            if len(p["hops"]) == 1 and p["anchors"][0]["match_mode"] == "name" and ref not in firsts:  # not a look-up
                 firsts[ref] = p
         sources = list(firsts.values())[: cfg.pair_anchors]
         pairs = [

@@ -45,6 +45,7 @@ HEADS = ("features", "linear", "mlp")
 FEATURES = (
     "abstain",
     "zero_hop",
+    "term_lookup",
     "hops",
     "two_anchors",
     "doc_mode",
@@ -69,9 +70,12 @@ class PolicyConfig:
 
 
 def path_keys(plan: dict) -> list[str]:
-    """One key per anchor: ``anchor type|rel>type|…`` from the anchor to ``target``; a zero-hop plan: ``|target``."""
+    """One key per anchor: ``anchor type|rel>type|…`` from the anchor to ``target``; a zero-hop plan: ``|target``;
+    a term look-up: ``type|self``."""
     if not plan["anchors"]:
         return [f"|{plan['target']['type']}"]
+    if not plan["hops"]:
+        return [f"{plan['anchors'][0]['type']}|self"]
     keys = []
     for anchor in plan["anchors"]:
         var, parts, types = anchor["var"], [anchor["type"]], {h["to"]: h.get("to_type") for h in plan["hops"]}
@@ -91,7 +95,7 @@ def verbalize(plan: dict) -> str:
     paths = []
     for key in path_keys(plan):
         start, *steps = key.split("|")
-        paths.append(" ".join([start] + [s.replace(">", " ") for s in steps]).strip())
+        paths.append(" ".join([start] + [s.replace(">", " ") if s != "self" else "itself" for s in steps]).strip())
     return f"{target}: " + " and ".join(paths)
 
 
@@ -205,7 +209,8 @@ class Featurizer:
                     path_idx[i, j, k] = self.paths.get(key, 0)
                 verbal_idx[i, j] = texts.setdefault(verbalize(plan), len(texts) + 1)
                 f = feats[i, j]
-                f[col["zero_hop"]] = float(not plan["hops"])
+                f[col["zero_hop"]] = float(not plan["hops"] and not plan["anchors"])
+                f[col["term_lookup"]] = float(not plan["hops"] and bool(plan["anchors"]))
                 f[col["hops"]] = len(plan["hops"]) / 3.0
                 f[col["two_anchors"]] = float(len(plan["anchors"]) == 2)
                 f[col["doc_mode"]] = float(any(a["match_mode"] == "doc" for a in plan["anchors"]))

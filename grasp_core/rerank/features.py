@@ -18,6 +18,11 @@ fused from, the plan's target type and anchor bindings, and the entity table's l
 * the entity table: whether the candidate is itself a linked node (and its best link cosine); the best link
   cosine of a linked node adjacent to it, overall and per relation type, and the number of entity rows
   with a linked node adjacent to it;
+* the question's wording (``docs/reranker.md``, "Natural questions"): the asked-type model's probability of
+  the candidate's type (and whether it is the most probable type); the best cosine of the query vector to the
+  candidate's name or any of its aliases; whether the candidate's name or one of its aliases occurs in the
+  query (normalized, as the gazetteer matches); each pair only when the builder has an asked-type model,
+  respectively name vectors;
 * neighbour context, per relation type: log(1 + number of neighbours), and the max and mean cosine between
   the query vector and all the neighbours' document vectors (dot products with the node embeddings already
   built). The relevance text's cosine to the candidate is already inside the graph score, so no other text
@@ -37,8 +42,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from grasp_core.embed.node_embeddings import NodeEmbeddings
 from grasp_core.entities.table import EntityTable
 from grasp_core.ranking import Ranking
+from grasp_core.rerank.asked_type import AskedType
 from grasp_core.skb.format import SKB
 
 
@@ -102,8 +109,23 @@ class FeatureBuilder:
     :class:`~grasp_core.text.mfar.MFARRetriever`, which also embeds the queries (one batched encoder call).
     """
 
-    def __init__(self, skb: SKB, doc_vectors: np.ndarray, text_model, cfg: FeatureConfig = FeatureConfig()):
+    def __init__(
+        self,
+        skb: SKB,
+        doc_vectors: np.ndarray,
+        text_model,
+        cfg: FeatureConfig = FeatureConfig(),
+        names: NodeEmbeddings | None = None,
+        asked: AskedType | None = None,
+    ):
         self.skb, self.doc, self.text_model, self.cfg = skb, doc_vectors, text_model, cfg
+        self.asked, self.name_vectors = asked, names
+        self._asked_col = (
+            np.asarray([asked.types.index(t) if t in asked.types else -1 for t in skb.nodes["type"]], np.int64)
+            if asked is not None
+            else None
+        )
+        self._aliases = _AliasRows(skb, names) if names is not None else None
         n = skb.num_nodes
         self.relations = skb.schema.relation_names
         edges = skb.edges
@@ -142,6 +164,8 @@ class FeatureBuilder:
             ]
             + [f"mfar {s}" for s in self.scorer_names]
             + ["mfar total"]
+            + (list(ASKED_FEATURES) if asked is not None else [])
+            + (list(ALIAS_FEATURES) if names is not None else [])
         )
 
     @property
@@ -182,7 +206,19 @@ class FeatureBuilder:
         own = _best_by_node(link_ids, [score for _, _, score in x.links])
         cols += [_member(ids, own.ids), own.get(ids), graph["linked"], graph["linked rows"]]
         cols += graph["linked per relation"] + graph["neighbours"] + text_scores
+        cols += self._natural(x.query, qvec, ids)
         return np.stack(cols, axis=1).astype(np.float32)
+
+    def _natural(self, query: str, qvec: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
+        """:data:`ASKED_FEATURES` (with an asked-type model) and :data:`ALIAS_FEATURES` (with name vectors)."""
+        cols: list[np.ndarray] = []
+        if self.asked is not None and self._asked_col is not None:
+            p = self.asked.proba(qvec)[0]
+            col = self._asked_col[ids]
+            cols += [np.where(col >= 0, p[np.maximum(col, 0)], 0.0), (col == int(p.argmax())).astype(np.float32)]
+        if self._aliases is not None:
+            cols += list(self._aliases.match(query, qvec, ids))
+        return cols
 
     def _lookup(self, ranking: Ranking, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rank = np.full(len(ids), self.cfg.rank_sentinel, np.float32)
@@ -263,6 +299,36 @@ class FeatureBuilder:
                 torch.from_numpy(np.asarray(qvec, np.float32)[None]), torch.from_numpy(raw_matrix[None])
             )[0].numpy()
         return [*raw_matrix.T, total], name_hits.sum(1).astype(np.float32), field_hits.sum(1).astype(np.float32)
+
+
+ASKED_FEATURES = ("asked type prob", "asked type is candidate type")
+ALIAS_FEATURES = ("alias cosine", "alias in query")
+
+
+class _AliasRows:
+    """Each node's name and alias vectors and normalized strings, gathered per candidate list."""
+
+    def __init__(self, skb: SKB, names: NodeEmbeddings):
+        from grasp_core.entities.gazetteer import normalize
+
+        vectors, owner = names.name_vectors()
+        order = np.argsort(owner, kind="stable")
+        self.vectors, self.rows = vectors, order
+        self.starts = np.searchsorted(owner[order], np.arange(skb.num_nodes + 1))
+        strings: list[list[str]] = [[normalize(str(n))] for n in skb.nodes["name"]]
+        for node, alias in skb.alias_pairs():
+            strings[node].append(normalize(alias))
+        self.strings = [[f" {s} " for s in dict.fromkeys(ss) if s] for ss in strings]
+        self._normalize = normalize
+
+    def match(self, query: str, qvec: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(best name-or-alias cosine to the query vector, 1 if a name or alias occurs in the query) per candidate."""
+        lens = (self.starts[ids + 1] - self.starts[ids]).astype(np.int64)
+        pos = np.concatenate([self.rows[self.starts[i] : self.starts[i + 1]] for i in ids])
+        cosine = _segment(np.maximum, self.vectors[pos] @ qvec, lens)
+        text = f" {self._normalize(query)} "
+        in_query = np.asarray([any(s in text for s in self.strings[i]) for i in ids], np.float32)
+        return cosine, in_query
 
 
 class _ByNode(NamedTuple):

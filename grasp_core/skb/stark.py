@@ -44,7 +44,15 @@ import pandas as pd
 import torch
 
 from grasp_core.errors import SKBFormatError, UnknownDatasetError
-from grasp_core.skb.format import HUMAN_QID_OFFSET, SKB, SPLITS, validate
+from grasp_core.skb.format import (
+    ALIAS_TEXT_FIELDS,
+    ALIASES,
+    HUMAN_QID_OFFSET,
+    SKB,
+    SPLITS,
+    aliases_from_fields,
+    validate,
+)
 from grasp_core.skb.schema import Relation, Schema
 
 STARK_NAMES = ("amazon", "mag", "prime")
@@ -132,6 +140,7 @@ def load_stark_graph(name: str, skb_dir: str | Path) -> tuple[Schema, pd.DataFra
     nodes = _nodes(name, node_info, stark_ids, types)
     edges = _edges(folder, stark_ids, edge_type_dict)
     schema = Schema(name, _type_fields(nodes, node_type_dict), _relations(edges, nodes["type"].to_numpy()))
+    nodes[ALIASES] = aliases_from_fields(nodes, ALIAS_TEXT_FIELDS)  # prime's gene aliases; amazon, mag: none
     return schema, nodes, edges
 
 

@@ -42,7 +42,7 @@ import pandas as pd
 
 from grasp_core.errors import GraspError
 from grasp_core.skb import synth_text as W
-from grasp_core.skb.format import SKB, empty_queries, validate
+from grasp_core.skb.format import ALIAS_TEXT_FIELDS, ALIASES, SKB, aliases_from_fields, empty_queries, validate
 from grasp_core.skb.schema import Relation, Schema
 
 KINDS = ("amazon", "mag", "prime")
@@ -248,7 +248,8 @@ def build_synth_skb(kind: str, scale: str | float = "tiny", seed: int = 0) -> SK
         nodes.loc[ids, "name"] = graph.names[ids]
         for f, values in fields.items():
             nodes.loc[ids, f] = values
-    nodes = nodes[["node_id", "key", "type", "name", *schema.text_fields]]
+    nodes = nodes[["node_id", "key", "type", "name", *schema.text_fields]].copy()
+    nodes[ALIASES] = aliases_from_fields(nodes, ALIAS_TEXT_FIELDS)  # gene/protein aliases (synth-prime)
     skb = SKB(schema, nodes, edges, empty_queries())
     validate(skb)
     return skb

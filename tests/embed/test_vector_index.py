@@ -101,3 +101,47 @@ def test_large_types_use_hnsw_with_high_recall(tmp_path):
     loaded = NodeIndex.load(index.save(tmp_path / "idx"), emb)
     assert loaded.indexes["big", "doc"].hnsw.efSearch == IndexConfig().hnsw_ef_search
     np.testing.assert_array_equal(loaded.search("big", "name", q, 10)[1], ids)
+
+
+def test_name_search_is_the_max_over_names_and_aliases_each_node_once(tmp_path):
+    """Alias vectors join their type's name index; a node answers once, at its best vector's cosine; the index
+    round-trips; an SKB without aliases builds the same index as before."""
+    import pandas as pd
+
+    from grasp_core.skb.format import SKB
+    from grasp_core.skb.schema import Schema
+
+    rng = np.random.default_rng(3)
+    n, a = 40, 60
+    unit = rng.standard_normal((n + a, 8)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    owner = rng.integers(0, n, a).astype(np.int64)
+    nodes = pd.DataFrame(
+        {
+            "node_id": np.arange(n),
+            "key": [str(i) for i in range(n)],
+            "type": ["x", "y"] * (n // 2),
+            "name": list("n" * n),
+        }
+    )
+    skb = SKB(
+        Schema("r", {"x": (), "y": ()}, ()), nodes, pd.DataFrame({"src": [], "rel": [], "dst": []}), pd.DataFrame()
+    )
+    emb = NodeEmbeddings(unit[:n], unit[:n], "random|dim=8", {}, unit[n:], owner)
+    index = NodeIndex.load(NodeIndex.build(skb, emb).save(tmp_path / "idx"), emb)
+    q = rng.standard_normal((5, 8)).astype(np.float32)
+    for t in ("x", "y"):
+        scores, ids = index.search(t, "name", q, 4)
+        members = skb.ids_of_type(t)
+        best = np.full((5, n), -np.inf, np.float32)
+        best[:, members] = q @ unit[members].T
+        for j, node in enumerate(owner):
+            if node in members:
+                best[:, node] = np.maximum(best[:, node], q @ unit[n + j])
+        expected = np.argsort(-best, axis=1, kind="stable")[:, :4]
+        assert (ids == expected).all()
+        assert np.allclose(scores, np.take_along_axis(best, expected, 1), atol=1e-5)
+        assert all(len(set(row)) == 4 for row in ids)  # each node once
+    plain = NodeIndex.build(skb, NodeEmbeddings(unit[:n], unit[:n], "random|dim=8", {}))
+    assert plain.indexes["x", "name"].ntotal == n // 2
+    assert (plain.search("x", "name", q, 3)[1] == plain.search("x", "doc", q, 3)[1]).all()

@@ -7,7 +7,7 @@ import pytest
 from grasp_core.embed.encoder import EncoderConfig, load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
-from grasp_core.skb.format import SKB, validate
+from grasp_core.skb.format import SKB, aliases_from_fields, validate
 from grasp_core.skb.schema import Relation, Schema
 
 NODES = [  # type, name, synonyms
@@ -67,6 +67,7 @@ def skb() -> SKB:
             "synonyms": [s for _, _, s in NODES],
         }
     )
+    nodes["aliases"] = aliases_from_fields(nodes, ("synonyms",))
     edges = pd.DataFrame(EDGES, columns=["src", "rel", "dst"])
     queries = pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []})
     skb = SKB(SCHEMA, nodes, edges, queries)

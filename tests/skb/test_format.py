@@ -14,7 +14,7 @@ import pytest
 
 from grasp_core.errors import SKBFormatError
 from grasp_core.io import is_complete
-from grasp_core.skb.format import SKB, read_skb, validate, write_skb
+from grasp_core.skb.format import SKB, aliases_from_fields, read_skb, validate, write_skb
 from grasp_core.skb.schema import Relation, Schema
 
 SCHEMA = Schema(
@@ -330,3 +330,35 @@ def test_names_differing_only_in_case_are_refused(skb_dir, node_types, relations
     (skb_dir / "schema.json").write_text(json.dumps({"name": "x", "node_types": node_types, "relations": relations}))
     with raises(skb_dir, "schema.json", None, problem):
         read_skb(skb_dir)
+
+
+def test_aliases_round_trip_and_read_in_documents(tmp_path):
+    skb = toy_skb()
+    skb.nodes["aliases"] = [["Sneaker", "Trainer"], [], None, ["ACME Corp"]]
+    back = read_skb(write_skb(skb, tmp_path / "aliased"))
+    assert [back.aliases_of(i) for i in range(4)] == [["Sneaker", "Trainer"], [], [], ["ACME Corp"]]
+    assert back.alias_pairs() == [(0, "Sneaker"), (0, "Trainer"), (3, "ACME Corp")]
+    assert back.document(0).endswith("aliases: Sneaker; Trainer")  # not in a text field: the document gets them
+    assert "aliases" not in back.document(1)
+
+
+def test_an_skb_without_aliases_has_none(skb_dir):
+    skb = read_skb(skb_dir)
+    assert "aliases" not in skb.nodes and skb.alias_pairs() == [] and skb.aliases_of(0) == []
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [("Sneaker", "aliases must be a list of strings"), (["ok", ""], "alias '' is not a non-empty string")],
+)
+def test_bad_aliases_name_the_row(tmp_path, value, problem):
+    skb = toy_skb()
+    skb.nodes["aliases"] = [[], [], None, []]
+    skb.nodes.at[2, "aliases"] = value
+    with pytest.raises(SKBFormatError, match=f"nodes.parquet, row 2: {problem}"):
+        validate(skb)
+
+
+def test_aliases_from_text_fields_leave_the_name_and_repeats_out():
+    nodes = pd.DataFrame({"name": ["TP53", "MDM2"], "alias": ["p53; TP53 | LFS1", None], "synonyms": ["p53", None]})
+    assert aliases_from_fields(nodes, ("alias", "synonyms", "absent")) == [["p53", "LFS1"], []]

@@ -1,0 +1,156 @@
+"""Natural questions on hpo: anchor linking recall on test-human and the asked-type model's accuracy.
+
+    python benchmarks/natural_questions.py --root dagster_home/artifacts --label after
+
+Reads a finished hpo pipeline's artifacts under ``--root`` (SKB, queries, node vectors, name index), runs the
+profile's entity extractor on the ``test-human`` questions and reports, over the anchors of their stored graph
+queries (every node key a condition names, nested ones included; for a "what is the term for …" question the
+named node itself): the share linked by some entity-table row (any of its links), and by the top link of a row.
+Then fits the asked-type model (:mod:`grasp_core.rerank.asked_type`, when the code has it) on the ``train``
+queries' vectors and gold types and reports its accuracy per split (test-human only measured, never used to
+choose). Runs with any checkout's code on ``PYTHONPATH`` (``--label before`` with the code the artifacts were
+built with). Writes ``benchmarks/results/natural_questions_<label>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from grasp_core.artifacts import Artifacts  # noqa: E402
+from grasp_core.components import Components  # noqa: E402
+from grasp_core.profiles import get_profile  # noqa: E402
+from grasp_core.skb.human_queries import shape  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+HUMAN_SPLITS = ("test-human", "val-human")
+
+
+def anchor_keys(graph_query: dict) -> list[str]:
+    """Every node key a graph query names (the node itself for a term question)."""
+    if "node" in graph_query:
+        return [graph_query["node"]]
+    keys = []
+    for cond in graph_query.get("all", []):
+        if "node" in cond:
+            keys.append(cond["node"])
+        if "via" in cond:
+            keys += anchor_keys(cond["via"])
+    return keys
+
+
+def questions_of(split: str) -> list[dict]:
+    """The question file of this checkout (read directly, so that older code on PYTHONPATH can be measured)."""
+    file = (
+        Path(__file__).resolve().parent.parent / "grasp_core" / "skb" / "data" / f"hpo_{split.replace('-', '_')}.jsonl"
+    )
+    return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def extractor(ws: Components):
+    """The profile's gazetteer over the artifacts' name index; code from before aliases cannot read an index with
+    alias rows, so it gets one built in memory from the node names alone (what it had)."""
+    from grasp_core.embed.node_embeddings import NodeEmbeddings
+    from grasp_core.embed.vector_index import NodeIndex
+    from grasp_core.entities.gazetteer import GazetteerExtractor
+    from grasp_core.errors import GraspError
+
+    try:
+        index = ws.index
+    except GraspError:
+        e = ws.embeddings
+        index = NodeIndex.build(ws.graph, NodeEmbeddings(e.name, e.doc, e.identity, e.meta))
+    return GazetteerExtractor(ws.graph, index, ws.encoder, ws.profile.gazetteer)
+
+
+def linking_recall(ws: Components, split: str, gazetteer) -> dict:
+    questions = questions_of(split)
+    key_to_id = dict(zip(ws.graph.nodes["key"], ws.graph.nodes["node_id"].astype(int)))
+    t0 = time.perf_counter()
+    tables = gazetteer.extract([q["query"] for q in questions])
+    seconds = time.perf_counter() - t0
+    per_shape: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for q, table in zip(questions, tables):
+        linked = {link.node_id for row in table.rows for links in row.links.values() for link in links}
+        top = {links[0].node_id for row in table.rows for links in row.links.values() if links}
+        for key in anchor_keys(q["graph"]):
+            node = key_to_id[key]
+            per_shape[shape(q["graph"])].append((node in linked, node in top))
+    every = [x for xs in per_shape.values() for x in xs]
+
+    def share(xs, i):
+        return round(100.0 * float(np.mean([x[i] for x in xs])), 1) if xs else 0.0
+
+    return {
+        "questions": len(questions),
+        "anchors": len(every),
+        "recall_any_link": share(every, 0),
+        "recall_top_link": share(every, 1),
+        "by_shape": {s: {"anchors": len(xs), "any": share(xs, 0), "top": share(xs, 1)} for s, xs in per_shape.items()},
+        "mean_rows": round(float(np.mean([len(t.rows) for t in tables])), 2),
+        "extract_seconds_per_question": round(seconds / len(questions), 4),
+    }
+
+
+def asked_type_accuracy(ws: Components) -> dict | None:
+    try:
+        from grasp_core.rerank.asked_type import fit_asked_type
+    except ImportError:  # code from before the asked-type model
+        return None
+    from grasp_core.skb.format import SKB
+    from grasp_core.skb.human_queries import human_queries
+    from grasp_core.text.mfar import QUERY_MAX_TOKENS
+
+    synthetic = ws.skb.queries[~ws.skb.queries["split"].str.endswith("-human")]
+    human = [human_queries(ws.graph, split=s) for s in HUMAN_SPLITS]  # from the question files, as written now
+    queries = pd.concat([synthetic, *human], ignore_index=True)
+    gold = SKB(ws.graph.schema, ws.graph.nodes, ws.graph.edges, queries).query_target_types()
+    types = list(ws.skb.schema.node_types)
+    data = {}
+    for split in ("train", "val", "test", *HUMAN_SPLITS):
+        rows = (queries["split"] == split).to_numpy()
+        vectors = ws.encoder.encode(queries["query"][rows].tolist(), QUERY_MAX_TOKENS)
+        data[split] = (vectors, gold[rows].tolist())
+    model = fit_asked_type(*data["train"], types, ws.profile.asked_type)
+    out = {}
+    for split, (vectors, labels) in data.items():
+        predicted = model.predict(vectors)
+        out[split] = round(100.0 * float(np.mean([p == g for p, g in zip(predicted, labels)])), 1)
+    errors = {}
+    for split in HUMAN_SPLITS:
+        rows = queries[queries["split"] == split]
+        predicted = model.predict(data[split][0])
+        errors[split] = [(t, g, p) for t, g, p in zip(rows["query"], data[split][1], predicted) if g != p]
+    return {"accuracy": out, "human_errors": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, required=True, help="artifacts root (DAGSTER_HOME/artifacts)")
+    parser.add_argument("--label", required=True, help="before | after (names the results file)")
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    ws = Components(Artifacts.for_dataset("hpo", args.root), get_profile(args.profile))
+    gazetteer = extractor(ws)
+    linking = {split: linking_recall(ws, split, gazetteer) for split in HUMAN_SPLITS}
+    result = {"root": str(args.root), "linking": linking, "asked_type": asked_type_accuracy(ws)}
+    out = RESULTS / f"natural_questions_{args.label}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    for split, found in linking.items():
+        print(split, json.dumps({k: v for k, v in found.items() if k != "by_shape"}))
+    if result["asked_type"]:
+        print("asked type accuracy:", result["asked_type"]["accuracy"])
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

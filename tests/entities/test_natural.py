@@ -1,0 +1,70 @@
+"""Questions in people's words on the tiny SKB: synonyms link through the alias vectors, descriptive spans get
+weak links, an ambiguous alias keeps every owner, a term look-up answers the named node, the asked-type model."""
+
+import numpy as np
+import pytest
+from conftest import ids
+
+from grasp_core.entities.gazetteer import GazetteerExtractor
+from grasp_core.entities.linking import Mention, link_mentions
+from grasp_core.plan.execute import PlanExecutor
+from grasp_core.planner.candidates import candidate_plans, json_text
+from grasp_core.rerank.asked_type import fit_asked_type
+
+
+def test_a_synonym_only_mention_links_to_its_node_through_its_alias_vector(skb, index, encoder):
+    # "increased height of the body" is no name: it is close to the alias "Increased body height" of Tall stature
+    row = link_mentions([Mention("increased height of the body", ("effect/phenotype",), "anchor")], skb, index, encoder)
+    top = row.rows[0].links["effect/phenotype"][0]
+    tall = ids(skb, "Tall stature")[0]
+    name_cos = float(encoder.encode(["increased height of the body"], 64)[0] @ index.vectors("name", [tall])[0])
+    assert top.node_id == tall and top.score > name_cos + 0.1  # the alias, not the name, carried it
+
+
+def test_an_ambiguous_exact_span_keeps_every_node_it_names_with_its_degree(skb, index, encoder):
+    marfan, diabetes = ids(skb, "Marfan syndrome", "type 2 diabetes")
+    row = link_mentions([Mention("MFS", ("disease",), "anchor", exact=(marfan, diabetes))], skb, index, encoder)
+    links = row.rows[0].links["disease"]
+    assert [(link.node_id, link.score) for link in links[:2]] == [(marfan, 1.0), (diabetes, 1.0)]
+    assert links[1].degree == int(skb.degrees[diabetes])
+
+
+@pytest.fixture(scope="module")
+def gazetteer(skb, index, encoder):
+    return GazetteerExtractor(skb, index, encoder)
+
+
+def test_a_descriptive_span_is_linked_weakly_with_its_similarity(gazetteer, skb):
+    table = gazetteer.extract(["which diseases come with an increase in the height of the body"])[0]
+    row = next(r for r in table.rows if "height" in r.mention)
+    assert row.mention == "increase in the height of the body"  # the query's wording, stopwords inside
+    link = row.links["effect/phenotype"][0]
+    assert link.node_id == ids(skb, "Tall stature")[0] and 0.7 <= link.score < 1.0
+
+
+def test_a_term_look_up_question_returns_the_named_node_first(gazetteer, skb, index, encoder):
+    query = "What is the medical term for increased height of the body?"
+    table = gazetteer.extract([query])[0]
+    plans = candidate_plans(skb.schema, table, query, ["effect/phenotype"])
+    look_ups = [p for p in plans if p["anchors"] and not p["hops"]]
+    assert look_ups, plans
+    executor = PlanExecutor(skb, index, encoder, store=None)
+    ranking, trace = executor.execute(json_text(look_ups[0]), query, table)
+    assert trace.error is None and int(ranking.node_ids[0]) == ids(skb, "Tall stature")[0]
+
+
+def test_the_asked_type_model_learns_which_type_a_question_asks_for(encoder):
+    train = {
+        "gene/protein": ["Which genes are linked to {x}?", "genes behind {x}", "What gene is faulty in {x}?"],
+        "drug": ["Which drugs treat {x}?", "medications for {x}", "What can I take for {x}?"],
+        "disease": ["What diseases cause {x}?", "Which conditions come with {x}?", "disorders with {x}"],
+    }
+    fillers = ["headache", "a rash", "tall stature", "night blindness"]
+    texts = [t.format(x=f) for ts in train.values() for t in ts for f in fillers]
+    labels = [k for k, ts in train.items() for _ in ts for _ in fillers] + ["mixed"]
+    types = ["disease", "gene/protein", "drug", "anatomy"]
+    model = fit_asked_type(encoder.encode([*texts, "anything"], 64), labels, types)
+    tests = {"Which genes are behind Marfan syndrome?": "gene/protein", "Which drugs help with migraine?": "drug"}
+    assert model.predict(encoder.encode(list(tests), 64)) == list(tests.values())
+    p = model.proba(encoder.encode(list(tests), 64))
+    assert np.allclose(p.sum(1), 1) and (p[:, types.index("anatomy")] < 0.05).all()  # never asked for: ~0
