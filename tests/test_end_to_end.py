@@ -435,3 +435,72 @@ def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monk
         capsys.readouterr()
         assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
         assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7
+
+
+@pytest.fixture(scope="module")
+def in_containers(trained, tmp_path_factory):
+    """The same DAG launched through a Dagster instance whose runs start in containers of the grasp image
+    (deploy/host/dagster.yaml, tests/containers.py): `prepare` is submitted over GraphQL as the UI submits it and
+    the `chain_training_stages` sensor launches round 1, round 2 and `finish` as each run succeeds."""
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    from tests.containers import Deployment, docker_client_or_skip, write_instance
+
+    docker = docker_client_or_skip()
+    home = tmp_path_factory.mktemp("containers") / "dagster_home"
+    write_instance(home)
+    deployment = Deployment(home, "smoke")
+    try:
+        deployment.instance.add_dynamic_partitions("dataset", [DATASET])
+        deployment.client().submit_job_execution("prepare", tags={"dagster/partition": DATASET})
+
+        def finished():
+            runs = deployment.instance.get_runs()
+            failed = [r for r in runs if r.status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)]
+            assert not failed, f"run {failed[0].run_id} ({failed[0].job_name}) failed; see {deployment.log.name}"
+            return runs if any(r.job_name == "finish" and r.status == DagsterRunStatus.SUCCESS for r in runs) else None
+
+        start = time.monotonic()
+        runs = deployment.wait_for(finished, "the finish run", timeout=2400)
+        print(f"[containers] the DAG in containers took {time.monotonic() - start:.0f}s")
+        yield home, runs, deployment, docker
+    finally:
+        deployment.stop()
+
+
+def _files(directory):
+    return {p.relative_to(directory): p for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_containers):
+    import hashlib
+
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    from tests.containers import IMAGE
+
+    tmp, _ = trained
+    home, runs, _, docker = in_containers
+    assert sorted(r.job_name for r in runs) == ["finish", "prepare", "rl_round", "rl_round"]
+    for run in runs:  # each run's worker ran in its own container of the image
+        assert run.status == DagsterRunStatus.SUCCESS and run.tags["dagster/image"] == IMAGE
+        assert docker.containers.get(run.tags["docker/container_id"]).attrs["Config"]["Image"].endswith(IMAGE)
+    local, remote = tmp / "artifacts" / DATASET, home / "artifacts" / DATASET
+    local_files, remote_files = _files(local), _files(remote)
+    assert set(local_files) == set(remote_files)
+    digest = {rel: [hashlib.sha256(p.read_bytes()).hexdigest() for p in (local_files[rel], remote_files[rel])] for rel in local_files}
+    differ = sorted(str(rel) for rel, (a, b) in digest.items() if a != b)
+    print("[containers] files that differ:", differ)
+    local_ml = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
+    remote_ml = MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}")
+
+    def mlflow_runs(client):
+        exp = client.get_experiment_by_name("grasp")
+        return {(r.info.run_name, r.data.tags.get("step")): r for r in client.search_runs([exp.experiment_id], max_results=500)}
+
+    a, b = mlflow_runs(local_ml), mlflow_runs(remote_ml)
+    assert set(a) == set(b)
+    for key in a:
+        print(key, {k: (v, b[key].data.metrics.get(k)) for k, v in a[key].data.metrics.items() if b[key].data.metrics.get(k) != v})
+        assert a[key].data.params == b[key].data.params, key
+    assert False
