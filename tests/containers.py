@@ -65,7 +65,8 @@ class Deployment:
 
     def __init__(self, home: Path, profile: str):
         self.home, self.port = home, free_port()
-        env = {**os.environ, "DAGSTER_HOME": str(home), "GRASP_PROFILE": profile, "PYTHONPATH": str(ROOT)}
+        env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}  # runs track into home
+        env.update(DAGSTER_HOME=str(home), GRASP_PROFILE=profile, PYTHONPATH=str(ROOT))
         dagster = str(Path(sys.executable).parent / "dagster")
         cmd = [dagster, "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
         self.log = open(home / "dagster_dev.log", "w")  # noqa: SIM115 (closed in stop)
