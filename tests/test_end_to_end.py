@@ -5,6 +5,7 @@ training steps), which is the only way to know the stages fit together.
 """
 
 import json
+import time
 
 import pytest
 from mlflow.tracking import MlflowClient
