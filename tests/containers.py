@@ -70,7 +70,9 @@ class Deployment:
         dagster = str(Path(sys.executable).parent / "dagster")
         cmd = [dagster, "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
         self.log = open(home / "dagster_dev.log", "w")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.instance = dg.DagsterInstance.from_config(str(home))
 
     def client(self, timeout: float = 300):

@@ -489,7 +489,10 @@ def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_con
     local, remote = tmp / "artifacts" / DATASET, home / "artifacts" / DATASET
     local_files, remote_files = _files(local), _files(remote)
     assert set(local_files) == set(remote_files)
-    digest = {rel: [hashlib.sha256(p.read_bytes()).hexdigest() for p in (local_files[rel], remote_files[rel])] for rel in local_files}
+    digest = {
+        rel: [hashlib.sha256(p.read_bytes()).hexdigest() for p in (local_files[rel], remote_files[rel])]
+        for rel in local_files
+    }
     differ = sorted(str(rel) for rel, (a, b) in digest.items() if a != b)
     print("[containers] files that differ:", differ)
     local_ml = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
@@ -497,12 +500,22 @@ def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_con
 
     def mlflow_runs(client):
         exp = client.get_experiment_by_name("grasp")
-        return {(r.info.run_name, r.data.tags.get("step")): r for r in client.search_runs([exp.experiment_id], max_results=500)}
+        return {
+            (r.info.run_name, r.data.tags.get("step")): r
+            for r in client.search_runs([exp.experiment_id], max_results=500)
+        }
 
     a, b = mlflow_runs(local_ml), mlflow_runs(remote_ml)
     assert set(a) == set(b)
     for key in a:
-        print(key, {k: (v, b[key].data.metrics.get(k)) for k, v in a[key].data.metrics.items() if b[key].data.metrics.get(k) != v})
+        print(
+            key,
+            {
+                k: (v, b[key].data.metrics.get(k))
+                for k, v in a[key].data.metrics.items()
+                if b[key].data.metrics.get(k) != v
+            },
+        )
         assert a[key].data.params == b[key].data.params, key
     assert not [f for f in differ if f.split("/")[0] in ("skb", "queries", "graph_store", "text_index")], differ
 

@@ -126,9 +126,11 @@ def test_the_image_installs_the_pins_of_pyproject_and_a_matching_postgres_storag
     """deploy/build-image.sh resolves pyproject.toml's dependencies plus its `deploy` extra into the wheelhouse the
     Dockerfile installs from, offline; the extra's dagster-postgres is the release of the pinned dagster-docker."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pins = dict(d.split("==") for d in project["dependencies"] + project["optional-dependencies"]["deploy"] if "==" in d)
+    pins = dict(
+        d.split("==") for d in project["dependencies"] + project["optional-dependencies"]["deploy"] if "==" in d
+    )
     assert pins["dagster-postgres"] == pins["dagster-docker"]
-    assert "dependencies\"] + p[\"optional-dependencies\"][\"deploy\"]" in (DEPLOY.parent / "build-image.sh").read_text()
+    assert 'dependencies"] + p["optional-dependencies"]["deploy"]' in (DEPLOY.parent / "build-image.sh").read_text()
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     assert re.search(r"pip install --no-cache-dir --no-index --find-links /wheels /wheels/\*\.whl", dockerfile)
     assert "--no-index --no-deps" in dockerfile
