@@ -59,7 +59,8 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import NodeEmbeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.graph import ladybug_store
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import is_complete, write_json
 from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target

@@ -3,7 +3,7 @@
     python benchmarks/planning_latency.py --dataset hpo --artifacts dagster_home/artifacts [--queries 200]
 
 Loads the dataset's served planner (the last RL round that passed its gate, else SFT) and times
-``plan_queries`` on single test queries with their entity tables (query encoding, candidate enumeration,
+``Planner.plan`` on single test queries with their entity tables (query encoding, candidate enumeration,
 features, scoring), after a warm-up that fills the verbalization cache. Writes
 ``benchmarks/results/planning_latency.json`` (p50 and p95 in ms, the load average: this machine is shared).
 """
@@ -21,7 +21,6 @@ import torch
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
-from grasp_core.planner.inference import plan_queries
 from grasp_core.profiles import get_profile
 
 RESULTS = Path(__file__).parent / "results"
@@ -37,15 +36,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     ws = Components(Artifacts.for_dataset(args.dataset, args.artifacts), get_profile("cpu"))
     name, path = ws.final_planner()
-    planner = ws.planner_llm(path)
+    planner = ws.planner(path)
     test = ws.split("test").head(args.queries)
     queries, tables = test["query"].tolist(), [ws.entity_tables[int(q)] for q in test["qid"]]
-    schema = ws.skb.schema
-    plan_queries(planner, schema, queries[:10], tables[:10], ws.profile.inference)  # warm-up
+    planner.plan(queries[:10], tables[:10])  # warm-up
     times, candidates = [], []
     for q, t in zip(queries, tables):
         start = time.perf_counter()
-        plan_queries(planner, schema, [q], [t], ws.profile.inference)
+        planner.plan([q], [t])
         times.append(1000 * (time.perf_counter() - start))
         candidates.append(len(planner.featurizer.candidates(q, t)))
     out = {

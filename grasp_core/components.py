@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
@@ -18,6 +19,28 @@ from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
 from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
+
+if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first use
+    import pandas as pd
+
+    from grasp_core.embed.encoder import Encoder
+    from grasp_core.embed.node_embeddings import NodeEmbeddings
+    from grasp_core.embed.vector_index import NodeIndex
+    from grasp_core.entities.gazetteer import GazetteerExtractor
+    from grasp_core.entities.llm_extractor import LLMExtractor
+    from grasp_core.entities.table import EntityTable
+    from grasp_core.graph.store import GraphStore
+    from grasp_core.plan.execute import PlanExecutor
+    from grasp_core.planner.kind import Planner
+    from grasp_core.ranking import Ranking
+    from grasp_core.rerank.documents import CandidateDocumentBuilder
+    from grasp_core.rerank.features import FeatureBuilder
+    from grasp_core.rerank.inference import PairReranker
+    from grasp_core.rerank.ranker import LTRReranker
+    from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
+    from grasp_core.text.bm25 import BM25Retriever
+    from grasp_core.text.dense import DenseRetriever
+    from grasp_core.text.mfar import MFARRetriever
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
@@ -53,7 +76,7 @@ class Components:
         validate(skb, where=self.art.require("skb"), queries_file=file)
         return skb
 
-    def split(self, name: str):
+    def split(self, name: str) -> pd.DataFrame:
         return self.skb.split(name)
 
     def answers(self, qids) -> list[list[int]]:
@@ -62,26 +85,26 @@ class Components:
 
     # ---------------------------------------------------------------------------- graph branch
     @cached_property
-    def encoder(self):
+    def encoder(self) -> Encoder:
         from grasp_core.embed.encoder import load_encoder
 
         return load_encoder(self.profile.encoder)
 
     @cached_property
-    def embeddings(self):
+    def embeddings(self) -> NodeEmbeddings:
         from grasp_core.embed.node_embeddings import load_node_embeddings
 
         return load_node_embeddings(self.art.require("node_embeddings"))
 
     @cached_property
-    def index(self):
+    def index(self) -> NodeIndex:
         from grasp_core.embed.vector_index import NodeIndex
 
         return NodeIndex.load(self.art.require("vector_indexes"), self.embeddings)
 
     @cached_property
-    def store(self):
-        from grasp_core.graph.store import open_graph_store
+    def store(self) -> GraphStore:
+        from grasp_core.graph.open import open_graph_store
 
         cfg = self.profile.graph_store
         if cfg.backend == "ladybug":
@@ -90,19 +113,19 @@ class Components:
         return open_graph_store(cfg, self.art.path("graph_store"))
 
     @cached_property
-    def executor(self):
+    def executor(self) -> PlanExecutor:
         from grasp_core.plan.execute import PlanExecutor
 
         return PlanExecutor(self.graph, self.index, self.encoder, self.store, self.profile.execution)
 
     @cached_property
-    def gazetteer(self):
+    def gazetteer(self) -> GazetteerExtractor:
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
         return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
 
     @cached_property
-    def extractor(self):
+    def extractor(self) -> GazetteerExtractor | LLMExtractor:
         """The profile's entity extractor: the gazetteer, or the LLM extractor over ``extractor_endpoint``
         (demonstrations: gazetteer mentions of training queries; unreadable answers fall back to the gazetteer)."""
         kind = self.profile.extractor
@@ -123,13 +146,13 @@ class Components:
         return LLMExtractor(self.skb, self.index, self.encoder, generate, demos, self.gazetteer, cfg)
 
     @cached_property
-    def entity_tables(self):
+    def entity_tables(self) -> dict[int, EntityTable]:
         from grasp_core.entities.tables_io import read_tables
 
         return read_tables(self.art.require("entity_tables") / "tables.jsonl")
 
     # ------------------------------------------------------------------------------ text branch
-    def text_retriever(self, name: str):
+    def text_retriever(self, name: str) -> BM25Retriever | DenseRetriever | MFARRetriever:
         """A text retriever by name (one of :data:`TEXT_RETRIEVERS`), from the finished artifacts."""
         from grasp_core.text.bm25 import BM25Retriever
         from grasp_core.text.dense import DenseRetriever
@@ -144,7 +167,7 @@ class Components:
         raise ValueError(f"unknown text retriever {name!r}; choose one of {TEXT_RETRIEVERS}")
 
     @cached_property
-    def text_rankings(self):
+    def text_rankings(self) -> dict[int, Ranking]:
         from grasp_core.text.rankings_io import read_rankings
 
         return read_rankings(self.art.require("text_rankings") / f"{self.profile.text_retriever}.parquet")
@@ -159,22 +182,12 @@ class Components:
                 best = (f"round {r}", path)
         return best
 
-    def planner_llm(self, checkpoint: Path, batch_size: int = 32):
-        """The planner at ``checkpoint``: the plan-selection policy, or a generation backend (LoRA adapters over
-        their recorded base)."""
-        from grasp_core.llm.backends import TransformersLLM
-        from grasp_core.planner.checkpoint import planner_kind
-        from grasp_core.planner.policy import is_policy, load_policy
+    def planner(self, checkpoint: Path, batch_size: int = 32) -> Planner:
+        """The planner at ``checkpoint``, of the kind the profile names (``Profile.planner``)."""
+        from grasp_core.planner.kind import load_planner
 
-        if is_policy(checkpoint):
-            return load_policy(checkpoint, self.skb.schema, self.encoder)
-        kind, base = planner_kind(checkpoint)
-        device = self.profile.device
-        if base is not None:  # a LoRA adapter over its recorded base
-            return TransformersLLM(
-                base, adapter_path=checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint base"
-            )
-        return TransformersLLM(checkpoint, device=device, batch_size=batch_size, setting="planner checkpoint")
+        p = self.profile
+        return load_planner(p.planner, checkpoint, self.skb.schema, self.encoder, p.inference, p.device, batch_size)
 
     # --------------------------------------------------------------------------------- reranker
     @property
@@ -184,7 +197,7 @@ class Components:
             raise GraspError(f"unknown reranker_kind {self.profile.reranker_kind!r}: choose one of {RERANKER_KINDS}")
         return self.profile.reranker_kind
 
-    def reranker_scorer(self):
+    def reranker_scorer(self) -> CausalLMScorer | CrossEncoderScorer:
         """The pair reranker model the profile names (cross-encoder or causal LM), untrained (its base weights)."""
         from grasp_core.rerank.scorers import CausalLMScorer, CrossEncoderScorer
 
@@ -192,13 +205,13 @@ class Components:
             return CausalLMScorer(self.profile.causal_reranker)
         return CrossEncoderScorer(self.profile.cross_encoder)
 
-    def reranker_documents(self):
+    def reranker_documents(self) -> CandidateDocumentBuilder:
         """The pair reranker's candidate document builder."""
         from grasp_core.rerank.documents import CandidateDocumentBuilder
 
         return CandidateDocumentBuilder(self.skb, self.embeddings.doc, self.profile.reranker_docs, encoder=self.encoder)
 
-    def reranker_features(self):
+    def reranker_features(self) -> FeatureBuilder:
         """The ``ltr`` reranker's feature builder (over the graph, the node vectors and the trained mFAR)."""
         from grasp_core.rerank.features import FeatureBuilder
 
@@ -206,7 +219,7 @@ class Components:
             self.graph, self.embeddings.doc, self.text_retriever("mfar"), self.profile.rerank_features
         )
 
-    def reranker(self):
+    def reranker(self) -> LTRReranker | PairReranker:
         """The trained reranker of the finished ``reranker`` artifact with its ``(w, k)``: an
         :class:`~grasp_core.rerank.ranker.LTRReranker` or a :class:`~grasp_core.rerank.inference.PairReranker`.
         An artifact of another kind than the profile asks for is refused."""

@@ -3,8 +3,8 @@
 A :class:`Ranking` is a query's ranked candidates: node ids with descending scores. A retriever
 answers a batch of queries at once (``Retriever.rank``). Fusion is reciprocal rank fusion:
 ``s(d) = Σ_i w_i / (k + r_i(d))`` with ranks from 1; a list in which ``d`` is absent contributes 0.
-:func:`fuse` is the one fusion of a query's text and graph rankings, served by the retriever and scored by
-the planner's reward.
+:func:`fuse` is the one fusion of a query's text and graph rankings; :func:`fusion` is the answer path's fusion
+stage over a batch (:mod:`grasp_core.answer`), which the planner's reward and the RL sampling call too.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
+
+BRANCHES = ("text", "graph", "both")  # which branches of the answer path run (and are fused)
 
 
 class Ranking(NamedTuple):
@@ -87,3 +89,14 @@ def rrf(
 def fuse(text: Ranking, graph: Ranking, weights: FusionWeights, top: int | None = 100) -> Ranking:
     """The fusion the retriever serves and the reward scores: RRF of a query's text and graph rankings."""
     return rrf([text, graph], [weights.w_text, weights.w_graph], k=weights.rrf_k, top=top)
+
+
+def fusion(
+    text: Sequence[Ranking], graph: Sequence[Ranking], weights: FusionWeights, branches: str = "both"
+) -> list[Ranking]:
+    """The fusion stage of a batch: :func:`fuse` of each query's rankings, or the one branch that ran."""
+    if branches == "text":
+        return list(text)
+    if branches == "graph":
+        return list(graph)
+    return [fuse(t, g, weights) for t, g in zip(text, graph, strict=True)]

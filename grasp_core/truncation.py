@@ -47,13 +47,6 @@ def planner_cut(llm, messages_of, query: str, max_new_tokens: int) -> Cut:
     return cut
 
 
-def policy_cut(policy, query: str) -> Cut:
-    """The query as the plan-selection policy reads it: its encoder's first ``max_query_tokens`` tokens."""
-    encoder = policy.featurizer.encoder
-    window = encoder.max_tokens(policy.cfg.max_query_tokens) - encoder.tokenizer.num_special_tokens_to_add()
-    return cut_to_tokens(query, encoder.tokenizer, window)
-
-
 def reranker_cut(scorer, query: str, max_input_tokens: int) -> Cut:
     """The query as the reranker reads it: instruction + query may take 3/4 of ``max_input_tokens`` (a quarter
     stays for the candidate document)."""

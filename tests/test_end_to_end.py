@@ -99,7 +99,7 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
     import pandas as pd
 
     from grasp_core.components import Components
-    from grasp_core.pipeline.planner import tokenizer_examples
+    from grasp_core.pipeline.planner_lm import tokenizer_examples
     from grasp_core.pipeline.policy import PolicyData
     from grasp_core.profiles import get_profile
 
@@ -146,6 +146,17 @@ def test_second_run_rebuilds_nothing(trained):
     from grasp_assets.run import run_pipeline
 
     assert run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts")) == {}
+
+
+def test_retrieve_answers_every_test_query_as_the_evaluation_ranked_it(trained):
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+    from tests.answer_parity import assert_retrieve_answers_as_evaluated
+
+    tmp, _ = trained
+    ws = Components(Artifacts.for_dataset(DATASET, tmp / "artifacts"), get_profile("smoke"))
+    assert ws.final_planner()[0].startswith("round ")  # the RL planner, as Dagster materialized the evaluation
+    assert assert_retrieve_answers_as_evaluated(ws) == {"test": len(ws.split("test"))}
 
 
 def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, capsys):

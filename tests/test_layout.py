@@ -1,4 +1,5 @@
-"""The dependency direction of the library: serving loads no training code, and its packages form no cycle."""
+"""The dependency direction of the library: serving loads no training code, and neither its packages nor the modules
+of ``grasp_core`` and ``grasp_assets`` form an import cycle."""
 
 import ast
 import json
@@ -6,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import grasp_assets
 import grasp_core
 
 ROOT = Path(grasp_core.__file__).parent
@@ -67,10 +71,50 @@ def test_cycle_search_finds_a_cycle():
 
 def test_no_import_cycle_between_packages():
     graph = package_graph()
-    assert "grasp_core.planner" in graph["grasp_core.retriever"] and "grasp_core.pipeline" in graph
+    assert "grasp_core.answer" in graph["grasp_core.retriever"] and "grasp_core.planner" in graph["grasp_core.answer"]
     assert "grasp_core.planner" not in graph["grasp_core.llm"]  # llm holds backends only
-    assert "grasp_core.pipeline" not in graph["grasp_core.retriever"]
+    assert "grasp_core.pipeline" not in graph["grasp_core.retriever"] | graph["grasp_core.answer"]
+    assert "grasp_core.answer" in graph["grasp_core.pipeline"]  # evaluation and training answer through it
     assert cycles(graph) == []
+
+
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Which module of the package at ``root`` imports which of its modules, from every import statement (also those
+    inside functions and under ``TYPE_CHECKING``); ``from package import module`` is an import of that module."""
+    files = {
+        ".".join(f.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): f
+        for f in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for module, file in files.items():
+        deps = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in files}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    deps |= {sub} if sub in files else {node.module} & set(files)
+        deps.discard(module)
+    return graph
+
+
+def test_module_graph_sees_imports_of_submodules_and_inside_functions(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from pkg.a import x\n    import pkg.sub\n")
+    graph = module_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub.b"] == {"pkg.a", "pkg.sub"}
+    assert cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]
+
+
+@pytest.mark.parametrize("package", [grasp_core, grasp_assets], ids=lambda p: p.__name__)
+def test_no_import_cycle_between_modules(package):
+    graph = module_graph(Path(package.__file__).parent)
+    assert len(graph) > 10 and cycles(graph) == []
 
 
 def test_importing_the_server_loads_no_training_module():

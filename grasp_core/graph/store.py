@@ -9,7 +9,8 @@ embedded store leaves it out for speed, see :mod:`grasp_core.graph.ladybug_store
 type/table per relation. SKB type and relation names ("gene/protein", "off-label use") are not identifiers, so
 :func:`table_names` maps them — in this one place, used by both loaders and the Cypher compiler — to
 ``N_<slug>`` / ``R_<slug>`` (non-alphanumerics become ``_``; a slug that collides gets ``_<k>`` appended,
-in schema order, so the mapping is deterministic and injective).
+in schema order, so the mapping is deterministic and injective). :func:`grasp_core.graph.open.open_graph_store` opens
+the configured backend.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
@@ -140,18 +140,3 @@ def edge_groups(skb: SKB) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarra
             if forward.any() or backward.any():
                 f, r = of_rel[forward], of_rel[backward]
                 yield rel, a, b, np.concatenate([src[f], dst[r]]), np.concatenate([dst[f], src[r]])
-
-
-def open_graph_store(cfg: GraphStoreConfig, path: str | Path | None = None) -> GraphStore:
-    """Open the configured backend. ``path`` is the LadybugDB store directory (unused by Neo4j)."""
-    if cfg.backend == "ladybug":
-        from grasp_core.graph.ladybug_store import LadybugStore
-
-        if path is None:
-            raise ValueError("the ladybug backend needs a store directory path")
-        return LadybugStore(path, cfg)
-    if cfg.backend == "neo4j":
-        from grasp_core.graph.neo4j_store import Neo4jStore
-
-        return Neo4jStore(cfg)
-    raise ValueError(f"GraphStoreConfig.backend must be 'ladybug' or 'neo4j', not {cfg.backend!r}")

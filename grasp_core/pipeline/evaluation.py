@@ -2,9 +2,12 @@
 
 Each step scores every query of the ``test`` split (and of ``test-human`` where the dataset has one) and writes,
 per split, one row per (setting, query) (``per_query_<split>.parquet``, see :mod:`grasp_core.eval.results`).
-``eval_metrics`` runs the served planner once per query and stores its plans, graph rankings and execution traces
-(``plans_<split>.parquet``, ``graph_<split>.parquet``); ``ablations`` reuses them and adds the other planners, the teacher and the ablated systems. Nothing here is
-selected: the planner, its checkpoints and the reranker's (w, k) were chosen on validation by earlier steps.
+Every setting is answered by the answer path (:mod:`grasp_core.answer`), handed the stored text rankings and entity
+tables: ``served`` and ``served+rerank`` are what ``grasp retrieve`` answers. ``eval_metrics`` runs the served planner
+once per query and stores its plans and execution traces (``plans_<split>.parquet``) and the graph, served and
+served+rerank rankings (:func:`rankings_file`); ``ablations`` reuses them and adds the other planners, the teacher
+and the ablated systems. Nothing here is selected: the planner, its checkpoints and the reranker's (w, k) were
+chosen on validation by earlier steps.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from grasp_core.answer import STAGES, AnswerOptions, AnswerPath
 from grasp_core.components import TEXT_RETRIEVERS, Components
+from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.eval.results import (
     RERANKED,
@@ -29,48 +34,32 @@ from grasp_core.eval.results import (
     render_markdown,
 )
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.pipeline.planner import load_teacher_plans, planner_env
+from grasp_core.pipeline.planner_inputs import load_teacher_plans
 from grasp_core.pipeline.plots import bar_plot
-from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.rounds import ROUNDS
-from grasp_core.ranking import Ranking, fuse
+from grasp_core.ranking import Ranking, fusion
 from grasp_core.text.rankings_io import read_rankings, write_rankings
 
 
 class SplitRun:
-    """Per-setting rankings of every query of one split, computed lazily and shared by all settings."""
+    """Every query of one split with its stored text rankings and entity tables (the text and extraction stages'
+    outputs, written by ``text_rankings`` and ``entity_tables`` for every query), answered by answer paths."""
 
     def __init__(self, ws: Components, split: str):
         self.ws, self.split = ws, split
         q = ws.split(split)
         self.qids = q["qid"].astype(int).tolist()
         self.queries = q["query"].tolist()
-        self.env = planner_env(ws)
-        self.answers = [self.env.gold[x] for x in self.qids]
-        self.tables = [self.env.tables[x] for x in self.qids]
-        self.text = [self.env.text[x] for x in self.qids]
-        self.plans: dict[str, list[str]] = {}
+        self.answers = ws.answers(self.qids)
+        self.tables = [ws.entity_tables[x] for x in self.qids]
+        self.text = [ws.text_rankings[x] for x in self.qids]
         self.rows: list[pd.DataFrame] = []
 
-    def planner_plans(self, key: str, checkpoint, tables=None) -> list[str]:
-        """Plans of the planner at ``checkpoint`` (cached under ``key``; one generation pass per planner)."""
-        key = key if tables is None else f"{key}/no-table"
-        if key not in self.plans:
-            llm = self.ws.planner_llm(checkpoint)
-            attempts = plan_queries(
-                llm, self.ws.skb.schema, self.queries, tables or self.tables, self.ws.profile.inference
-            )
-            self.plans[key] = [a.text for a in attempts]
-        return self.plans[key]
-
-    def graph(self, plans: list[str], tables=None, drop_relevance: bool = False) -> tuple[list[Ranking], list]:
-        if drop_relevance:
-            plans = [_query_as_relevance(p, q) for p, q in zip(plans, self.queries)]
-        out = self.ws.executor.execute_batch(plans, self.queries, tables or self.tables)
-        return [r for r, _ in out], [t for _, t in out]
+    def answer(self, path: AnswerPath, tables: list[EntityTable] | None = None, plans: list[str] | None = None):
+        return path.answer(self.queries, text=self.text, tables=tables or self.tables, plans=plans)
 
     def fused(self, graph: list[Ranking]) -> list[Ranking]:
-        return [fuse(t, g, self.ws.profile.reward) for t, g in zip(self.text, graph)]
+        return fusion(self.text, graph, self.ws.profile.reward)
 
     def add(self, setting: str, rankings: list[Ranking]) -> None:
         self.rows.append(per_query_rows(setting, self.qids, rankings, self.answers, self.ws.skb.num_nodes))
@@ -79,6 +68,11 @@ class SplitRun:
         rows = pd.concat(self.rows, ignore_index=True)
         rows.to_parquet(directory / per_query_file(self.split))
         return rows
+
+
+def rankings_file(setting: str, split: str) -> str:
+    """The ``eval_metrics`` file of a setting's rankings of a split: ``graph``, ``served`` and ``served+rerank``."""
+    return f"{setting}_{split}.parquet"
 
 
 def splits(ws: Components) -> list[str]:
@@ -152,43 +146,40 @@ def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
 
 
 def eval_metrics_step(ws: Components) -> dict:
-    """The served system with and without the reranker, its graph branch alone, and every text retriever."""
-    from grasp_core.rerank.features import RerankInput
-
-    name, ckpt = ws.final_planner()
-    reranker = ws.reranker()
-    K = ws.profile.rerank.top_k
+    """The served system with and without the reranker (the answer path ``grasp retrieve`` runs), its graph branch
+    alone, and every text retriever."""
+    served = AnswerPath(ws, AnswerOptions())
     text_rankings = {r: read_rankings(ws.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS}
     frames, info = [], {}
     with atomic_dir(ws.art.path("eval_metrics")) as tmp:
         for split in splits(ws):
             run = SplitRun(ws, split)
-            plans = run.planner_plans(name, ckpt)
-            graph, traces = run.graph(plans)
-            fused = run.fused(graph)
-            t0 = time.perf_counter()
-            inputs = [
-                RerankInput.of(*a) for a in zip(run.queries, fused, run.text, graph, traces, run.tables, strict=True)
-            ]
-            reranked = reranker.rerank(inputs, K)
-            info[split] = {"queries": len(run.qids), "rerank_s_per_query": (time.perf_counter() - t0) / len(run.qids)}
+            out = run.answer(served)
+            assert out.planning is not None and out.execution is not None and out.reranking is not None
+            rerank_s = sum(s["reranking"] for s in out.seconds) / len(run.qids)
+            info[split] = {"queries": len(run.qids), "rerank_s_per_query": rerank_s}
             run.add("text", run.text)
             for retriever, by_qid in text_rankings.items():
                 run.add(retriever, [by_qid[q] for q in run.qids])
-            run.add("graph", graph)
-            run.add(SERVED, fused)
-            run.add(RERANKED, [r.ranking for r in reranked])
+            run.add("graph", out.graph)
+            run.add(SERVED, out.fusion.rankings)
+            run.add(RERANKED, out.reranking.rankings)
             frames.append(run.write(tmp))
             # the served planner's plans, graph rankings and traces, reused by the ablations
+            traces = out.execution.traces
             pd.DataFrame(
                 {
                     "qid": run.qids,
-                    "plan": plans,
+                    "plan": [a.text for a in out.planning.attempts],
                     "error": [t.error for t in traces],
                     "candidates": [t.candidates for t in traces],
                 }
             ).to_parquet(tmp / f"plans_{split}.parquet")
-            write_rankings(tmp / f"graph_{split}.parquet", run.qids, graph)
+            write_rankings(tmp / rankings_file("graph", split), run.qids, out.graph)
+            write_rankings(tmp / rankings_file(SERVED, split), run.qids, out.fusion.rankings)
+            write_rankings(tmp / rankings_file(RERANKED, split), run.qids, out.reranking.rankings)
+        K = ws.profile.rerank.top_k
+        name = served.planner_name
         write_json(
             tmp / "metrics.json",
             {"planner": name, "profile": ws.profile.name, "commit": code_commit(), "rerank_K": K, "splits": info},
@@ -196,34 +187,39 @@ def eval_metrics_step(ws: Components) -> dict:
     return {"planner": name, **_summary(ws, pd.concat(frames, ignore_index=True), "eval_metrics")}
 
 
-def kept_planners(ws: Components) -> list[tuple[str, str, Path]]:
-    """(setting, plan-cache key, checkpoint) of the SFT planner and of each RL round that wrote a planner (its
-    gate passed or not); the keys are :func:`final_planner`'s names, so the served planner's plans are reused."""
+def kept_planners(ws: Components) -> list[tuple[str, str, str]]:
+    """(setting, name, checkpoint artifact) of the SFT planner and of each RL round that wrote a planner (its gate
+    passed or not); the names are :meth:`~grasp_core.components.Components.final_planner`'s."""
     from grasp_core.io import is_complete
 
-    planners = [("sft", "sft", ws.art.require("sft_adapter"))]
+    planners = [("sft", "sft", "sft_adapter")]
     return planners + [
-        (f"rl{r}", f"round {r}", ws.art.path("planner", r)) for r in ROUNDS if is_complete(ws.art.path("planner", r))
+        (f"rl{r}", f"round {r}", f"planner:{r}") for r in ROUNDS if is_complete(ws.art.path("planner", r))
     ]
 
 
 def ablations_step(ws: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
-    name, ckpt = ws.final_planner()
+    name, _ = ws.final_planner()
     eval_dir = ws.art.require("eval_metrics")
     teacher = load_teacher_plans(ws).set_index("qid")
+    served_path = AnswerPath(ws, AnswerOptions(rerank=False))
+    others = {
+        key: AnswerPath(ws, AnswerOptions(rerank=False, planner=checkpoint))
+        for _, key, checkpoint in kept_planners(ws)
+        if key != name
+    }
     frames = []
     with atomic_dir(ws.art.path("ablations")) as tmp:
         for split in splits(ws):
             run = SplitRun(ws, split)
             served = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
-            run.plans[name] = served["plan"].tolist()
-            by_qid = read_rankings(eval_dir / f"graph_{split}.parquet")
-            graph = [by_qid[q] for q in run.qids]
-            for setting, key, path in kept_planners(ws):
-                planner_graph = graph if key == name else run.graph(run.planner_plans(key, path))[0]
-                run.add(setting, run.fused(planner_graph))
+            served_plans = served["plan"].tolist()
+            by_qid = read_rankings(eval_dir / rankings_file("graph", split))
+            graph = [by_qid[q] for q in run.qids]  # the served planner's, as eval_metrics executed them
+            for setting, key, _ in kept_planners(ws):
+                run.add(setting, run.fused(graph) if key == name else run.answer(others[key]).fusion.rankings)
             if split == "test":  # the teacher taught the test queries only (never test-human)
                 missing = set(run.qids) - set(teacher.index)
                 if missing:
@@ -232,12 +228,11 @@ def ablations_step(ws: Components) -> dict:
                         "that taught 100): rematerialize teacher_plans and what depends on it"
                     )
                 plans = [teacher.loc[q, "plan"] if teacher.loc[q, "plan"] else "{}" for q in run.qids]
-                run.add("teacher", run.fused(run.graph(plans)[0]))
+                run.add("teacher", run.answer(served_path, plans=plans).fusion.rankings)
             empty = [type(t)() for t in run.tables]
-            run.add(
-                "no entity table", run.fused(run.graph(run.planner_plans(name, ckpt, tables=empty), tables=empty)[0])
-            )
-            run.add("no relevance text", run.fused(run.graph(run.plans[name], drop_relevance=True)[0]))
+            run.add("no entity table", run.answer(served_path, tables=empty).fusion.rankings)
+            no_relevance = [_query_as_relevance(p, q) for p, q in zip(served_plans, run.queries)]
+            run.add("no relevance text", run.answer(served_path, plans=no_relevance).fusion.rankings)
             run.add("fixed-ratio fusion", [fixed_ratio_merge(t, g) for t, g in zip(run.text, graph)])
             run.add(
                 "router",
@@ -253,7 +248,7 @@ def ablations_step(ws: Components) -> dict:
 
 def latency_step(ws: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
-    from grasp_core.retriever import STAGES, GraspRetriever
+    from grasp_core.retriever import GraspRetriever
 
     retriever = GraspRetriever(ws)
     queries = ws.split("test")["query"].head(ws.profile.eval.latency_queries).tolist()

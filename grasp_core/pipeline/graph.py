@@ -40,7 +40,7 @@ def vector_indexes_step(ws: Components) -> dict:
 
 
 def graph_store_step(ws: Components) -> dict:
-    from grasp_core.graph.store import open_graph_store
+    from grasp_core.graph.open import open_graph_store
 
     start = time.perf_counter()
     store = open_graph_store(ws.profile.graph_store, ws.art.path("graph_store"))

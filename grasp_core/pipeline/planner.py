@@ -1,94 +1,57 @@
-"""Pipeline steps of the planner: teacher plans, the base model, SFT, the reward table, and RL rounds."""
+"""Pipeline steps of the planner: teacher plans, the base model, SFT, the reward table, and RL rounds.
+
+The planner kind (``Profile.planner``) is chosen here, once (:func:`planner_kind`): each kind implements
+:class:`PlannerKind` (``lm``: :mod:`grasp_core.pipeline.planner_lm`, ``policy``: :mod:`grasp_core.pipeline.policy`),
+and the steps of the ``planner_base``, ``sft_adapter``, ``rft_samples`` and ``planner`` assets call it. What both
+kinds read is in :mod:`grasp_core.pipeline.planner_inputs`.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import shutil
 import time
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 from tqdm.auto import tqdm
 
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
-from grasp_core.io import atomic_dir, read_json, write_json
-from grasp_core.llm.chat import render_prompt
-from grasp_core.pipeline.plots import line_plot
-from grasp_core.pipeline.rft_samples import write_rft_samples
-from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.io import atomic_dir, write_json
+from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env, val_qids
+from grasp_core.pipeline.planner_lm import LMKind
+from grasp_core.pipeline.policy import PolicyKind, executed_frame
 from grasp_core.planner.candidates import json_text
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.kind import Planner, check_kind
 from grasp_core.planner.reward import RewardTable
-from grasp_core.planner.rl import (
-    best_positive_samples,
-    informative_queries,
-    rft_examples,
-    rl_queries,
-    sample_and_score,
-    train_grpo,
-)
-from grasp_core.planner.rounds import Gate, previous_round
-from grasp_core.planner.scoring import PlannerEnv, evaluate_planner
-from grasp_core.planner.sft import select_sft_examples, shuffled_train_order, train_sft
+from grasp_core.planner.sft import shuffled_train_order
 from grasp_core.planner.teacher import ProgrammaticTeacher, TeacherPlan
 
-VAL_FILE = "val.json"  # validation fused Hit@1 of a kept planner (the next round's gate reference)
+
+class PlannerKind(Protocol):
+    """How one planner kind is trained and loaded (each method is one asset's step)."""
+
+    learns_from_executed: bool  # the teacher executes every candidate of every training query, kept for training
+
+    def load(self, ws: Components, checkpoint: Path) -> Planner: ...
+
+    def build_base(self, ws: Components) -> dict: ...
+
+    def sft(self, ws: Components, log_fn=None) -> dict: ...
+
+    def samples(self, ws: Components, round_key: str) -> dict: ...
+
+    def round(self, ws: Components, round_key: str, log_fn=None) -> dict: ...
 
 
-# ------------------------------------------------------------------------------------------ helpers
-def planner_env(ws: Components, reward_table: RewardTable | None = None) -> PlannerEnv:
-    q = ws.skb.queries
-    return PlannerEnv(
-        schema=ws.skb.schema,
-        executor=ws.executor,
-        queries=dict(zip(q["qid"].astype(int), q["query"])),
-        tables=ws.entity_tables,
-        text=ws.text_rankings,
-        gold={int(k): list(map(int, v)) for k, v in zip(q["qid"], q["answer_ids"])},
-        num_nodes=ws.skb.num_nodes,
-        reward_table=reward_table if reward_table is not None else RewardTable.prior(),
-        reward_cfg=ws.profile.reward,
-    )
+KINDS: dict[str, type[PlannerKind]] = {"lm": LMKind, "policy": PolicyKind}
 
 
-def load_reward_table(ws: Components) -> RewardTable:
-    return RewardTable.from_json(read_json(ws.art.require("reward_table") / "reward_table.json"))
+def planner_kind(ws: Components) -> PlannerKind:
+    """The profile's planner kind (the one place the training side chooses it)."""
+    return KINDS[check_kind(ws.profile.planner)]()
 
 
-def prompt_builder(ws: Components, tokenizer):
-    """qid -> the rendered planner prompt (system prompt with the schema, entity table, query)."""
-    env_q = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
-    tables = ws.entity_tables
-    compact = ws.profile.inference.compact_prompt
-    enable_thinking = ws.profile.planner_model.enable_thinking
-
-    def prompt_of(qid: int) -> str:
-        messages = build_planner_messages(ws.skb.schema, tables[qid], env_q[qid], compact)
-        return render_prompt(tokenizer, messages, enable_thinking)
-
-    return prompt_of
-
-
-def round_start(ws: Components, round_key: str) -> Path:
-    """The planner a round starts from: the SFT planner in round 1, the previous round's kept planner after.
-
-    The previous round must have passed its gate (validation fused Hit@1 did not fall)."""
-    prev = previous_round(round_key)
-    if prev is None:
-        return ws.art.require("sft_adapter")
-    path = ws.art.require("planner", prev)
-    gate = Gate.read(path)
-    if not gate.passed:
-        raise GraspError(
-            f"round {prev} of {ws.dataset!r} lowered validation fused Hit@1 ({gate.previous:.1f} -> {gate.val_fused_hit1:.1f}); "
-            f"round {round_key} does not start from it. Inspect the run in MLflow, change the RL settings and rematerialize round {prev}."
-        )
-    return path
-
-
-# ------------------------------------------------------------------------------------------ steps
 def make_teacher(ws: Components):
     """The LLM teacher when ``teacher_endpoint.base_url`` is set, else the programmatic teacher."""
     endpoint = ws.profile.teacher_endpoint
@@ -109,9 +72,7 @@ def teacher_plans_step(ws: Components) -> dict:
     The ``policy`` planner learns from every taught training query and from all of its executed candidates: then
     ``policy_train.train_queries`` training queries are taught (all when None), every candidate executed, and the
     executed plans' rankings kept in ``executed.parquet``."""
-    from grasp_core.pipeline.policy import executed_frame
-
-    policy = ws.profile.planner == "policy"
+    policy = planner_kind(ws).learns_from_executed
     profile = ws.profile
     teacher = make_teacher(ws)
     if policy and not isinstance(teacher, ProgrammaticTeacher):
@@ -189,93 +150,12 @@ def teacher_plans_step(ws: Components) -> dict:
     }
 
 
-def load_teacher_plans(ws: Components) -> pd.DataFrame:
-    return pd.read_parquet(ws.art.require("teacher_plans") / "plans.parquet")
-
-
-def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
-    """(prompts, plans) of training queries with a teacher plan, for the offline planner's tokenizer: no
-    validation or test query text reaches a trained artifact."""
-    teacher = load_teacher_plans(ws)
-    tables = ws.entity_tables
-    train = ws.split("train")
-    queries = dict(zip(train["qid"].astype(int), train["query"]))
-    compact = ws.profile.inference.compact_prompt
-    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
-    sample = teacher[teacher["plan"].notna() & teacher["qid"].astype(int).isin(queries)].head(limit)
-    prompts, plans = [], []
-    for r in sample.itertuples():
-        messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
-        prompts.append("\n".join(m["content"] for m in messages))
-        plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
-    return prompts, plans
-
-
 def planner_base_step(ws: Components) -> dict:
-    if ws.profile.planner == "policy":
-        from grasp_core.pipeline.policy import policy_base_step
-
-        return policy_base_step(ws)
-    prompts, plans = tokenizer_examples(ws)
-    return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
-
-
-def sft_examples(ws: Components, tokenizer) -> list[dict]:
-    teacher = load_teacher_plans(ws)
-    chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
-    prompt_of = prompt_builder(ws, tokenizer)
-    tables = ws.entity_tables
-    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
-    return [
-        {
-            "prompt": prompt_of(int(r.qid)),
-            "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance),
-        }
-        for r in chosen.itertuples()
-    ]
-
-
-def _val_qids(ws: Components, cap: int | None = None) -> list[int]:
-    return ws.split("val")["qid"].astype(int).head(cap).tolist()
+    return planner_kind(ws).build_base(ws)
 
 
 def sft_step(ws: Components, log_fn=None) -> dict:
-    if ws.profile.planner == "policy":
-        from grasp_core.pipeline.policy import policy_sft_step
-
-        return policy_sft_step(ws, log_fn)
-    from transformers import AutoTokenizer
-
-    base = base_model_path(ws.art.require("planner_base"))
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    examples = sft_examples(ws, tokenizer)
-    if not examples:
-        raise GraspError("no usable teacher plan for SFT (valid, gold answer first, ≤ 20 answers); check teacher_plans")
-    start = time.perf_counter()
-    result = train_sft(
-        base, examples, ws.profile.sft, ws.art.path("sft_adapter"), log_fn=log_fn, device=ws.profile.device
-    )
-    seconds = time.perf_counter() - start
-    val = evaluate_planner(
-        ws.planner_llm(ws.art.path("sft_adapter")),
-        planner_env(ws),
-        _val_qids(ws, ws.profile.grpo.val_queries),
-        ws.profile.inference,
-    )
-    write_json(
-        ws.art.path("sft_adapter") / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["plans"])}
-    )
-    losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
-    plot = line_plot({"train loss": ([s for s, _ in losses], [v for _, v in losses])}, "planner SFT", "step", "loss")
-    return {
-        "examples": len(examples),
-        "train_seconds": round(seconds, 1),
-        "final_loss": losses[-1][1] if losses else None,
-        "val_fused_hit1": val["fused"]["hit@1"],
-        "val_valid_plan_rate": val["valid_plan_rate"],
-        "loss_curve_png": plot,
-        "path": str(ws.art.path("sft_adapter")),
-    }
+    return planner_kind(ws).sft(ws, log_fn)
 
 
 def reward_table_step(ws: Components) -> dict:
@@ -283,10 +163,10 @@ def reward_table_step(ws: Components) -> dict:
 
     The downstream outcome is fused Hit@1 (no reranker exists before the first training cycle ends)."""
     env = planner_env(ws)
-    qids = _val_qids(ws)
-    result = evaluate_planner(ws.planner_llm(ws.art.require("sft_adapter")), env, qids, ws.profile.inference)
+    qids = val_qids(ws)
+    result = evaluate_planner(ws, planner_kind(ws).load(ws, ws.art.require("sft_adapter")), qids)
     observations = []
-    for q, fused, cand in zip(qids, result["fused_rankings"], result["plans"]["candidates"]):
+    for q, fused, cand in zip(qids, result["answers"].fusion.rankings, result["candidates"]):
         gold = env.gold[q]
         text_rank = env.text[q].rank_of(gold)
         observations.append((text_rank, 0, text_rank == 1))
@@ -304,108 +184,8 @@ def reward_table_step(ws: Components) -> dict:
 
 
 def rft_samples_step(ws: Components, round_key: str) -> dict:
-    if ws.profile.planner == "policy":
-        from grasp_core.pipeline.policy import policy_samples_step
-
-        return policy_samples_step(ws, round_key)
-    start_ckpt = round_start(ws, round_key)
-    env = planner_env(ws, load_reward_table(ws))
-    qids = rl_queries(ws.split("train"), ws.profile.rl)
-    llm = ws.planner_llm(start_ckpt)
-    t0 = time.perf_counter()
-    samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
-    summary = write_rft_samples(ws, round_key, samples, start_ckpt)
-    return {
-        **summary,
-        "valid_rate": round(float(samples["valid"].mean()), 4),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    return planner_kind(ws).samples(ws, round_key)
 
 
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
-    """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
-    keep the best validation checkpoint, gate."""
-    if ws.profile.planner == "policy":
-        from grasp_core.pipeline.policy import policy_round_step
-
-        return policy_round_step(ws, round_key, log_fn)
-    from transformers import AutoTokenizer
-
-    from grasp_core.llm.backends import TransformersLLM
-
-    samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
-    base = base_model_path(ws.art.require("planner_base"))
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    prompt_of = prompt_builder(ws, tokenizer)
-    best = best_positive_samples(samples)
-    examples = rft_examples(sft_examples(ws, tokenizer), best, prompt_of)
-    work = ws.art.path("planner_work", round_key)
-    t0 = time.perf_counter()
-    rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
-    rl = ws.profile.rl
-    rft_init = base if rl.rft_from_base else round_start(ws, round_key)
-    rft_cfg = dataclasses.replace(
-        ws.profile.sft,
-        epochs=rl.rft_epochs or ws.profile.sft.epochs,
-        learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate,
-    )
-    train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
-    rft_seconds = time.perf_counter() - t0
-
-    env = planner_env(ws, load_reward_table(ws))
-    val_qids = _val_qids(ws, ws.profile.grpo.val_queries)
-
-    def evaluate_val(model, tok) -> float:
-        llm = TransformersLLM.from_model(model, tok, device=ws.profile.device)
-        return evaluate_planner(llm, env, val_qids, ws.profile.inference)["fused"]["hit@1"]
-
-    grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
-    train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
-    t1 = time.perf_counter()
-    grpo = train_grpo(
-        work / "rft",
-        env,
-        train_q,
-        prompt_of,
-        evaluate_val,
-        ws.profile.grpo,
-        ws.art.path("planner_work", f"{round_key}-grpo"),
-        log_fn=grpo_log,
-        device=ws.profile.device,
-        grammar=ws.profile.inference.grammar,
-    )
-    grpo_seconds = time.perf_counter() - t1
-
-    previous = _previous_val_hit1(ws, round_key)
-    kept = ws.art.path("planner_work", f"{round_key}-grpo")
-    with atomic_dir(ws.art.path("planner", round_key)) as tmp:
-        shutil.copytree(kept, tmp, dirs_exist_ok=True)
-        Gate(grpo["best_val_fused_hit1"], previous).write(tmp)
-    sel = grpo["selection"]
-    plot = line_plot(
-        {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
-        f"GRPO round {round_key}",
-        "step",
-        "Hit@1 (%)",
-    )
-    return {
-        "round": round_key,
-        "rft_examples": len(examples),
-        "rft_positive_samples": len(best),
-        "grpo_queries": len(train_q),
-        "best_step": grpo["best_step"],
-        "val_fused_hit1": grpo["best_val_fused_hit1"],
-        "previous_val_fused_hit1": previous,
-        "rft_seconds": round(rft_seconds, 1),
-        "grpo_seconds": round(grpo_seconds, 1),
-        "selection_png": plot,
-        "path": str(ws.art.path("planner", round_key)),
-    }
-
-
-def _previous_val_hit1(ws: Components, round_key: str) -> float:
-    """Validation fused Hit@1 of the planner this round started from (the gate's reference)."""
-    prev = previous_round(round_key)
-    if prev is None:
-        return read_json(ws.art.require("sft_adapter") / VAL_FILE)["val_fused_hit1"]
-    return Gate.read(ws.art.require("planner", prev)).val_fused_hit1
+    return planner_kind(ws).round(ws, round_key, log_fn)

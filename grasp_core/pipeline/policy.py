@@ -9,6 +9,7 @@ teacher never ran; the listwise SFT targets read them on training queries only.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import torch
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.pipeline.planner_inputs import VAL_FILE, load_reward_table, load_teacher_plans, planner_env, round_start
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.rft_samples import write_rft_samples
 from grasp_core.planner.policy import PlanPolicy, load_policy, new_policy, path_keys
@@ -32,15 +34,11 @@ from grasp_core.planner.rl import best_positive_samples, informative_queries, rl
 from grasp_core.planner.rounds import Gate
 from grasp_core.ranking import Ranking
 
-VAL_FILE = "val.json"  # as the LM planner writes it: validation fused Hit@1 of a kept planner
-
 
 class PolicyData:
     """Training and validation queries of a dataset, featurized for one policy, with their executed plans."""
 
     def __init__(self, ws: Components, policy: PlanPolicy | None = None):
-        from grasp_core.pipeline.planner import load_teacher_plans, planner_env
-
         self.ws, self.env = ws, planner_env(ws)
         teacher = load_teacher_plans(ws)
         train = set(ws.split("train")["qid"].astype(int))
@@ -108,153 +106,157 @@ def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, extra: dict
         write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1})
 
 
-def policy_base_step(ws: Components) -> dict:
-    """The policy's base is the frozen offline encoder: the artifact records which one."""
-    with atomic_dir(ws.art.path("planner_base")) as tmp:
-        write_json(tmp / "base.json", {"kind": "policy", "encoder": ws.encoder.identity})
-    return {"kind": "policy", "encoder": ws.encoder.identity}
+class PolicyKind:
+    """The ``policy`` planner kind (the ``cpu`` planner): a plan-selection policy over candidate plans."""
 
+    learns_from_executed = True  # every taught training query, and all of the teacher's executed candidates
 
-def policy_sft_step(ws: Components, log_fn=None) -> dict:
-    t0 = time.perf_counter()
-    data = PolicyData(ws)
-    targets, keep = data.sft_targets()
-    if not keep:
-        raise GraspError("no training query has a teacher plan or an executed candidate; check teacher_plans")
-    cfg = ws.profile.policy_train
-    x = data.x_train.select(keep)
-    result = fit(data.policy, x, targets[keep], cfg, cfg.epochs, cfg.learning_rate, data.validate, log_fn)
-    _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], {"stage": "sft"})
-    losses = result["history"]
-    sel = result["selection"]
-    return {
-        "examples": len(keep),
-        "candidates_per_query": round(float(x.mask.sum(1).float().mean()), 1),
-        "head": ws.profile.policy.head,
-        "best_epoch": result["best_epoch"],
-        "final_loss": losses[-1]["loss"],
-        "val_fused_hit1": result["best_val_fused_hit1"],
-        "val_queries": len(data.val_qids),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "loss_curve_png": line_plot(
-            {"train loss": ([h["epoch"] for h in losses], [h["loss"] for h in losses])}, "policy SFT", "epoch", "loss"
-        ),
-        "val_curve_png": line_plot(
-            {"val fused Hit@1": ([s["epoch"] for s in sel], [s["val_fused_hit1"] for s in sel])},
-            "policy SFT",
-            "epoch",
-            "Hit@1 (%)",
-        ),
-        "path": str(ws.art.path("sft_adapter")),
-    }
+    def load(self, ws: Components, checkpoint: Path) -> PlanPolicy:
+        return load_policy(checkpoint, ws.skb.schema, ws.encoder)
 
+    def build_base(self, ws: Components) -> dict:
+        """The policy's base is the frozen offline encoder: the artifact records which one."""
+        with atomic_dir(ws.art.path("planner_base")) as tmp:
+            write_json(tmp / "base.json", {"kind": "policy", "encoder": ws.encoder.identity})
+        return {"kind": "policy", "encoder": ws.encoder.identity}
 
-def policy_samples_step(ws: Components, round_key: str) -> dict:
-    from grasp_core.pipeline.planner import load_reward_table, round_start
+    def sft(self, ws: Components, log_fn=None) -> dict:
+        t0 = time.perf_counter()
+        data = PolicyData(ws)
+        targets, keep = data.sft_targets()
+        if not keep:
+            raise GraspError("no training query has a teacher plan or an executed candidate; check teacher_plans")
+        cfg = ws.profile.policy_train
+        x = data.x_train.select(keep)
+        result = fit(data.policy, x, targets[keep], cfg, cfg.epochs, cfg.learning_rate, data.validate, log_fn)
+        _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], {"stage": "sft"})
+        losses = result["history"]
+        sel = result["selection"]
+        return {
+            "examples": len(keep),
+            "candidates_per_query": round(float(x.mask.sum(1).float().mean()), 1),
+            "head": ws.profile.policy.head,
+            "best_epoch": result["best_epoch"],
+            "final_loss": losses[-1]["loss"],
+            "val_fused_hit1": result["best_val_fused_hit1"],
+            "val_queries": len(data.val_qids),
+            "seconds": round(time.perf_counter() - t0, 1),
+            "loss_curve_png": line_plot(
+                {"train loss": ([h["epoch"] for h in losses], [h["loss"] for h in losses])},
+                "policy SFT",
+                "epoch",
+                "loss",
+            ),
+            "val_curve_png": line_plot(
+                {"val fused Hit@1": ([s["epoch"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+                "policy SFT",
+                "epoch",
+                "Hit@1 (%)",
+            ),
+            "path": str(ws.art.path("sft_adapter")),
+        }
 
-    start = round_start(ws, round_key)
-    t0 = time.perf_counter()
-    data = PolicyData(ws, load_policy(start, ws.skb.schema, ws.encoder))
-    qids = [q for q in rl_queries(ws.split("train"), ws.profile.rl) if q in set(data.train_qids)]
-    rl = ws.profile.rl
-    samples = sample_and_score(
-        data.policy,
-        data.x_train.select(data.rows(qids)),
-        qids,
-        data.outcomes,
-        load_reward_table(ws),
-        rl.samples_per_query,
-        rl.temperature,
-        rl.seed + int(round_key),
-    )
-    summary = write_rft_samples(ws, round_key, samples, start)
-    return {
-        **summary,
-        "abstain_share": round(float((samples["n_candidates"] == 0).mean()), 4),
-        "executed_plans": len(data.outcomes.known),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    def samples(self, ws: Components, round_key: str) -> dict:
+        start = round_start(ws, round_key)
+        t0 = time.perf_counter()
+        data = PolicyData(ws, self.load(ws, start))
+        qids = [q for q in rl_queries(ws.split("train"), ws.profile.rl) if q in set(data.train_qids)]
+        rl = ws.profile.rl
+        samples = sample_and_score(
+            data.policy,
+            data.x_train.select(data.rows(qids)),
+            qids,
+            data.outcomes,
+            load_reward_table(ws),
+            rl.samples_per_query,
+            rl.temperature,
+            rl.seed + int(round_key),
+        )
+        summary = write_rft_samples(ws, round_key, samples, start)
+        return {
+            **summary,
+            "abstain_share": round(float((samples["n_candidates"] == 0).mean()), 4),
+            "executed_plans": len(data.outcomes.known),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
 
+    def round(self, ws: Components, round_key: str, log_fn=None) -> dict:
+        """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO; gated on val."""
+        start = round_start(ws, round_key)
+        previous = read_json(start / VAL_FILE)["val_fused_hit1"]
+        samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
+        data = PolicyData(ws, self.load(ws, start))
+        cfg, rl = ws.profile.policy_train, ws.profile.rl
+        t0 = time.perf_counter()
+        targets, keep = data.sft_targets()
+        best = best_positive_samples(samples)
+        best_rows, best_targets = [], []
+        for r in best.itertuples():
+            row = next(iter(data.rows([int(r.qid)])), None)
+            if row is not None and r.plan in data.x_train.plans[row]:
+                one_hot = torch.zeros(targets.shape[1])
+                one_hot[data.x_train.plans[row].index(r.plan)] = 1.0
+                best_rows.append(row)
+                best_targets.append(one_hot)
+        rows = keep + best_rows
+        rft_targets = torch.cat([targets[keep], torch.stack(best_targets)]) if best_targets else targets[keep]
+        rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
+        epochs = int(rl.rft_epochs or cfg.epochs)
+        rft = fit(
+            data.policy,
+            data.x_train.select(rows),
+            rft_targets,
+            cfg,
+            epochs,
+            rl.rft_learning_rate or cfg.learning_rate,
+            data.validate,
+            rft_log,
+        )
+        rft_seconds = time.perf_counter() - t0
 
-def policy_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
-    """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO; gated on val."""
-    from grasp_core.pipeline.planner import load_reward_table, round_start
-
-    start = round_start(ws, round_key)
-    previous = read_json(start / VAL_FILE)["val_fused_hit1"]
-    samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
-    data = PolicyData(ws, load_policy(start, ws.skb.schema, ws.encoder))
-    cfg, rl = ws.profile.policy_train, ws.profile.rl
-    t0 = time.perf_counter()
-    targets, keep = data.sft_targets()
-    best = best_positive_samples(samples)
-    best_rows, best_targets = [], []
-    for r in best.itertuples():
-        row = next(iter(data.rows([int(r.qid)])), None)
-        if row is not None and r.plan in data.x_train.plans[row]:
-            one_hot = torch.zeros(targets.shape[1])
-            one_hot[data.x_train.plans[row].index(r.plan)] = 1.0
-            best_rows.append(row)
-            best_targets.append(one_hot)
-    rows = keep + best_rows
-    rft_targets = torch.cat([targets[keep], torch.stack(best_targets)]) if best_targets else targets[keep]
-    rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
-    epochs = int(rl.rft_epochs or cfg.epochs)
-    rft = fit(
-        data.policy,
-        data.x_train.select(rows),
-        rft_targets,
-        cfg,
-        epochs,
-        rl.rft_learning_rate or cfg.learning_rate,
-        data.validate,
-        rft_log,
-    )
-    rft_seconds = time.perf_counter() - t0
-
-    t1 = time.perf_counter()
-    grpo_q = informative_queries(samples) or rl_queries(ws.split("train"), rl)
-    grpo_rows = data.rows(grpo_q)
-    grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
-    grpo = train_grpo(
-        data.policy,
-        data.x_train.select(grpo_rows),
-        [data.train_qids[i] for i in grpo_rows],
-        data.outcomes,
-        load_reward_table(ws),
-        ws.profile.grpo,
-        data.validate,
-        grpo_log,
-    )
-    grpo_seconds = time.perf_counter() - t1
-    val = grpo["best_val_fused_hit1"]
-    with atomic_dir(ws.art.path("planner", round_key)) as tmp:
-        data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
-        write_json(tmp / VAL_FILE, {"val_fused_hit1": val})
-        Gate(val, previous).write(tmp)
-    hist, sel = grpo["history"], grpo["selection"]
-    return {
-        "round": round_key,
-        "rft_examples": len(rows),
-        "rft_positive_samples": len(best_rows),
-        "rft_val_fused_hit1": rft["best_val_fused_hit1"],
-        "grpo_queries": len(grpo_rows),
-        "best_step": grpo["best_step"],
-        "val_fused_hit1": val,
-        "previous_val_fused_hit1": previous,
-        "rft_seconds": round(rft_seconds, 1),
-        "grpo_seconds": round(grpo_seconds, 1),
-        "reward_png": line_plot(
-            {"mean sampled reward": ([h["step"] for h in hist], [h["reward"] for h in hist])},
-            f"GRPO round {round_key}",
-            "step",
-            "reward",
-        ),
-        "selection_png": line_plot(
-            {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
-            f"GRPO round {round_key}",
-            "step",
-            "Hit@1 (%)",
-        ),
-        "path": str(ws.art.path("planner", round_key)),
-    }
+        t1 = time.perf_counter()
+        grpo_q = informative_queries(samples) or rl_queries(ws.split("train"), rl)
+        grpo_rows = data.rows(grpo_q)
+        grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
+        grpo = train_grpo(
+            data.policy,
+            data.x_train.select(grpo_rows),
+            [data.train_qids[i] for i in grpo_rows],
+            data.outcomes,
+            load_reward_table(ws),
+            ws.profile.grpo,
+            data.validate,
+            grpo_log,
+        )
+        grpo_seconds = time.perf_counter() - t1
+        val = grpo["best_val_fused_hit1"]
+        with atomic_dir(ws.art.path("planner", round_key)) as tmp:
+            data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
+            write_json(tmp / VAL_FILE, {"val_fused_hit1": val})
+            Gate(val, previous).write(tmp)
+        hist, sel = grpo["history"], grpo["selection"]
+        return {
+            "round": round_key,
+            "rft_examples": len(rows),
+            "rft_positive_samples": len(best_rows),
+            "rft_val_fused_hit1": rft["best_val_fused_hit1"],
+            "grpo_queries": len(grpo_rows),
+            "best_step": grpo["best_step"],
+            "val_fused_hit1": val,
+            "previous_val_fused_hit1": previous,
+            "rft_seconds": round(rft_seconds, 1),
+            "grpo_seconds": round(grpo_seconds, 1),
+            "reward_png": line_plot(
+                {"mean sampled reward": ([h["step"] for h in hist], [h["reward"] for h in hist])},
+                f"GRPO round {round_key}",
+                "step",
+                "reward",
+            ),
+            "selection_png": line_plot(
+                {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+                f"GRPO round {round_key}",
+                "step",
+                "Hit@1 (%)",
+            ),
+            "path": str(ws.art.path("planner", round_key)),
+        }

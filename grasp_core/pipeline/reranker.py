@@ -17,10 +17,10 @@ import time
 import numpy as np
 import pandas as pd
 
+from grasp_core.answer import AnswerOptions, AnswerPath
 from grasp_core.components import Components
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
-from grasp_core.planner.scoring import evaluate_planner
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import RerankInput
 from grasp_core.rerank.weights import RRF_FILE
@@ -29,19 +29,15 @@ LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
 
 
 def served_inputs(ws: Components, split: str, cap: int | None = None):
-    """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the
-    planner runs once per query) and gold answers."""
-    from grasp_core.pipeline.planner import planner_env
-
-    name, ckpt = ws.final_planner()
-    env = planner_env(ws)
-    qids = ws.split(split)["qid"].astype(int).head(cap).tolist()
-    result = evaluate_planner(ws.planner_llm(ckpt), env, qids, ws.profile.inference)
-    inputs = [
-        RerankInput.of(env.queries[q], f, env.text[q], g, t, env.tables[q])
-        for q, f, g, t in zip(qids, result["fused_rankings"], result["graph_rankings"], result["traces"])
-    ]
-    return name, qids, inputs, [env.gold[q] for q in qids]
+    """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the answer
+    path up to fusion, on the stored text rankings and entity tables) and gold answers."""
+    part = ws.split(split).head(cap)
+    qids = part["qid"].astype(int).tolist()
+    path = AnswerPath(ws, AnswerOptions(rerank=False))
+    out = path.answer(
+        part["query"].tolist(), text=[ws.text_rankings[q] for q in qids], tables=[ws.entity_tables[q] for q in qids]
+    )
+    return path.planner_name, qids, out.rerank_inputs(), ws.answers(qids)
 
 
 def _train_cap(ws: Components) -> int | None:

@@ -1,11 +1,11 @@
 """Planner inference (paper Appendix B): greedy decoding, up to two retries at T=0.7 when a plan fails.
 
 A plan *fails* when it does not parse or does not validate against the schema and the query's entity table.
-The ``cpu`` plan-selection policy (:mod:`grasp_core.planner.policy`) picks its most probable candidate instead.
+This is the ``lm`` planner kind (:class:`~grasp_core.planner.kind.LMPlanner`); the ``cpu`` plan-selection policy
+(:mod:`grasp_core.planner.policy`) picks its most probable candidate instead.
 Decoding is constrained to the plan grammar when the backend supports it (the local model); the
 endpoint backend's plans are checked after the fact. :func:`sample_plans` draws ``n`` plans per query
-for RL (T=1.0). :func:`graph_rankings` executes plans; :func:`fused_rankings` fuses them with the text
-rankings exactly as the reward does.
+for RL (T=1.0).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
 from grasp_core.planner.prompt import build_planner_messages
-from grasp_core.planner.reward import RewardConfig
-from grasp_core.ranking import Ranking, fuse
 from grasp_core.skb.schema import Schema
 
 
@@ -81,8 +79,6 @@ def plan_queries(
     """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed.
 
     ``prompts`` replaces the planner's own chats (the LLM teacher adds its guidance to them)."""
-    if hasattr(llm, "plan"):  # the plan-selection policy: every plan it picks is a valid candidate
-        return llm.plan(queries, tables)
     if prompts is None:
         prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
@@ -122,14 +118,3 @@ def sample_plans(
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)
     grammars = _grammars(llm, schema, tables, cfg)
     return llm.generate(prompts, n=n, temperature=temperature, max_new_tokens=cfg.max_new_tokens, constraint=grammars)
-
-
-def graph_rankings(executor, plans: Sequence[str], queries: Sequence[str], tables: Sequence[EntityTable]):
-    """(Ranking, Trace) per plan; invalid plans give an empty ranking with the reason in the trace."""
-    return executor.execute_batch(list(plans), list(queries), list(tables))
-
-
-def fused_rankings(
-    text: Sequence[Ranking], graph: Sequence[Ranking], cfg: RewardConfig = RewardConfig()
-) -> list[Ranking]:
-    return [fuse(t, g, cfg) for t, g in zip(text, graph)]

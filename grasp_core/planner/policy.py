@@ -39,6 +39,7 @@ from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import PlanAttempt
 from grasp_core.skb.schema import Schema
+from grasp_core.truncation import Cut, cut_to_tokens
 
 HEADS = ("features", "linear", "mlp")
 FEATURES = (
@@ -250,6 +251,12 @@ class PlanPolicy:
     def logits(self, x: Featurized) -> torch.Tensor:
         return self.head(x)
 
+    def read(self, query: str, table: EntityTable) -> Cut:
+        """The query as the policy reads it: its encoder's first ``max_query_tokens`` tokens."""
+        encoder = self.featurizer.encoder
+        window = encoder.max_tokens(self.cfg.max_query_tokens) - encoder.tokenizer.num_special_tokens_to_add()
+        return cut_to_tokens(query, encoder.tokenizer, window)
+
     def plan(self, queries: Sequence[str], tables: Sequence[EntityTable]) -> list[PlanAttempt]:
         """The most probable candidate per query (greedy, as planner inference is)."""
         x = self.featurizer(queries, tables)
@@ -293,7 +300,3 @@ def load_policy(path: str | Path, schema: Schema, encoder) -> PlanPolicy:
     policy = new_policy(schema, encoder, cand, meta["paths"], cfg)
     policy.head.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
     return policy
-
-
-def is_policy(path: str | Path) -> bool:
-    return (Path(path) / META).exists()

@@ -30,7 +30,7 @@ from grasp_core.planner.policy import Featurized, PlanPolicy
 from grasp_core.planner.reward import RewardTable, plan_reward
 from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings
-from grasp_core.ranking import Ranking, fuse
+from grasp_core.ranking import Ranking, fusion
 
 LogFn = Callable[[int, dict], None]
 
@@ -60,7 +60,8 @@ class Outcomes:
         )
 
     def fused(self, pairs: Sequence[tuple[int, str]]) -> list[Ranking]:
-        return [fuse(self.env.text[q], g, self.env.reward_cfg) for (q, _), (g, _) in zip(pairs, self.get(pairs))]
+        graph = [g for g, _ in self.get(pairs)]
+        return fusion([self.env.text[q] for q, _ in pairs], graph, self.env.reward_cfg)
 
     def fused_hit1(self, pairs: Sequence[tuple[int, str]]) -> float:
         """Fused Hit@1 (%) of the given (query, plan) pairs."""

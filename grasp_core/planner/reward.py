@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grasp_core.ranking import Ranking, fuse
+from grasp_core.ranking import Ranking, fusion
 
 RANK_EDGES = (1, 3, 10, 20, 50, 100)  # upper bounds of the rank buckets; beyond: absent
 COUNT_EDGES = (0, 1, 5, 20, 100, 1000)  # upper bounds of the candidate-count buckets; beyond: last
@@ -122,5 +122,5 @@ def plan_reward(
     if graph is None:
         return cfg.invalid_penalty
     base = table.value(text.rank_of(gold), 0)
-    fused = fuse(text, graph, cfg)
+    (fused,) = fusion([text], [graph], cfg)
     return table.value(fused.rank_of(gold), n_candidates) - base

@@ -1,10 +1,11 @@
-"""Executing and scoring planner outputs: the reward of sampled plans and the fused metrics of a planner.
+"""Executing and scoring sampled plans: the reward of the RL rounds.
 
 :class:`PlannerEnv` gathers, per query id, what scoring needs (query text, entity table, text ranking,
 gold answers) plus the schema, the plan executor and the reward table. :class:`PlanRewarder` turns plan
-texts into rewards (``U(RRF(T, G)) − U(T)``, or the fixed penalty for an invalid plan); it is also the
-reward function handed to TRL's GRPOTrainer. :func:`evaluate_planner` runs a planner on a split and
-reports fused metrics, the valid-plan rate and the per-query hits (for McNemar tests).
+texts into rewards (``U(RRF(T, G)) − U(T)``, or the fixed penalty for an invalid plan), fusing as the answer path's
+fusion stage does (:func:`~grasp_core.ranking.fusion`); it is also the reward function handed to TRL's GRPOTrainer.
+A planner's fused metrics on a split come from the answer path itself
+(:func:`grasp_core.pipeline.planner_inputs.evaluate_planner`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
 from grasp_core.entities.table import EntityTable
-from grasp_core.metrics import evaluate, per_query
 from grasp_core.plan.execute import PlanExecutor
-from grasp_core.planner.inference import InferenceSettings, check_plan, plan_queries
+from grasp_core.planner.inference import check_plan
 from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
-from grasp_core.ranking import Ranking, fuse
+from grasp_core.ranking import Ranking, fusion
 from grasp_core.skb.schema import Schema
 
 
@@ -68,7 +65,7 @@ class PlanRewarder:
                 out.append(SampleScore(env.reward_cfg.invalid_penalty, False, 0, 0, None))
                 continue
             reward = plan_reward(env.text[q], ranking, trace.candidates, env.gold[q], env.reward_table, env.reward_cfg)
-            fused = fuse(env.text[q], ranking, env.reward_cfg)
+            (fused,) = fusion([env.text[q]], [ranking], env.reward_cfg)
             out.append(SampleScore(reward, True, len(trace.plan.anchors), trace.candidates, fused.rank_of(env.gold[q])))
         return out
 
@@ -80,36 +77,3 @@ class PlanRewarder:
             return [s.reward for s in self.score([int(q) for q in qid], texts)]
 
         return fused_gain_reward
-
-
-def evaluate_planner(llm, env: PlannerEnv, qids: Sequence[int], cfg: InferenceSettings = InferenceSettings()) -> dict:
-    """Fused and graph-only metrics of ``llm`` as the planner on ``qids``, plus plan statistics."""
-    qids = list(qids)
-    tables = [env.tables[q] for q in qids]
-    queries = [env.queries[q] for q in qids]
-    attempts = plan_queries(llm, env.schema, queries, tables, cfg)
-    results = env.executor.execute_batch([a.text for a in attempts], queries, tables)
-    graph = [r for r, _ in results]
-    fused = [fuse(env.text[q], g, env.reward_cfg) for q, g in zip(qids, graph)]
-    answers = [env.gold[q] for q in qids]
-    hops = [len(t.plan.hops) if t.plan is not None else -1 for _, t in results]
-    return {
-        "fused": evaluate(fused, answers, env.num_nodes),
-        "graph": evaluate(graph, answers, env.num_nodes),
-        "valid_plan_rate": float(np.mean([a.valid for a in attempts])) if attempts else 0.0,
-        "first_try_valid_rate": float(np.mean([a.valid and a.attempts == 1 for a in attempts])) if attempts else 0.0,
-        "multi_hop_share": float(np.mean([h >= 2 for h in hops])) if hops else 0.0,
-        "per_query": per_query(fused, answers, env.num_nodes).assign(qid=qids),
-        "plans": pd.DataFrame(
-            {
-                "qid": qids,
-                "plan": [a.text for a in attempts],
-                "valid": [a.valid for a in attempts],
-                "error": [a.error for a in attempts],
-                "candidates": [t.candidates for _, t in results],
-            }
-        ),
-        "graph_rankings": graph,
-        "fused_rankings": fused,
-        "traces": [t for _, t in results],
-    }

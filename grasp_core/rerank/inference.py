@@ -24,6 +24,7 @@ import pandas as pd
 
 from grasp_core.ranking import Ranking, rrf
 from grasp_core.rerank.documents import CandidateDocumentBuilder
+from grasp_core.truncation import Cut, reranker_cut
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ class PairReranker:
 
     def __init__(self, scorer, builder: CandidateDocumentBuilder, w: float = 1.0, k: float = 60.0):
         self.scorer, self.builder, self.w, self.k = scorer, builder, w, k
+
+    def read(self, query: str) -> Cut:
+        """The query as the scorer reads it beside a candidate document (:func:`~grasp_core.truncation.reranker_cut`)."""
+        return reranker_cut(self.scorer, query, self.builder.cfg.max_input_tokens)
 
     def rerank(
         self, inputs, K: int, w: float | None = None, k: float | None = None, explain=False, cache=None

@@ -21,6 +21,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import read_json
 from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.rerank.inference import Reranked, fuse_reranked
+from grasp_core.truncation import Cut
 
 MODEL_FILE, FEATURES_FILE = "ranker.txt", "features.json"
 TOP_CONTRIBUTIONS = 3
@@ -58,6 +59,10 @@ class LTRReranker:
                 "rematerialize the reranker asset"
             )
         return cls(booster, features, w, k)
+
+    def read(self, query: str) -> Cut:
+        """The query as the ranker reads it: all of it (its features compare it with each candidate's text)."""
+        return Cut(query, None)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         if not len(X):

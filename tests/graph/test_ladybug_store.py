@@ -2,12 +2,8 @@ import pytest
 
 from grasp_core.errors import GraphStoreError
 from grasp_core.graph import ladybug_store
-from grasp_core.graph.store import (
-    GraphStoreConfig,
-    open_graph_store,
-    quote,
-    table_names,
-)
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig, quote, table_names
 from grasp_core.io import is_complete
 from grasp_core.skb.schema import Relation, Schema
 from grasp_core.skb.synth import build_synth_skb

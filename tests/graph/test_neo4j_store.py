@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from grasp_core.errors import GraphStoreError
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.validate import validate_plan
 from tests.plan.oracle import (

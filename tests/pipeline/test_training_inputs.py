@@ -18,14 +18,11 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.llm_extractor import gazetteer_demonstrations
 from grasp_core.io import atomic_dir
+from grasp_core.pipeline.evaluation import eval_metrics_step
 from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node_embeddings_step, vector_indexes_step
-from grasp_core.pipeline.planner import (
-    load_teacher_plans,
-    planner_base_step,
-    sft_step,
-    teacher_plans_step,
-    tokenizer_examples,
-)
+from grasp_core.pipeline.planner import planner_base_step, sft_step, teacher_plans_step
+from grasp_core.pipeline.planner_inputs import load_teacher_plans
+from grasp_core.pipeline.planner_lm import tokenizer_examples
 from grasp_core.pipeline.policy import PolicyData
 from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, reranker_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
@@ -35,6 +32,7 @@ from grasp_core.rerank.ranker import LTRReranker
 from grasp_core.skb.format import HUMAN_QID_OFFSET, write_queries, write_skb
 from grasp_core.skb.querygen import synthesize_queries
 from grasp_core.skb.synth import build_synth_skb
+from tests.answer_parity import assert_retrieve_answers_as_evaluated
 
 pytestmark = pytest.mark.slow  # builds a tiny world and trains tiny models (about 20 s of CPU)
 
@@ -125,3 +123,9 @@ def test_reranker_trains_on_train_queries_only(ws, encoded_in_training):
 def test_extractor_demonstrations_come_from_train(ws):
     demos = gazetteer_demonstrations(ws.skb, ws.extractor, pool=90)
     assert demos and not [query for query, _ in demos if MARKER in query]
+
+
+def test_retrieve_answers_every_test_and_test_human_query_as_the_evaluation_ranked_it(ws, encoded_in_training):
+    eval_metrics_step(ws)  # the served planner is the SFT one here (no RL round ran)
+    checked = assert_retrieve_answers_as_evaluated(ws)
+    assert checked == {"test": len(ws.split("test")), "test-human": N_HUMAN} and checked["test"] > 5

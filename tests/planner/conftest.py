@@ -19,7 +19,8 @@ from grasp_core.embed.encoder import EncoderConfig, load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
-from grasp_core.graph.store import GraphStoreConfig, open_graph_store
+from grasp_core.graph.open import open_graph_store
+from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.base import (

@@ -10,7 +10,7 @@ from grasp_core.embed.encoder import EncoderConfig, load_encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
-from grasp_core.planner.inference import check_plan, plan_queries
+from grasp_core.planner.inference import check_plan
 from grasp_core.planner.policy import PolicyConfig, load_policy, new_policy, path_keys, verbalize
 from grasp_core.planner.policy_train import (
     Outcomes,
@@ -95,7 +95,7 @@ def test_candidates_of_every_target_type_plus_abstain(world, executed):
 
 def test_empty_table_gives_a_zero_hop_plan_and_abstain_gives_no_graph_ranking(world, executed):
     policy = _policy(world, executed)
-    (attempt,) = plan_queries(policy, world.skb.schema, ["which drugs treat headaches?"], [EntityTable()])
+    (attempt,) = policy.plan(["which drugs treat headaches?"], [EntityTable()])
     plan = json_text_to_dict(attempt.text)
     assert attempt.valid and plan["anchors"] == [] and plan["hops"] == []
     assert check_plan(ABSTAIN, world.skb.schema, EntityTable()) is None

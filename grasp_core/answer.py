@@ -1,0 +1,316 @@
+"""The answer path: one function from a batch of questions to their ranked answers, stage by stage.
+
+Everything that answers or scores a question goes through :meth:`AnswerPath.answer`: the product
+(:class:`~grasp_core.retriever.GraspRetriever`, so ``grasp query``, ``grasp retrieve`` and ``grasp serve``), the
+evaluation and ablation steps, the reranker's training and validation lists and the planner's validation during
+training. So the evaluation's ``served`` and ``served+rerank`` rankings are what ``grasp retrieve`` answers.
+
+The stages, in order (:data:`STAGES`), each with its output dataclass:
+
+==============  ========================  ==========================================================
+stage           output                    what it does
+==============  ========================  ==========================================================
+``text``        :class:`TextStage`        the profile's text retriever (mFAR by default), top 100
+``extraction``  :class:`ExtractionStage`  entity extraction + linking: one entity table per query
+``planning``    :class:`PlanningStage`    one plan per query, on the query as the planner reads it
+``execution``   :class:`ExecutionStage`   the plan executed: the graph ranking and its trace
+``fusion``      :class:`FusionStage`      RRF of the text and graph rankings (:func:`~grasp_core.ranking.fusion`)
+``reranking``   :class:`RerankingStage`   the reranker on the fused top K, RRF with the fused rank
+==============  ========================  ==========================================================
+
+:class:`AnswerOptions` says which branches (``text`` | ``graph`` | ``both``) and whether the reranker run, and
+which planner checkpoint plans. A caller that already holds a stage's output for its queries hands it in instead
+of recomputing it (``text=``, ``tables=``, ``plans=``): the evaluation passes the ``text_rankings`` and
+``entity_tables`` assets, which the same text retriever and extractor wrote for every query.
+
+Adding a feature to a stage: compute it in that stage's method below and add it as a field of the stage's output
+dataclass; every caller then gets it. A reranker feature that needs something of the path reads it from
+:meth:`Answers.rerank_inputs` (the one place a :class:`~grasp_core.rerank.features.RerankInput` is built).
+A model that reads only a prefix of a long query says so in its stage's ``notes`` (:mod:`grasp_core.truncation`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from grasp_core.components import Components
+from grasp_core.entities.table import EntityTable
+from grasp_core.errors import GraspError
+from grasp_core.plan.trace import Trace
+from grasp_core.planner.inference import PlanAttempt, check_plan
+from grasp_core.planner.kind import Planner
+from grasp_core.ranking import BRANCHES, Ranking, fusion
+from grasp_core.rerank.features import RerankInput
+from grasp_core.text.mfar import QUERY_MAX_TOKENS
+from grasp_core.textnorm import check_unicode
+from grasp_core.truncation import cut_to_tokens
+
+STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
+TEXT_TOP_K = 100  # candidates the text branch returns per query (the text_rankings asset keeps as many)
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    branches: str = "both"  # text | graph | both
+    rerank: bool = True  # the trained reranker on the fused list
+    planner: str | None = None  # the planning checkpoint: "sft_adapter", "planner:<round>"; None: the served one
+    parallel_branches: bool = False  # the text branch in a helper thread beside the graph branch
+
+    def __post_init__(self) -> None:
+        if self.branches not in BRANCHES:
+            raise GraspError(f"branches must be one of {BRANCHES}, got {self.branches!r}")
+
+
+@dataclass(frozen=True)
+class TextStage:
+    rankings: list[Ranking]  # empty rankings when the text branch does not run
+    notes: list[str | None]  # the query encoder's cut ("read 61 of 152 tokens"), None when it read all
+
+
+@dataclass(frozen=True)
+class ExtractionStage:
+    tables: list[EntityTable]
+
+
+@dataclass(frozen=True)
+class PlanningStage:
+    attempts: list[PlanAttempt]  # attempts == 0: a plan handed in, not planned here
+    notes: list[str | None]  # the planner's cut of the query
+
+
+@dataclass(frozen=True)
+class ExecutionStage:
+    rankings: list[Ranking]
+    traces: list[Trace]
+
+
+@dataclass(frozen=True)
+class FusionStage:
+    rankings: list[Ranking]
+
+
+@dataclass(frozen=True)
+class RerankingStage:
+    rankings: list[Ranking]
+    scores: list[dict[int, float]]  # node id -> reranker score, for the fused top K
+    contributions: list[dict[int, list[tuple[str, float]]]]  # ltr with explain: top features per candidate
+    notes: list[str | None]  # the reranker's cut of the query
+
+
+@dataclass(frozen=True)
+class Answers:
+    """A batch's outputs of every stage that ran (None: the stage did not run), and each query's seconds per stage
+    (its share of the batch's time)."""
+
+    queries: list[str]
+    text: TextStage
+    extraction: ExtractionStage | None
+    planning: PlanningStage | None
+    execution: ExecutionStage | None
+    fusion: FusionStage
+    reranking: RerankingStage | None
+    seconds: list[dict[str, float]]
+
+    @property
+    def graph(self) -> list[Ranking]:
+        """The graph rankings (empty ones when the graph branch did not run)."""
+        return self.execution.rankings if self.execution else [Ranking.empty()] * len(self.queries)
+
+    @property
+    def final(self) -> list[Ranking]:
+        """What the path answers: the reranked list, else the fused one."""
+        return self.reranking.rankings if self.reranking else self.fusion.rankings
+
+    def rerank_inputs(self) -> list[RerankInput]:
+        """What the reranker knows of each query (also the reranker's training and validation lists)."""
+        traces = self.execution.traces if self.execution else [None] * len(self.queries)
+        tables = self.extraction.tables if self.extraction else [None] * len(self.queries)
+        parts = zip(self.queries, self.fusion.rankings, self.text.rankings, self.graph, traces, tables, strict=True)
+        return [RerankInput.of(*p) for p in parts]
+
+    def truncated(self, i: int) -> dict[str, str]:
+        """Which model read only a prefix of query ``i``: model -> "read 61 of 152 tokens"."""
+        stages = {"text": self.text, "planner": self.planning, "reranker": self.reranking}
+        notes = {m: s.notes[i] if s is not None else None for m, s in stages.items()}
+        return {m: note for m, note in notes.items() if note is not None}
+
+
+def check_queries(queries: Sequence[str]) -> list[str]:
+    queries = list(queries)
+    for i, q in enumerate(queries):
+        if not isinstance(q, str) or not q.strip():
+            raise GraspError(f"query {i} is empty: give a non-empty question")
+        check_unicode(q, f"query {i}")
+    return queries
+
+
+class AnswerPath:
+    """The answer path of one dataset for ``options``: its parts load from the dataset's finished artifacts on first
+    use (:meth:`load` loads them all at once). ``planner`` replaces the planner checkpoint by one in memory (a
+    checkpoint under validation during training)."""
+
+    def __init__(self, ws: Components, options: AnswerOptions = AnswerOptions(), planner: Planner | None = None):
+        self.ws, self.options = ws, options
+        self.planner_name: str | None = None  # the planning checkpoint's name once the planner is loaded
+        if planner is not None:
+            self.__dict__["planner"] = planner
+            self.planner_name = "in memory"
+        # the text branch's helper thread: off by default, on the shared 2-core machine it made a warm hpo question
+        # slower (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
+        # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores
+        self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if options.parallel_branches else None
+
+    def load(self) -> AnswerPath:
+        """Load every part the options use now (a missing artifact fails before any question is answered)."""
+        self.ws.skb  # noqa: B018
+        if self.options.branches != "graph":
+            self.text_retriever  # noqa: B018
+        if self.options.branches != "text":
+            self.planner  # noqa: B018
+            self.ws.extractor  # noqa: B018
+            self.ws.executor  # noqa: B018
+        if self.options.rerank:
+            self.reranker  # noqa: B018
+        return self
+
+    # ------------------------------------------------------------------------------------------- parts
+    @cached_property
+    def text_retriever(self) -> Any:
+        return self.ws.text_retriever(self.ws.profile.text_retriever)
+
+    @cached_property
+    def planner(self) -> Planner:
+        if self.options.planner:
+            self.planner_name = self.options.planner
+            checkpoint = self.ws.art.require(*self.options.planner.split(":"))
+        else:
+            self.planner_name, checkpoint = self.ws.final_planner()
+        return self.ws.planner(checkpoint)
+
+    @cached_property
+    def reranker(self) -> Any:
+        return self.ws.reranker()
+
+    # ------------------------------------------------------------------------------------------ the path
+    def answer(
+        self,
+        queries: Sequence[str],
+        *,
+        text: Sequence[Ranking] | None = None,
+        tables: Sequence[EntityTable] | None = None,
+        plans: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> Answers:
+        """Answer a batch. ``text``, ``tables`` and ``plans`` are stage outputs the caller already holds (one per
+        query); ``explain`` adds the ``ltr`` reranker's top feature contributions."""
+        queries = check_queries(queries)
+        n, branches = len(queries), self.options.branches
+        seconds: list[dict[str, float]] = [dict.fromkeys(STAGES, 0.0) for _ in queries]
+        clock = _Clock(seconds)
+        text_stage = TextStage([Ranking.empty()] * n, [None] * n)
+        pending = None  # the text branch, when it runs beside the graph branch
+        if branches != "graph":
+            if text is not None:
+                text_stage = TextStage(_check(list(text), n, "text rankings"), [None] * n)
+            elif self._text_pool is not None:
+                pending = self._text_pool.submit(self.rank_text, queries, clock)
+            else:
+                text_stage = self.rank_text(queries, clock)
+        extraction = planning = execution = None
+        if branches != "text":
+            if tables is not None:
+                extraction = ExtractionStage(_check(list(tables), n, "entity tables"))
+            else:
+                extraction = self.extract(queries, clock)
+            if plans is not None:
+                planning = self.given_plans(_check(list(plans), n, "plans"), extraction.tables)
+            else:
+                planning = self.plan(queries, extraction.tables, clock)
+            execution = self.execute(queries, extraction.tables, planning, clock)
+        if pending is not None:
+            text_stage = pending.result()
+        graph = execution.rankings if execution else [Ranking.empty()] * n
+        with clock("fusion"):
+            fused = FusionStage(fusion(text_stage.rankings, graph, self.ws.profile.reward, branches))
+        answers = Answers(queries, text_stage, extraction, planning, execution, fused, None, seconds)
+        if self.options.rerank:
+            answers = dataclasses.replace(answers, reranking=self.rerank(answers, clock, explain))
+        return answers
+
+    # ------------------------------------------------------------------------------------------ the stages
+    def rank_text(self, queries: list[str], clock: _Clock) -> TextStage:
+        retriever = self.text_retriever
+        notes: list[str | None] = [None] * len(queries)
+        encoder = getattr(retriever, "encoder", None)
+        if encoder is not None:  # a dense query encoder truncates by itself; the explanation says so
+            window = encoder.max_tokens(QUERY_MAX_TOKENS) - encoder.tokenizer.num_special_tokens_to_add()
+            notes = [cut_to_tokens(q, encoder.tokenizer, window).note for q in queries]
+        with clock("text"):
+            rankings = retriever.rank(queries, k=TEXT_TOP_K)
+        return TextStage(rankings, notes)
+
+    def extract(self, queries: list[str], clock: _Clock) -> ExtractionStage:
+        with clock("extraction"):
+            return ExtractionStage(self.ws.extractor.extract(queries))
+
+    def plan(self, queries: list[str], tables: list[EntityTable], clock: _Clock) -> PlanningStage:
+        planner = self.planner
+        with clock("planning"):
+            cuts = [planner.read(q, t) for q, t in zip(queries, tables)]
+            attempts = planner.plan([c.text for c in cuts], tables)
+        return PlanningStage(attempts, [c.note for c in cuts])
+
+    def given_plans(self, plans: list[str], tables: list[EntityTable]) -> PlanningStage:
+        schema = self.ws.skb.schema
+        errors = [check_plan(p, schema, t) for p, t in zip(plans, tables)]
+        return PlanningStage([PlanAttempt(p, e is None, e, 0) for p, e in zip(plans, errors)], [None] * len(plans))
+
+    def execute(
+        self, queries: list[str], tables: list[EntityTable], planning: PlanningStage, clock: _Clock
+    ) -> ExecutionStage:
+        with clock("execution"):
+            out = self.ws.executor.execute_batch([a.text for a in planning.attempts], queries, tables)
+        return ExecutionStage([r for r, _ in out], [t for _, t in out])
+
+    def rerank(self, answers: Answers, clock: _Clock, explain: bool) -> RerankingStage:
+        reranker = self.reranker
+        cuts = [reranker.read(q) for q in answers.queries]
+        inputs = [dataclasses.replace(x, query=c.text) for x, c in zip(answers.rerank_inputs(), cuts)]
+        with clock("reranking"):
+            reranked = reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
+        scores, contributions = [], []
+        for f, r in zip(answers.fusion.rankings, reranked):
+            ids = f.node_ids[: len(r.scores)].tolist()
+            scores.append(dict(zip(ids, r.scores.tolist())))
+            contributions.append(dict(zip(ids, r.contributions or [])))
+        return RerankingStage([r.ranking for r in reranked], scores, contributions, [c.note for c in cuts])
+
+
+def _check(items: list, n: int, what: str) -> list:
+    if len(items) != n:
+        raise ValueError(f"{len(items)} {what} for {n} queries")
+    return items
+
+
+class _Clock:
+    """Times a stage of a batch and charges each query its share."""
+
+    def __init__(self, seconds: list[dict[str, float]]):
+        self.seconds = seconds
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            share = (time.perf_counter() - t0) / max(1, len(self.seconds))
+            for s in self.seconds:
+                s[stage] += share

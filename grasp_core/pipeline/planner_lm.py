@@ -1,0 +1,225 @@
+"""The ``lm`` planner kind's training steps (the paper's): a base model, SFT on teacher plans, RL rounds of sampled
+plans, RFT and GRPO (TRL). The ``planner`` artifacts hold LM checkpoints (:mod:`grasp_core.planner.checkpoint`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from grasp_core.components import Components
+from grasp_core.errors import GraspError
+from grasp_core.io import atomic_dir, write_json
+from grasp_core.llm.chat import render_prompt
+from grasp_core.pipeline.planner_inputs import (
+    VAL_FILE,
+    evaluate_planner,
+    load_reward_table,
+    load_teacher_plans,
+    planner_env,
+    previous_val_hit1,
+    round_start,
+    val_qids,
+)
+from grasp_core.pipeline.plots import line_plot
+from grasp_core.pipeline.rft_samples import write_rft_samples
+from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.planner.kind import LMPlanner
+from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.rl import (
+    best_positive_samples,
+    informative_queries,
+    rft_examples,
+    rl_queries,
+    sample_and_score,
+    train_grpo,
+)
+from grasp_core.planner.rounds import Gate
+from grasp_core.planner.sft import select_sft_examples, train_sft
+
+
+def prompt_builder(ws: Components, tokenizer):
+    """qid -> the rendered planner prompt (system prompt with the schema, entity table, query)."""
+    env_q = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
+    tables = ws.entity_tables
+    compact = ws.profile.inference.compact_prompt
+    enable_thinking = ws.profile.planner_model.enable_thinking
+
+    def prompt_of(qid: int) -> str:
+        messages = build_planner_messages(ws.skb.schema, tables[qid], env_q[qid], compact)
+        return render_prompt(tokenizer, messages, enable_thinking)
+
+    return prompt_of
+
+
+def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
+    """(prompts, plans) of training queries with a teacher plan, for the offline planner's tokenizer: no
+    validation or test query text reaches a trained artifact."""
+    teacher = load_teacher_plans(ws)
+    tables = ws.entity_tables
+    train = ws.split("train")
+    queries = dict(zip(train["qid"].astype(int), train["query"]))
+    compact = ws.profile.inference.compact_prompt
+    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
+    sample = teacher[teacher["plan"].notna() & teacher["qid"].astype(int).isin(queries)].head(limit)
+    prompts, plans = [], []
+    for r in sample.itertuples():
+        messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
+        prompts.append("\n".join(m["content"] for m in messages))
+        plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
+    return prompts, plans
+
+
+def sft_examples(ws: Components, tokenizer) -> list[dict]:
+    teacher = load_teacher_plans(ws)
+    chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
+    prompt_of = prompt_builder(ws, tokenizer)
+    tables = ws.entity_tables
+    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
+    return [
+        {
+            "prompt": prompt_of(int(r.qid)),
+            "completion": canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance),
+        }
+        for r in chosen.itertuples()
+    ]
+
+
+class LMKind:
+    """The ``lm`` planner kind: a language model writes the plan."""
+
+    learns_from_executed = False  # SFT reads the teacher's chosen plans only
+
+    def load(self, ws: Components, checkpoint: Path) -> LMPlanner:
+        planner = ws.planner(checkpoint)
+        assert isinstance(planner, LMPlanner), "the profile's planner kind is lm"
+        return planner
+
+    def build_base(self, ws: Components) -> dict:
+        prompts, plans = tokenizer_examples(ws)
+        return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
+
+    def sft(self, ws: Components, log_fn=None) -> dict:
+        from transformers import AutoTokenizer
+
+        base = base_model_path(ws.art.require("planner_base"))
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        examples = sft_examples(ws, tokenizer)
+        if not examples:
+            raise GraspError(
+                "no usable teacher plan for SFT (valid, gold answer first, ≤ 20 answers); check teacher_plans"
+            )
+        start = time.perf_counter()
+        out = ws.art.path("sft_adapter")
+        result = train_sft(base, examples, ws.profile.sft, out, log_fn=log_fn, device=ws.profile.device)
+        seconds = time.perf_counter() - start
+        val = evaluate_planner(ws, self.load(ws, out), val_qids(ws, ws.profile.grpo.val_queries))
+        write_json(out / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["candidates"])})
+        losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
+        plot = line_plot(
+            {"train loss": ([s for s, _ in losses], [v for _, v in losses])}, "planner SFT", "step", "loss"
+        )
+        return {
+            "examples": len(examples),
+            "train_seconds": round(seconds, 1),
+            "final_loss": losses[-1][1] if losses else None,
+            "val_fused_hit1": val["fused"]["hit@1"],
+            "val_valid_plan_rate": val["valid_plan_rate"],
+            "loss_curve_png": plot,
+            "path": str(out),
+        }
+
+    def samples(self, ws: Components, round_key: str) -> dict:
+        start_ckpt = round_start(ws, round_key)
+        env = planner_env(ws, load_reward_table(ws))
+        qids = rl_queries(ws.split("train"), ws.profile.rl)
+        llm = self.load(ws, start_ckpt).llm
+        t0 = time.perf_counter()
+        samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
+        summary = write_rft_samples(ws, round_key, samples, start_ckpt)
+        return {
+            **summary,
+            "valid_rate": round(float(samples["valid"].mean()), 4),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+
+    def round(self, ws: Components, round_key: str, log_fn=None) -> dict:
+        """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
+        keep the best validation checkpoint, gate."""
+        from transformers import AutoTokenizer
+
+        from grasp_core.llm.backends import TransformersLLM
+
+        samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
+        base = base_model_path(ws.art.require("planner_base"))
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        prompt_of = prompt_builder(ws, tokenizer)
+        best = best_positive_samples(samples)
+        examples = rft_examples(sft_examples(ws, tokenizer), best, prompt_of)
+        work = ws.art.path("planner_work", round_key)
+        t0 = time.perf_counter()
+        rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
+        rl = ws.profile.rl
+        rft_init = base if rl.rft_from_base else round_start(ws, round_key)
+        rft_cfg = dataclasses.replace(
+            ws.profile.sft,
+            epochs=rl.rft_epochs or ws.profile.sft.epochs,
+            learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate,
+        )
+        train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
+        rft_seconds = time.perf_counter() - t0
+
+        env = planner_env(ws, load_reward_table(ws))
+        val = val_qids(ws, ws.profile.grpo.val_queries)
+
+        def evaluate_val(model, tok) -> float:
+            llm = TransformersLLM.from_model(model, tok, device=ws.profile.device)
+            planner = LMPlanner(llm, ws.skb.schema, ws.profile.inference)
+            return evaluate_planner(ws, planner, val)["fused"]["hit@1"]
+
+        grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
+        train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
+        t1 = time.perf_counter()
+        grpo = train_grpo(
+            work / "rft",
+            env,
+            train_q,
+            prompt_of,
+            evaluate_val,
+            ws.profile.grpo,
+            ws.art.path("planner_work", f"{round_key}-grpo"),
+            log_fn=grpo_log,
+            device=ws.profile.device,
+            grammar=ws.profile.inference.grammar,
+        )
+        grpo_seconds = time.perf_counter() - t1
+
+        previous = previous_val_hit1(ws, round_key)
+        kept = ws.art.path("planner_work", f"{round_key}-grpo")
+        with atomic_dir(ws.art.path("planner", round_key)) as tmp:
+            shutil.copytree(kept, tmp, dirs_exist_ok=True)
+            Gate(grpo["best_val_fused_hit1"], previous).write(tmp)
+        sel = grpo["selection"]
+        plot = line_plot(
+            {"val fused Hit@1": ([s["step"] for s in sel], [s["val_fused_hit1"] for s in sel])},
+            f"GRPO round {round_key}",
+            "step",
+            "Hit@1 (%)",
+        )
+        return {
+            "round": round_key,
+            "rft_examples": len(examples),
+            "rft_positive_samples": len(best),
+            "grpo_queries": len(train_q),
+            "best_step": grpo["best_step"],
+            "val_fused_hit1": grpo["best_val_fused_hit1"],
+            "previous_val_fused_hit1": previous,
+            "rft_seconds": round(rft_seconds, 1),
+            "grpo_seconds": round(grpo_seconds, 1),
+            "selection_png": plot,
+            "path": str(ws.art.path("planner", round_key)),
+        }
