@@ -484,6 +484,7 @@ def _files(directory):
     return {p.relative_to(directory): p for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.timeout(3600)  # the fixture runs the four stages' containers
 def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_containers):
     import hashlib
 
