@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import dagster as dg
+from dagster_docker.docker_run_launcher import DOCKER_CONTAINER_ID_TAG
 
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -14,12 +15,15 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     Whoever launched the run (`grasp pipeline`, `dagster asset materialize`, the UI): its workers are the
     processes that logged its run and step starts (Dagster records their pids). Dagster's own run monitoring does
     not cover the default run launcher, hence this check; `grasp pipeline` runs it at start-up and the
-    ``release_dead_runs`` sensor every minute while the daemon runs (`dagster dev`)."""
+    ``release_dead_runs`` sensor every minute while the daemon runs (`dagster dev`). Runs in containers are left
+    to that run monitoring (deploy/host/dagster.yaml): their pids are the container's, not this host's."""
     from dagster._core.events import DagsterEventType
     from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
 
     released = []
     for run in instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+        if DOCKER_CONTAINER_ID_TAG in run.tags:
+            continue
         records = instance.get_records_for_run(
             run.run_id, of_type={DagsterEventType.RUN_START, DagsterEventType.STEP_START}
         ).records

@@ -10,6 +10,7 @@ pipeline synthesizes them from the schema (``grasp_core.skb.generic_queries``) a
 """
 
 import json
+import time
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -749,3 +750,108 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
     events = "\n".join(str(e) for e in instance.all_logs(result.run_id)).encode()
     assert secret not in events and secret not in log.read_bytes() and secret not in mlflow_db.read_bytes()
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and secret in p.read_bytes()]
+
+
+@pytest.fixture(scope="module")
+def in_containers(trained, tmp_path_factory):
+    """The same DAG launched through a Dagster instance whose runs start in containers of the grasp image
+    (deploy/host/dagster.yaml, tests/containers.py): `prepare` is submitted over GraphQL as the UI submits it and
+    the `chain_training_stages` sensor launches round 1, round 2 and `finish` as each run succeeds."""
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    from tests.containers import Deployment, docker_client_or_skip, write_instance
+
+    docker = docker_client_or_skip()
+    home = tmp_path_factory.mktemp("containers") / "dagster_home"
+    write_instance(home)
+    deployment = Deployment(home, "smoke")
+    try:
+        deployment.instance.add_dynamic_partitions("dataset", [DATASET])
+        deployment.client().submit_job_execution("prepare", tags={"dagster/partition": DATASET})
+
+        def finished():
+            runs = deployment.instance.get_runs()
+            failed = [r for r in runs if r.status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)]
+            assert not failed, f"run {failed[0].run_id} ({failed[0].job_name}) failed; see {deployment.log.name}"
+            return runs if any(r.job_name == "finish" and r.status == DagsterRunStatus.SUCCESS for r in runs) else None
+
+        start = time.monotonic()
+        runs = deployment.wait_for(finished, "the finish run", timeout=2400)
+        print(f"[containers] the DAG in containers took {time.monotonic() - start:.0f}s")
+        yield home, runs, deployment, docker
+    finally:
+        deployment.stop()
+
+
+def _files(directory):
+    return {p.relative_to(directory): p for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.timeout(3600)  # the fixture runs the four stages' containers
+def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_containers):
+    import hashlib
+
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    from tests.containers import IMAGE
+
+    tmp, _ = trained
+    home, runs, _, docker = in_containers
+    assert sorted(r.job_name for r in runs) == ["finish", "prepare", "rl_round", "rl_round"]
+    for run in runs:  # each run's worker ran in its own container of the image
+        assert run.status == DagsterRunStatus.SUCCESS and run.tags["dagster/image"] == IMAGE
+        assert run.tags["docker/container_id"]
+    local, remote = tmp / "artifacts" / DATASET, home / "artifacts" / DATASET
+    local_files, remote_files = _files(local), _files(remote)
+    assert set(local_files) == set(remote_files)
+    digest = {
+        rel: [hashlib.sha256(p.read_bytes()).hexdigest() for p in (local_files[rel], remote_files[rel])]
+        for rel in local_files
+    }
+    differ = sorted(str(rel) for rel, (a, b) in digest.items() if a != b)
+    print("[containers] files that differ:", differ)
+    local_ml = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
+    remote_ml = MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}")
+
+    def mlflow_runs(client):
+        exp = client.get_experiment_by_name("grasp")
+        return {
+            (r.info.run_name, r.data.tags.get("step")): r
+            for r in client.search_runs([exp.experiment_id], max_results=500)
+        }
+
+    a, b = mlflow_runs(local_ml), mlflow_runs(remote_ml)
+    assert set(a) == set(b)
+    for key in a:
+        print(
+            key,
+            {
+                k: (v, b[key].data.metrics.get(k))
+                for k, v in a[key].data.metrics.items()
+                if b[key].data.metrics.get(k) != v
+            },
+        )
+        assert a[key].data.params == b[key].data.params, key
+    assert not [f for f in differ if f.split("/")[0] in ("skb", "queries", "graph_store", "text_index")], differ
+
+
+def test_a_killed_run_container_is_a_failed_run_whose_pool_slot_is_freed(in_containers):
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    _, _, deployment, docker = in_containers
+    instance = deployment.instance
+    run_id = deployment.client().submit_job_execution("finish", tags={"dagster/partition": DATASET})
+    deployment.wait_for(
+        lambda: run_id in instance.event_log_storage.get_concurrency_info("heavy").active_run_ids,
+        "the finish run to claim the heavy pool's slot",
+        timeout=900,
+    )
+    docker.containers.get(instance.get_run_by_id(run_id).tags["docker/container_id"]).kill()
+    deployment.wait_for(
+        lambda: instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE, "the run to fail", timeout=180
+    )
+    deployment.wait_for(
+        lambda: not instance.event_log_storage.get_concurrency_info("heavy").claimed_slots,
+        "the heavy pool's slot to be freed",
+        timeout=180,
+    )
