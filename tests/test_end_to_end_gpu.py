@@ -17,6 +17,8 @@ from grasp_core.profiles import get_profile
 from grasp_core.skb.synth import build_synth_skb
 from tests.tiny_models import build_gpu_stand_ins
 
+pytestmark = pytest.mark.long  # 27 min on 2 cores under load: beyond the test command's budget
+
 DATASET = "synth-prime"
 
 

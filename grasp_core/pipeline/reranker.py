@@ -116,6 +116,7 @@ def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[Rer
         *PLANNER,
         *FUSED_TEXT,
         *RERANKER,
+        "asked_type",
         "grpo",
         "ltr",
         "rerank",

@@ -125,7 +125,7 @@ def test_editing_a_library_function_changes_the_versions_of_exactly_the_steps_th
     def changed(root: Path) -> set[str]:
         return {name for name, step in STEPS.items() if code_version(step, cpu, root) != before[name]}
 
-    marker = "    def __init__(self, skb: SKB, doc_vectors"
+    marker = "    def __init__(\n        self,\n        skb: SKB,\n        doc_vectors"
     features = _edited_library(tmp_path, "a", "rerank/features.py", marker, "    x = 1\n\n" + marker)
     # the steps that run the answer path (which can rerank) change; the data, graph and text steps do not
     plans = {"teacher_plans", "planner_base", "sft_adapter", "reward_table", "rft_samples", "planner"}
