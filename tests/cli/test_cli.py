@@ -13,8 +13,12 @@ def test_data_build_and_stats(tmp_path, capsys):
     assert main(["--root", root, "data", "stats", "synth-prime"]) == 0
     out = capsys.readouterr().out
     assert "gene/protein" in out and "ppi" in out and "train" in out and "test" in out
-    mix = out.split("query target types:")[1].splitlines()[1:]
-    assert sum(int(line.split()[-2].replace(",", "")) for line in mix) == 3000  # every query has its target type
+    mix = out.split("query target types:")[1].split("queries per relation:")[0].splitlines()[1:]
+    import pandas as pd
+
+    queries = pd.read_parquet(next(tmp_path.glob("synth-prime/queries/*.parquet")))
+    assert len(queries) >= 3000  # the synthesized queries and the term look-ups of train/val
+    assert sum(int(line.split()[-2].replace(",", "")) for line in mix) == len(queries)  # each has its target type
 
 
 @pytest.mark.parametrize(
