@@ -41,7 +41,7 @@ def _without_disposed_defs_state_storage():
     """Dagster's instance context manager keeps the instance's defs-state storage in a context variable; a test
     instance left open until the garbage collector finalizes it resets that variable then, to the storage of an
     instance already disposed, and building definitions afterwards fails with "undefined DagsterInstance weakref".
-    Each test starts after a collection and without one, as a new process (`grasp pipeline`) does."""
+    Each test module starts after a collection and without one, as a new process (`grasp pipeline`) does."""
     import gc
 
     from dagster._core.storage.defs_state.base import set_defs_state_storage
@@ -53,4 +53,3 @@ def _without_disposed_defs_state_storage():
 
 
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
-_per_test = pytest.fixture(autouse=True, name="_per_test")(_without_disposed_defs_state_storage)
