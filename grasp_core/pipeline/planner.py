@@ -65,25 +65,29 @@ def make_teacher(ws: Components):
     return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
 
 
+# What every planner-training step reads: the answer path (fused with the text branch and, for validation, the
+# reranker) and every planner setting, since the planner kind is chosen from the profile in one place.
+TRAINING_READS = (
+    *EXECUTOR,
+    *EXTRACTOR,
+    *PLANNER,
+    *FUSED_TEXT,
+    *RERANKER,
+    "grpo",
+    "planner_model",
+    "policy",
+    "policy_train",
+    "rerank",
+    "reward",
+    "rl",
+    "sft",
+    "teacher",
+)
+
+
 @step(
     "teacher_plans",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-        "teacher_endpoint",
-    ),
+    reads=(*TRAINING_READS, "teacher_endpoint"),
 )
 def teacher_plans_step(ws: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
@@ -173,22 +177,7 @@ def teacher_plans_step(ws: Components) -> dict:
 
 @step(
     "planner_base",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-    ),
+    reads=TRAINING_READS,
 )
 def planner_base_step(ws: Components) -> dict:
     return planner_kind(ws).build_base(ws)
@@ -196,22 +185,7 @@ def planner_base_step(ws: Components) -> dict:
 
 @step(
     "sft_adapter",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-    ),
+    reads=TRAINING_READS,
 )
 def sft_step(ws: Components, log_fn=None) -> dict:
     return planner_kind(ws).sft(ws, log_fn)
@@ -219,22 +193,7 @@ def sft_step(ws: Components, log_fn=None) -> dict:
 
 @step(
     "reward_table",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-    ),
+    reads=TRAINING_READS,
 )
 def reward_table_step(ws: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
@@ -263,22 +222,7 @@ def reward_table_step(ws: Components) -> dict:
 
 @step(
     "rft_samples",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-    ),
+    reads=TRAINING_READS,
 )
 def rft_samples_step(ws: Components, round_key: str) -> dict:
     return planner_kind(ws).samples(ws, round_key)
@@ -286,22 +230,7 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
 
 @step(
     "planner",
-    reads=(
-        *EXECUTOR,
-        *EXTRACTOR,
-        *PLANNER,
-        *FUSED_TEXT,
-        *RERANKER,
-        "grpo",
-        "planner_model",
-        "policy",
-        "policy_train",
-        "rerank",
-        "reward",
-        "rl",
-        "sft",
-        "teacher",
-    ),
+    reads=TRAINING_READS,
 )
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     return planner_kind(ws).round(ws, round_key, log_fn)
