@@ -44,3 +44,25 @@ def decode_line(raw: bytes, where: str) -> str:
         raise GraspError(
             f"{where}: byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8; save the file as UTF-8"
         ) from None
+
+
+# Matching keys: the tokens a name and a mention are compared by (casefolded, NFKC, plural-stemmed).
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[tuple[str, int, int]]:
+    """Normalized tokens of ``text`` with their character spans in the NFKC-normalized text."""
+    text = unicodedata.normalize("NFKC", text)
+    return [(_stem(m.group().casefold()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def normalize(text: str) -> str:
+    return " ".join(t for t, _, _ in tokenize(text))

@@ -621,7 +621,7 @@ def test_a_run_config_override_is_recorded_as_another_code_version(trained):
     assert "mfar_model" in _stale(smoke)
 
 
-def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_from_it(trained, capsys):
+def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_from_it(trained, capfd):
     """One node renamed in the user SKB's nodes.parquet: `grasp pipeline` sees the source changed, rebuilds `skb`
     and, wave after wave, what reads it; the retriever then finds the node by its new name. Run again: nothing."""
     import pandas as pd
@@ -638,9 +638,9 @@ def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_fr
     node = int(nodes["node_id"].iloc[len(nodes) // 2])
     nodes.loc[nodes["node_id"] == node, "name"] = "Zorblax quintessence"
     nodes.to_parquet(nodes_file, index=False)
-    capsys.readouterr()
+    capfd.readouterr()
     timings = run_pipeline(DATASET, profile="smoke", root=root)
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "source of 'mykb': new fingerprint recorded" in out
     assert "prepare: materializing skb (source changed)" in out
     assert "node_embeddings (skb changed)" in out and "graph_store (skb changed)" in out
@@ -653,7 +653,7 @@ def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_fr
     assert node in [a.node_id for a in answers[0].answers[:10]]
 
     assert run_pipeline(DATASET, profile="smoke", root=root) == {}
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "new fingerprint" not in out and "prepare: up to date" in out and "finish: up to date" in out
 
 

@@ -52,6 +52,7 @@ from tqdm.auto import tqdm
 from grasp_core.entities.linking import LinkingConfig, Mention, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
+from grasp_core.textnorm import normalize, tokenize
 
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with without within into onto about over under above below between
@@ -67,7 +68,6 @@ REQUEST_CUES = frozenset(
     """which what who find list identify name recommend suggest search seek seeking looking need want show give
     retrieve return locate discover get tell""".split()
 )
-_TOKEN = re.compile(r"[^\W_]+")
 _COMPARATOR = (
     r"(?:under|over|below|above|less than|more than|fewer than|greater than|at least|at most|up to|"
     r"no more than|no less than|between|after|before|since|within|around|about|approximately)"
@@ -107,24 +107,6 @@ class GazetteerConfig:
     )
     batch_size: int = field(default=1024, metadata={"help": "Queries per encoder/linking batch."})
     linking: LinkingConfig = field(default_factory=LinkingConfig, metadata={"help": "Entity-linking settings."})
-
-
-def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
-
-
-def tokenize(text: str) -> list[tuple[str, int, int]]:
-    """Normalized tokens of ``text`` with their character spans in the NFKC-normalized text."""
-    text = unicodedata.normalize("NFKC", text)
-    return [(_stem(m.group().casefold()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-
-
-def normalize(text: str) -> str:
-    return " ".join(t for t, _, _ in tokenize(text))
 
 
 def _is_symbol(alias: str) -> bool:

@@ -309,7 +309,7 @@ class _AliasRows:
     """Each node's name and alias vectors and normalized strings, gathered per candidate list."""
 
     def __init__(self, skb: SKB, names: NodeEmbeddings):
-        from grasp_core.entities.gazetteer import normalize
+        from grasp_core.textnorm import normalize
 
         vectors, owner = names.name_vectors()
         order = np.argsort(owner, kind="stable")

@@ -18,8 +18,8 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from grasp_core.entities.gazetteer import normalize
 from grasp_core.skb.format import SKB
+from grasp_core.textnorm import normalize
 
 DEFINITION = "definition"
 MIN_WORDS, MAX_WORDS = 2, 14  # descriptions shorter or longer than this are not asked about

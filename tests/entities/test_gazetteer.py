@@ -1,7 +1,8 @@
 import pytest
 from conftest import ids
 
-from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor, normalize
+from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
+from grasp_core.textnorm import normalize
 
 
 @pytest.fixture(scope="module")
