@@ -1,10 +1,10 @@
-"""The tests' form of :func:`grasp_core.eval.parity.answer_parity`: every evaluated query's served answers equal
+"""The tests' form of :func:`grasp_core.pipeline.answer_parity.answer_parity`: every evaluated query's served answers equal
 the evaluation's."""
 
 from __future__ import annotations
 
 from grasp_core.components import Components
-from grasp_core.eval.parity import answer_parity
+from grasp_core.pipeline.answer_parity import answer_parity
 
 
 def assert_retrieve_answers_as_evaluated(ws: Components) -> dict[str, int]:
