@@ -63,8 +63,8 @@ def test_the_asked_type_model_learns_which_type_a_question_asks_for(encoder):
     texts = [t.format(x=f) for ts in train.values() for t in ts for f in fillers]
     labels = [k for k, ts in train.items() for _ in ts for _ in fillers] + ["mixed"]
     types = ["disease", "gene/protein", "drug", "anatomy"]
-    model = fit_asked_type(encoder.encode([*texts, "anything"], 64), labels, types)
+    model = fit_asked_type(encoder.encode([*texts, "anything"], 64), [*texts, "anything"], labels, types)
     tests = {"Which genes are behind Marfan syndrome?": "gene/protein", "Which drugs help with migraine?": "drug"}
-    assert model.predict(encoder.encode(list(tests), 64)) == list(tests.values())
-    p = model.proba(encoder.encode(list(tests), 64))
+    assert model.predict(encoder.encode(list(tests), 64), list(tests)) == list(tests.values())
+    p = model.proba(encoder.encode(list(tests), 64), list(tests))
     assert np.allclose(p.sum(1), 1) and (p[:, types.index("anatomy")] < 0.05).all()  # never asked for: ~0
