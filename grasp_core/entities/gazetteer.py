@@ -185,7 +185,7 @@ class GazetteerExtractor:
 
     def name_hits(self) -> NameHits:
         """An empty :class:`NameHits` over this extractor's index, encoder and linking settings."""
-        return NameHits(self.index, self.encoder, self.skb.schema.node_types, self.cfg.linking)
+        return NameHits(self.index, self.encoder, list(self.skb.schema.node_types), self.cfg.linking)
 
     def find_mentions(self, queries: Sequence[str], hits: NameHits | None = None) -> list[list[Mention]]:
         """The mentions of each query (unlinked), in position order. With ``hits`` (what the linking will read),
