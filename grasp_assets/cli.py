@@ -51,17 +51,27 @@ def _pipeline(args: argparse.Namespace) -> None:
 
 def _report(args: argparse.Namespace) -> None:
     from grasp_assets.run_records import step_seconds
-    from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
+    from grasp_core.report import (
+        cross_dataset_report,
+        dataset_report,
+        dataset_results,
+        recorded_results,
+        write_results,
+    )
 
     parts, tests = [], []
-    for dataset in args.datasets:
-        results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
-        for path in write_results(results, args.results_dir):
-            print(f"wrote {path}", file=sys.stderr)
+    for dataset in [*args.datasets, *args.recorded]:
+        if dataset in args.recorded:  # an earlier run's documents, rendered again as they are
+            results = recorded_results(Path(args.results_dir), dataset)
+            print(f"read the recorded results of {dataset} (commit {results['test']['commit']})", file=sys.stderr)
+        else:
+            results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
+            for path in write_results(results, args.results_dir):
+                print(f"wrote {path}", file=sys.stderr)
         parts.append(dataset_report(results))
         tests += [results["test"]] if "test" in results else []
     text = "\n\n".join(parts)
-    if len(args.datasets) > 1:
+    if len(args.datasets) + len(args.recorded) > 1:
         text += "\n\n" + cross_dataset_report(tests)
     if args.out:
         from grasp_core.io import atomic_file
@@ -94,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         "print the tables rendered from them; with several datasets also the settings across them (Stouffer)",
     )
     report.add_argument("datasets", nargs="+")
+    report.add_argument(
+        "--recorded",
+        nargs="*",
+        default=[],
+        metavar="DATASET",
+        help="datasets whose results documents an earlier report wrote into --results-dir: rendered beside the others "
+        "as they are (their artifacts need not exist here)",
+    )
     report.add_argument("--out", default=None, help="also write the markdown to this file")
     report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
     report.add_argument(

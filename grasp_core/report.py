@@ -43,6 +43,22 @@ def results_path(out_dir: Path, dataset: str, split: str) -> Path:
     return Path(out_dir) / (f"pipeline_{dataset}.json" if split == "test" else f"pipeline_{dataset}_{split}.json")
 
 
+def recorded_results(out_dir: Path, dataset: str) -> dict[str, dict]:
+    """{split: results document} of a dataset as an earlier ``grasp report`` wrote them into ``out_dir``."""
+    import json
+
+    out = {}
+    for split in SPLITS:
+        path = results_path(out_dir, dataset, split)
+        if path.is_file():
+            out[split] = json.loads(path.read_text())
+    if not out:
+        raise GraspError(
+            f"no recorded results of {dataset!r} in {out_dir}: run `grasp report {dataset}` once it is built"
+        )
+    return out
+
+
 def write_results(results: Mapping[str, dict], out_dir: Path) -> list[Path]:
     import json
 

@@ -53,3 +53,10 @@ def _without_disposed_defs_state_storage():
 
 
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
+
+
+FIRST = ("tests/test_end_to_end.py",)  # the longest files start first, so parallel workers finish together
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))  # stable: the rest keep their order

@@ -712,11 +712,37 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
         assert want[q].node_ids.tolist() == got[q].node_ids.tolist(), (q, errors[q])
         assert np.allclose(want[q].scores, got[q].scores, rtol=0, atol=1e-6), q
 
-    query = pd.read_parquet(root / DATASET / "queries" / "queries.parquet")["query"][0]
+    # the smoke planner serves zero-hop plans on this KB (no store query): the teacher's anchored plans, compiled
+    # to Cypher and run over Bolt, rank exactly as on the embedded store
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile, with_graph_store
+
+    teacher = pd.read_parquet(root / DATASET / "teacher_plans" / "plans.parquet")
+    teacher = teacher[[bool(json.loads(p)["anchors"]) for p in teacher["plan"]]]
+    assert len(teacher) >= 10
+    queries = pd.read_parquet(root / DATASET / "queries" / "queries.parquet").set_index("qid")["query"]
+    on = {
+        name: Components(Artifacts.for_dataset(DATASET, r), profile)
+        for name, r, profile in (
+            ("embedded", tmp / "artifacts", get_profile("smoke")),
+            ("bolt", root, with_graph_store(get_profile("smoke"), "neo4j", "store")),
+        )
+    }
+    ran = {}
+    for name, ws in on.items():
+        tables = ws.entity_tables
+        ran[name] = ws.executor.execute_batch(
+            teacher["plan"].tolist(), queries[teacher["qid"]].tolist(), [tables[int(q)] for q in teacher["qid"]]
+        )
+    assert sum(bool(trace.cypher) and len(r) > 0 for r, trace in ran["bolt"]) >= 10
+    for (want_r, _), (got_r, trace) in zip(ran["embedded"], ran["bolt"]):
+        assert want_r.node_ids.tolist() == got_r.node_ids.tolist(), trace.cypher
+    [query_qid] = teacher["qid"].head(1).tolist()
+    query = queries[query_qid]
     flags = ["--graph-store", "neo4j", "--traversal", "store"]
     assert main(["--profile", "smoke", "--root", str(root), "query", DATASET, query, *flags]) == 0
     out = capsys.readouterr()
-    assert "Answers:" in out.out and "MATCH" in out.out  # the explanation shows the Cypher it ran over Bolt
+    assert "Answers:" in out.out and "Plan (valid)" in out.out
 
     port = _free_port()
     cmd = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "--root", str(root), "serve", DATASET]

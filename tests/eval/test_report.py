@@ -12,7 +12,7 @@ from grasp_core.eval.results import build_results, per_query_file, per_query_row
 from grasp_core.eval.significance import mcnemar, stouffer
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.ranking import Ranking
-from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, write_results
+from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, recorded_results, write_results
 
 N_NODES = 50
 
@@ -109,6 +109,9 @@ def test_dataset_results_read_every_evaluation_asset_and_write_one_file_per_spli
     assert [p.name for p in paths] == ["pipeline_hpo.json", "pipeline_hpo_test-human.json"]
     assert json.loads(paths[0].read_text()) == results["test"]
     assert "test-human split (3 queries" in dataset_report(results)
+    assert recorded_results(tmp_path / "results", "hpo") == results  # what --recorded renders again
+    with pytest.raises(GraspError, match="no recorded results of 'synth-mag'"):
+        recorded_results(tmp_path / "results", "synth-mag")
 
 
 def test_stouffer_combines_signed_mcnemar_p_values_across_datasets():
