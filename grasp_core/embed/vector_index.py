@@ -122,16 +122,27 @@ class NodeIndex:
         return np.take_along_axis(all_scores, order, 1), np.take_along_axis(all_ids, order, 1)
 
     def _search_names(self, node_type: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` distinct nodes of the name index (names and aliases), each at its best row's cosine."""
+        """Top-``k`` distinct nodes of the name index (names and aliases), each at its best row's cosine.
+
+        Vectorised over the queries: the hits (best first) are mapped to their owners, each node's first (best)
+        hit is kept and the first ``k`` of those are moved to the front, in order."""
         index, owner = self.indexes[node_type, "name"], self.name_owner[node_type]
         depth = min(index.ntotal, k * self._depth[node_type])
         s, local = index.search(queries, depth)
+        nodes = np.where(local >= 0, owner[np.maximum(local, 0)], -1)
+        order = np.argsort(nodes, axis=1, kind="stable")  # a node's hits together, its best first
+        grouped = np.take_along_axis(nodes, order, 1)
+        first_sorted = np.ones_like(grouped, bool)
+        first_sorted[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+        first = np.empty_like(first_sorted)
+        np.put_along_axis(first, order, first_sorted, 1)
+        first &= nodes >= 0
+        front = np.argsort(~first, axis=1, kind="stable")[:, :k]  # each row's kept hits, best first
+        kept = np.take_along_axis(first, front, 1)
         out_s, out_i = _empty(len(queries), k)
-        for q in range(len(queries)):
-            rows = local[q][local[q] >= 0]
-            nodes, first = np.unique(owner[rows], return_index=True)  # first = each node's best row
-            best = np.sort(first)[:k]
-            out_s[q, : len(best)], out_i[q, : len(best)] = s[q][best], owner[rows[best]]
+        width = front.shape[1]
+        out_s[:, :width] = np.where(kept, np.take_along_axis(s, front, 1), -np.inf)
+        out_i[:, :width] = np.where(kept, np.take_along_axis(nodes, front, 1), -1)
         return out_s, out_i
 
     def vectors(self, kind: str, node_ids: np.ndarray) -> np.ndarray:

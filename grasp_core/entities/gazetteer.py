@@ -49,7 +49,7 @@ from typing import cast
 import numpy as np
 from tqdm.auto import tqdm
 
-from grasp_core.entities.linking import LinkingConfig, Mention, link_many
+from grasp_core.entities.linking import LinkingConfig, Mention, NameHits, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
 from grasp_core.textnorm import normalize, tokenize
@@ -178,15 +178,22 @@ class GazetteerExtractor:
         out: list[EntityTable] = []
         size = self.cfg.batch_size
         for start in tqdm(range(0, len(queries), size), desc="gazetteer", disable=not show_progress, unit="batch"):
-            mentions = self.find_mentions(list(queries[start : start + size]))
-            out.extend(link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking))
+            hits = self.name_hits()  # spans and mentions of the batch: one encoder call, one name-index pass
+            mentions = self.find_mentions(list(queries[start : start + size]), hits)
+            out.extend(link_many(mentions, self.skb, self.index, self.encoder, self.cfg.linking, hits))
         return out
 
-    def find_mentions(self, queries: Sequence[str]) -> list[list[Mention]]:
-        """The mentions of each query (unlinked), in position order."""
+    def name_hits(self) -> NameHits:
+        """An empty :class:`NameHits` over this extractor's index, encoder and linking settings."""
+        return NameHits(self.index, self.encoder, list(self.skb.schema.node_types), self.cfg.linking)
+
+    def find_mentions(self, queries: Sequence[str], hits: NameHits | None = None) -> list[list[Mention]]:
+        """The mentions of each query (unlinked), in position order. With ``hits`` (what the linking will read),
+        the texts the mentions will be linked by are encoded and searched together with the candidate spans."""
         parsed = [self._exact(q) for q in queries]
         if self.cfg.fuzzy:
-            self._add_fuzzy(queries, parsed)
+            linked = [] if hits is None else [t for q, p in zip(queries, parsed) for t in self._linked_texts(q, *p)]
+            self._add_fuzzy(queries, parsed, hits if hits is not None else self.name_hits(), linked)
         return [self._to_mentions(q, tokens, matches) for q, (tokens, matches) in zip(queries, parsed)]
 
     def _exact(self, query: str) -> tuple[list[tuple[str, int, int]], list[_Match]]:
@@ -272,11 +279,17 @@ class GazetteerExtractor:
                 start = None
         return runs
 
-    def _add_fuzzy(self, queries: Sequence[str], parsed: list[tuple[list[tuple[str, int, int]], list[_Match]]]) -> None:
+    def _add_fuzzy(
+        self,
+        queries: Sequence[str],
+        parsed: list[tuple[list[tuple[str, int, int]], list[_Match]]],
+        hits: NameHits,
+        linked: Sequence[str] = (),
+    ) -> None:
         """Each free run, and the run less its first or last token (a verb such as "expressed" often clings to
         a name), is embedded; the best-scoring variant of a run is kept when it reaches ``fuzzy_min_cosine``.
         Descriptive runs (:meth:`_descriptive_runs`) likewise, kept from ``descriptive_min_cosine`` on when they
-        overlap no kept free run."""
+        overlap no kept free run. The spans are searched in ``hits`` together with the ``linked`` texts."""
         spans: list[tuple[int, int, int, int]] = []  # (run, query, start, end)
         runs = [
             (q, s, e, False) for q, (tokens, matches) in enumerate(parsed) for s, e in self._free_runs(tokens, matches)
@@ -298,10 +311,10 @@ class GazetteerExtractor:
         if not spans:
             return
         texts = [self._surface(queries[q], parsed[q][0], s, e) for _, q, s, e in spans]
-        vectors = self.encoder.encode(texts, max_tokens=self.cfg.linking.name_max_tokens)
-        scores, ids = self.index.search(None, "name", vectors, 1)
+        hits.add([*texts, *linked])
+        scores, ids = hits.best(texts)
         best: dict[int, tuple[float, int, int, int, int]] = {}
-        for (r, q, s, e), score, node in zip(spans, scores[:, 0], ids[:, 0]):
+        for (r, q, s, e), score, node in zip(spans, scores, ids):
             floor = self.cfg.descriptive_min_cosine if runs[r][3] else self.cfg.fuzzy_min_cosine
             if node >= 0 and score >= floor and score > best.get(r, (-np.inf,))[0]:
                 best[r] = (float(score), q, s, e, int(node))
@@ -328,6 +341,12 @@ class GazetteerExtractor:
             if normalize(self._names[i]) == key:
                 return str(self._names[i])
         return str(self._names[node_ids[0]])
+
+    def _linked_texts(self, query: str, tokens, matches: list[_Match]) -> list[str]:
+        """The texts :meth:`_to_mentions` will give the exact matches and the target of a query."""
+        texts = [self._mention_text(" ".join(t for t, _, _ in tokens[m.start : m.end]), m.node_ids) for m in matches]
+        target = self._target_span(tokens)
+        return texts if target is None else [*texts, self._surface(query, tokens, *target[:2])]
 
     def _target_span(self, tokens) -> tuple[int, int, str] | None:
         """The first node-type word (1–3 tokens) within ``target_window`` tokens after a request cue."""

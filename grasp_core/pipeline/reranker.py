@@ -212,11 +212,11 @@ def _fit_asked_type(ws: Components):
     for split in ("train", "val"):
         rows = (ws.skb.queries["split"] == split).to_numpy()
         # the query vectors the reranker's features read (mFAR's encoder and token limit)
-        vectors = ws.encoder.encode(ws.skb.queries["query"][rows].tolist(), QUERY_MAX_TOKENS)
-        out[split] = (np.asarray(vectors), gold[rows].tolist())
+        texts = ws.skb.queries["query"][rows].tolist()
+        out[split] = (np.asarray(ws.encoder.encode(texts, QUERY_MAX_TOKENS)), texts, gold[rows].tolist())
     asked = fit_asked_type(*out["train"], types, ws.profile.asked_type)
-    vectors, labels = out["val"]
-    accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors), labels)])) if labels else 0.0
+    vectors, texts, labels = out["val"]
+    accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors, texts), labels)])) if labels else 0.0
     return asked, {"asked_type_val_accuracy": round(100 * accuracy, 1)}
 
 

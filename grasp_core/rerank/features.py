@@ -213,7 +213,7 @@ class FeatureBuilder:
         """:data:`ASKED_FEATURES` (with an asked-type model) and :data:`ALIAS_FEATURES` (with name vectors)."""
         cols: list[np.ndarray] = []
         if self.asked is not None and self._asked_col is not None:
-            p = self.asked.proba(qvec)[0]
+            p = self.asked.proba(qvec, [query])[0]
             col = self._asked_col[ids]
             cols += [np.where(col >= 0, p[np.maximum(col, 0)], 0.0), (col == int(p.argmax())).astype(np.float32)]
         if self._aliases is not None:

@@ -142,6 +142,9 @@ def test_name_search_is_the_max_over_names_and_aliases_each_node_once(tmp_path):
         assert (ids == expected).all()
         assert np.allclose(scores, np.take_along_axis(best, expected, 1), atol=1e-5)
         assert all(len(set(row)) == 4 for row in ids)  # each node once
+        scores, ids = index.search(t, "name", q, n // 2 + 3)  # more than the type has: padded
+        assert (np.sort(ids[:, : n // 2], axis=1) == members).all() and (ids[:, n // 2 :] == -1).all()
+        assert np.isneginf(scores[:, n // 2 :]).all() and (np.diff(scores[:, : n // 2], axis=1) <= 0).all()
     plain = NodeIndex.build(skb, NodeEmbeddings(unit[:n], unit[:n], "random|dim=8", {}))
     assert plain.indexes["x", "name"].ntotal == n // 2
     assert (plain.search("x", "name", q, 3)[1] == plain.search("x", "doc", q, 3)[1]).all()

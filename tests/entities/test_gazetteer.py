@@ -96,3 +96,25 @@ def test_batches_give_the_same_tables_as_single_queries(skb, index, encoder):
     batched = [t.to_json() for t in small.extract(queries)]
     assert batched == [GazetteerExtractor(skb, index, encoder).extract([q])[0].to_json() for q in queries]
     assert batched[2] == []
+
+
+def test_a_batch_is_encoded_once_and_linked_as_without_shared_hits(gazetteer, skb, index, encoder):
+    """Candidate spans and the mention texts they become share one encoder call and one name-index pass; the
+    tables are those of linking the same mentions on their own."""
+    from grasp_core.entities.linking import link_many
+
+    calls = []
+
+    class Counting:
+        dim = encoder.dim
+
+        def encode(self, texts, max_tokens, show_progress=False):
+            calls.append(list(texts))
+            return encoder.encode(texts, max_tokens)
+
+    queries = ["Which genes come with an increase in the height of the body", "Marfan syndrome and nighttime blindness"]
+    tables = GazetteerExtractor(skb, index, Counting()).extract(queries)
+    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0]))  # one call, each text once
+    assert {"genes", "Marfan syndrome", "nighttime blindness"} <= set(calls[0])  # mentions among the spans
+    alone = link_many(gazetteer.find_mentions(queries), skb, index, encoder)
+    assert [t.to_json() for t in tables] == [t.to_json() for t in alone]

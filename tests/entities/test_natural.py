@@ -1,6 +1,8 @@
 """Questions in people's words on the tiny SKB: synonyms link through the alias vectors, descriptive spans get
 weak links, an ambiguous alias keeps every owner, a term look-up answers the named node, the asked-type model."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import ids
@@ -9,7 +11,7 @@ from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention, link_mentions
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.candidates import candidate_plans, json_text
-from grasp_core.rerank.asked_type import fit_asked_type
+from grasp_core.rerank.asked_type import AskedType, AskedTypeConfig, fit_asked_type, request_words
 
 
 def test_a_synonym_only_mention_links_to_its_node_through_its_alias_vector(skb, index, encoder):
@@ -63,8 +65,48 @@ def test_the_asked_type_model_learns_which_type_a_question_asks_for(encoder):
     texts = [t.format(x=f) for ts in train.values() for t in ts for f in fillers]
     labels = [k for k, ts in train.items() for _ in ts for _ in fillers] + ["mixed"]
     types = ["disease", "gene/protein", "drug", "anatomy"]
-    model = fit_asked_type(encoder.encode([*texts, "anything"], 64), labels, types)
+    model = fit_asked_type(encoder.encode([*texts, "anything"], 64), [*texts, "anything"], labels, types)
     tests = {"Which genes are behind Marfan syndrome?": "gene/protein", "Which drugs help with migraine?": "drug"}
-    assert model.predict(encoder.encode(list(tests), 64)) == list(tests.values())
-    p = model.proba(encoder.encode(list(tests), 64))
+    assert model.predict(encoder.encode(list(tests), 64), list(tests)) == list(tests.values())
+    p = model.proba(encoder.encode(list(tests), 64), list(tests))
     assert np.allclose(p.sum(1), 1) and (p[:, types.index("anatomy")] < 0.05).all()  # never asked for: ~0
+
+
+def test_request_words_are_the_words_that_open_the_question_and_follow_its_cues():
+    assert request_words("Which conditions is the FBN1 gene associated with?", 1) == {"condition"}
+    assert request_words("My son has tall stature. What symptoms could he get?", 1) == {"son", "symptom"}
+    assert request_words("constant ringing in the ears", 2) == {"constant", "ringing"}
+    assert request_words("Which genes?", 0) == set()
+
+
+def test_the_request_words_carry_the_asked_type_past_what_the_question_names(encoder, tmp_path):
+    """Every training question names a node of another type than the one it asks for; the model learns the
+    request words ("conditions", "genes") from the training queries and keeps them through save and load."""
+    asks = {"disease": ("conditions", "disorders"), "gene/protein": ("genes", "proteins")}
+    named = {
+        "disease": ["the FBN1 gene", "the RHO gene", "MET", "the gene TP53"],
+        "gene/protein": ["Marfan syndrome", "type 2 diabetes", "retinitis pigmentosa", "night blindness"],
+    }
+    frames = ["Which {T} are linked to {x}?", "What {T} go with {x}?", "{T} tied to {x}"]
+    texts, labels = [], []
+    for t, nouns in asks.items():
+        for noun in nouns:
+            for frame in frames:
+                texts += [frame.format(T=noun, x=x) for x in named[t]]
+                labels += [t] * len(named[t])
+    cfg, types = AskedTypeConfig(cue_min_count=3), ["disease", "gene/protein", "drug"]
+    vectors = encoder.encode(texts, 64)
+    model = fit_asked_type(vectors, texts, labels, types, cfg)
+    alone = fit_asked_type(vectors, texts, labels, types, dataclasses.replace(cfg, cue_window=0))
+    assert {"condition", "disorder", "gene", "protein"} <= set(model.vocabulary) and alone.vocabulary == []
+    tests = {
+        "Which conditions is the ABCA4 gene associated with?": "disease",
+        "Which genes cause Stargardt disease?": "gene/protein",
+    }
+    model.save(tmp_path)
+    loaded = AskedType.load(tmp_path)
+    assert loaded is not None and loaded.vocabulary == model.vocabulary
+    q, right = encoder.encode(list(tests), 64), [types.index(t) for t in tests.values()]
+    for m in (model, loaded):
+        p = m.proba(q, list(tests))[[0, 1], right]
+        assert (p > 0.8).all() and (p > alone.proba(q, list(tests))[[0, 1], right] + 0.2).all()  # words: sure

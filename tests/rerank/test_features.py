@@ -128,3 +128,20 @@ def test_short_and_empty_lists_and_a_node_without_neighbours(tiny_skb, doc_vecto
     np.testing.assert_allclose(g["no plan"], 1)
     np.testing.assert_allclose(g["graph missing"], 1)
     np.testing.assert_allclose(g["linked rows adjacent"], 0)
+
+
+def test_asked_type_features_read_the_question_s_request_words(tiny_skb, doc_vectors):
+    """A hand-set asked-type model: its only weight says "disease" (the word after "which") asks for a disease."""
+    from grasp_core.rerank.asked_type import AskedType
+
+    types = ["disease", "gene", "phenotype"]
+    weights = np.zeros((3, 3), np.float32)  # 2-d query vector, then the request word "disease"
+    weights[0, 2] = 2.0
+    asked = AskedType(types, weights, np.zeros(3, np.float32), ["disease"], window=1)
+    builder = FeatureBuilder(tiny_skb, doc_vectors, text_model(tiny_skb), asked=asked)
+    (X,) = builder.build([example()], K=50)
+    f = {name: X[:, j] for j, name in enumerate(builder.names)}
+    p = math.exp(2) / (math.exp(2) + 2)
+    # rows: Marfan syndrome, Loeys-Dietz (diseases), Tall stature, Aortic dilatation (phenotypes)
+    np.testing.assert_allclose(f["asked type prob"], [p, p, (1 - p) / 2, (1 - p) / 2], rtol=1e-5)
+    np.testing.assert_allclose(f["asked type is candidate type"], [1, 1, 0, 0])
