@@ -14,8 +14,8 @@ from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
-from grasp_core.pipeline.answer_parity import answer_parity
 from grasp_core.io import write_json
+from grasp_core.pipeline.answer_parity import answer_parity
 from grasp_core.profiles import get_profile
 
 RESULTS = Path(__file__).parent / "results"
