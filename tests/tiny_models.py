@@ -29,7 +29,8 @@ def _word_tokenizer(texts: list[str], eos: str):
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token=eos)
 
 
-def _qwen3_config(vocab: int, positions: int):
+def tiny_qwen3_config(vocab: int, positions: int):
+    """The tests' tiny Qwen3 shape (2 layers, hidden 32), built from config: no download."""
     from transformers import Qwen3Config
 
     return Qwen3Config(
@@ -53,11 +54,13 @@ def build_gpu_stand_ins(skb: SKB, out: Path) -> Path:
     torch.manual_seed(0)
     enc = _word_tokenizer(docs, eos="<|endoftext|>")
     enc.save_pretrained(out / "Qwen3-Embedding-4B")
-    Qwen3Model(_qwen3_config(enc.vocab_size, 512)).save_pretrained(out / "Qwen3-Embedding-4B")
+    Qwen3Model(tiny_qwen3_config(enc.vocab_size, 512)).save_pretrained(out / "Qwen3-Embedding-4B")
 
     rer = _word_tokenizer([QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction(), "yes no", *docs], eos="<|im_end|>")
     rer.save_pretrained(out / "Qwen3-Reranker-0.6B")
-    AutoModelForCausalLM.from_config(_qwen3_config(rer.vocab_size, 512)).save_pretrained(out / "Qwen3-Reranker-0.6B")
+    AutoModelForCausalLM.from_config(tiny_qwen3_config(rer.vocab_size, 512)).save_pretrained(
+        out / "Qwen3-Reranker-0.6B"
+    )
 
     tiny = TinyModelConfig(
         hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=64, max_positions=4096

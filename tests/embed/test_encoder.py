@@ -73,7 +73,9 @@ def test_missing_model_path_names_the_setting(tmp_path):
 def tiny_qwen3(tmp_path_factory):
     """A randomly initialized 2-layer Qwen3 with a word-level tokenizer, saved like a Hugging Face model."""
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3Model
+    from transformers import PreTrainedTokenizerFast, Qwen3Model
+
+    from tests.tiny_models import tiny_qwen3_config
 
     path = tmp_path_factory.mktemp("qwen3")
     words = "<pad> <unk> <eos> the a retina drug gene disease eye of for treats protein".split()
@@ -82,17 +84,7 @@ def tiny_qwen3(tmp_path_factory):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
     fast.save_pretrained(path)
     torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=len(words),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=128,
-        pad_token_id=0,
-    )
+    config = tiny_qwen3_config(len(words), 128)
     Qwen3Model(config).save_pretrained(path)
     return path
 

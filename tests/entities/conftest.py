@@ -84,3 +84,14 @@ def encoder():
 def index(skb, encoder, tmp_path_factory):
     out = build_node_embeddings(skb, encoder, tmp_path_factory.mktemp("emb") / "embeddings")
     return NodeIndex.build(skb, load_node_embeddings(out))
+
+
+class CountingEncoder:
+    """``encoder`` with every ``encode`` call's texts recorded in ``calls``."""
+
+    def __init__(self, encoder):
+        self.encoder, self.dim, self.calls = encoder, encoder.dim, []
+
+    def encode(self, texts, max_tokens, show_progress=False):
+        self.calls.append(list(texts))
+        return self.encoder.encode(texts, max_tokens)

@@ -1,9 +1,9 @@
 import pandas as pd
 import pytest
-from conftest import ids
 
 from grasp_core.entities.coverage import anchor_coverage
 from grasp_core.entities.table import EntityRow, EntityTable, Link
+from tests.entities.conftest import ids
 
 
 def table(*link_lists):

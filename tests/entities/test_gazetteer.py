@@ -1,8 +1,8 @@
 import pytest
-from conftest import ids
 
 from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
 from grasp_core.textnorm import normalize
+from tests.entities.conftest import CountingEncoder, ids
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +103,11 @@ def test_a_batch_is_encoded_once_and_linked_as_without_shared_hits(gazetteer, sk
     tables are those of linking the same mentions on their own."""
     from grasp_core.entities.linking import link_many
 
-    calls = []
-
-    class Counting:
-        dim = encoder.dim
-
-        def encode(self, texts, max_tokens, show_progress=False):
-            calls.append(list(texts))
-            return encoder.encode(texts, max_tokens)
+    counting = CountingEncoder(encoder)
+    calls = counting.calls
 
     queries = ["Which genes come with an increase in the height of the body", "Marfan syndrome and nighttime blindness"]
-    tables = GazetteerExtractor(skb, index, Counting()).extract(queries)
+    tables = GazetteerExtractor(skb, index, counting).extract(queries)
     assert len(calls) == 1 and len(calls[0]) == len(set(calls[0]))  # one call, each text once
     assert {"genes", "Marfan syndrome", "nighttime blindness"} <= set(calls[0])  # mentions among the spans
     alone = link_many(gazetteer.find_mentions(queries), skb, index, encoder)

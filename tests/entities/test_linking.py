@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from conftest import ids
 
 from grasp_core.entities.linking import LinkingConfig, Mention, link_many, link_mentions
+from tests.entities.conftest import CountingEncoder, ids
 
 
 def test_two_names_link_to_exactly_those_nodes(skb, index, encoder):
@@ -81,16 +81,10 @@ def test_batched_linking_equals_one_query_at_a_time(skb, index, encoder):
         [],
         [Mention("night blindness", ("effect/phenotype",), "anchor"), Mention("at least 3", (), "attribute")],
     ]
-    calls = []
+    counting = CountingEncoder(encoder)
+    calls = counting.calls
 
-    class Counting:
-        dim = encoder.dim
-
-        def encode(self, texts, max_tokens, show_progress=False):
-            calls.append(list(texts))
-            return encoder.encode(texts, max_tokens)
-
-    tables = link_many(batch, skb, index, Counting())
+    tables = link_many(batch, skb, index, counting)
     assert calls == [["RHO", "retina", "night blindness"]]  # one encoder call, attributes not embedded
     for mentions, table in zip(batch, tables):
         single = link_mentions(mentions, skb, index, encoder)

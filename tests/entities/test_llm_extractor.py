@@ -2,7 +2,6 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import SCHEMA, ids
 
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention
@@ -14,6 +13,7 @@ from grasp_core.entities.llm_extractor import (
 )
 from grasp_core.errors import ExtractionError
 from grasp_core.skb.format import SKB
+from tests.entities.conftest import SCHEMA, ids
 
 ANSWER = json.dumps(
     [

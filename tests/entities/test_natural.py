@@ -5,13 +5,13 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import ids
 
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention, link_mentions
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.rerank.asked_type import AskedType, AskedTypeConfig, fit_asked_type, request_words
+from tests.entities.conftest import ids
 
 
 def test_a_synonym_only_mention_links_to_its_node_through_its_alias_vector(skb, index, encoder):

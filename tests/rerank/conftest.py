@@ -104,7 +104,9 @@ QWEN_QUERY = "which disease causes tall stature and lens dislocation"
 def tiny_qwen3(tmp_path_factory):
     """A 2-layer Qwen3 (hidden 32) and a word-level tokenizer trained here, saved as a model directory."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen3Config
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    from tests.tiny_models import tiny_qwen3_config
 
     specials = ["[PAD]", "[UNK]", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
@@ -122,17 +124,7 @@ def tiny_qwen3(tmp_path_factory):
         tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="<|im_end|>"
     )
     torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=tok.get_vocab_size(),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=512,
-        pad_token_id=0,
-    )
+    config = tiny_qwen3_config(tok.get_vocab_size(), 512)
     path = tmp_path_factory.mktemp("tiny_qwen3")
     AutoModelForCausalLM.from_config(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
