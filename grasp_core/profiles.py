@@ -45,6 +45,7 @@ from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerCo
 from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig
+from grasp_core.text.oof import OutOfFoldConfig
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Profile:
     extractor_endpoint: EndpointConfig = field(default_factory=lambda: EndpointConfig(model="Qwen3-1.7B"))
     bm25: BM25Config = field(default_factory=BM25Config)
     mfar: MFARConfig = field(default_factory=MFARConfig)
+    oof: OutOfFoldConfig = field(default_factory=OutOfFoldConfig)  # out-of-fold mFAR rankings of training queries
     text_retriever: str = "mfar"  # the text branch fused with the graph branch: mfar | bm25 | dense
     teacher: CandidateConfig = field(default_factory=CandidateConfig)  # the teacher's and the policy's candidate plans
     # the LLM teacher's endpoint; with no base_url the programmatic teacher writes the plans

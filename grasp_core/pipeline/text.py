@@ -34,9 +34,12 @@ def text_index_step(ws: Components) -> dict:
     }
 
 
-@step("mfar_model", reads=("encoder", "mfar"))
+@step("mfar_model", reads=("encoder", "mfar", "oof"))
 def mfar_model_step(ws: Components, log_fn=None) -> dict:
+    """The full mFAR (val, test and serving) and, with ``oof.folds``, one fold model per fold of the training
+    queries (their out-of-fold rankings, :mod:`grasp_core.text.oof`)."""
     from grasp_core.text.mfar import FieldIndex, train_mfar
+    from grasp_core.text.oof import save_folds, train_fold_models
 
     fields = FieldIndex.load(ws.art.require("text_index") / "fields")
     start = time.perf_counter()
@@ -46,8 +49,11 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
             log_fn(entry["epoch"], {k: v for k, v in entry.items() if isinstance(v, (int, float))})
 
     retriever, history = train_mfar(ws.skb, ws.index, ws.encoder, ws.profile.mfar, progress=progress, fields=fields)
-    retriever.save(ws.art.path("mfar_model"))
     seconds = time.perf_counter() - start
+    assignment, fold_models, fold_histories = train_fold_models(ws.skb, ws.index, ws.encoder, retriever, ws.profile.oof)
+    with atomic_dir(ws.art.path("mfar_model")) as tmp:
+        retriever.write(tmp)
+        save_folds(tmp, assignment, fold_models)
     epochs = [h["epoch"] for h in history]
     plot = line_plot({"val MRR": (epochs, [h["val_mrr"] for h in history])}, "mFAR training", "epoch", "val MRR (%)")
     return {
@@ -55,6 +61,9 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
         "epochs": len(history) - 1,
         "initial_val_mrr": history[0]["val_mrr"],
         "best_val_mrr": max(h["val_mrr"] for h in history),
+        "folds": len(fold_models),
+        **{f"fold_{i}.best_val_mrr": max(h["val_mrr"] for h in f) for i, f in enumerate(fold_histories)},
+        "fold_seconds": round(time.perf_counter() - start - seconds, 1),
         "training_curve_png": plot,
         "path": str(ws.art.path("mfar_model")),
     }
@@ -62,7 +71,9 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
 
 @step("text_rankings", reads=(*FUSED_TEXT, "encoder"))
 def text_rankings_step(ws: Components) -> dict:
-    """Top 100 of every query of every split for BM25, dense and mFAR; metrics per split."""
+    """Top 100 of every query of every split for BM25, dense and mFAR (training queries: out of fold where the
+    mfar_model has folds); metrics per split."""
+    from grasp_core.text.oof import out_of_fold_rank
     from grasp_core.text.rankings_io import write_rankings
 
     queries = ws.skb.queries
@@ -73,10 +84,13 @@ def text_rankings_step(ws: Components) -> dict:
         for name in TEXT_RETRIEVERS:
             retriever = ws.text_retriever(name)
             start = time.perf_counter()
-            rankings = retriever.rank(texts, k=100)
+            if name == "mfar":
+                rankings = out_of_fold_rank(ws.art.require("mfar_model"), retriever, queries, k=100)
+            else:
+                rankings = retriever.rank(texts, k=100)
             seconds[name] = time.perf_counter() - start
             write_rankings(tmp / f"{name}.parquet", qids, rankings)
-            for split in ("val", "test", "test-human", "val-human"):
+            for split in ("train", "val", "test", "test-human", "val-human"):
                 idx = [i for i, s in enumerate(queries["split"]) if s == split]
                 if idx:
                     m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], ws.skb.num_nodes)

@@ -50,7 +50,7 @@ two cores would take hours.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -417,16 +417,19 @@ class MFARRetriever:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         with atomic_dir(path) as tmp:
-            self.fields.save(tmp)
-            torch.save(self.model.state_dict(), tmp / "weights.pt")
-            cfg = asdict(self.cfg)
-            write_json(
-                tmp / "mfar.json",
-                {"config": cfg, "identity": self.encoder.identity, "scorers": self.fields.scorer_names},
-            )
-            if self.cfg.finetune_encoder:
-                self.encoder.model.save(str(tmp / "query_encoder"))
+            self.write(tmp)
         return path
+
+    def write(self, directory: Path) -> None:
+        """Write the retriever's files into the existing ``directory`` (:meth:`save` does it atomically)."""
+        self.fields.save(directory)
+        torch.save(self.model.state_dict(), directory / "weights.pt")
+        write_json(
+            directory / "mfar.json",
+            {"config": asdict(self.cfg), "identity": self.encoder.identity, "scorers": self.fields.scorer_names},
+        )
+        if self.cfg.finetune_encoder:
+            self.encoder.model.save(str(directory / "query_encoder"))
 
     @classmethod
     def load(cls, path: str | Path, encoder: Encoder) -> MFARRetriever:
@@ -496,8 +499,10 @@ def train_mfar(
     progress: Callable[[dict], None] | None = None,
     work_dir: str | Path | None = None,
     fields: FieldIndex | None = None,
+    exclude: Collection[int] = (),
 ) -> tuple[MFARRetriever, list[dict]]:
-    """Build the field index (unless given), train the weights on ``train``, select on ``val``.
+    """Build the field index (unless given), train the weights on ``train`` (less the qids in ``exclude``: a
+    held-out fold, see :mod:`grasp_core.text.oof`), select on ``val``.
 
     Returns the retriever with the best validation MRR and the history: one dict per epoch with
     ``epoch`` (0 = before training), ``train_loss`` (None at epoch 0) and ``val_mrr`` (percent).
@@ -511,6 +516,7 @@ def train_mfar(
     if cfg.finetune_encoder and not torch.cuda.is_available():
         raise GraspError("MFARConfig.finetune_encoder needs a CUDA GPU (none is visible); set it to False on CPU")
     train, val = skb.split("train"), skb.split("val").head(cfg.max_val_queries)
+    train = train[~train["qid"].astype(int).isin(set(exclude))].reset_index(drop=True)
     if len(train) == 0 or len(val) == 0:
         raise GraspError(f"mFAR training needs train and val queries; the SKB has {skb.split_counts()}")
     rng = np.random.default_rng(cfg.seed)
