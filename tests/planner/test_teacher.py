@@ -37,6 +37,11 @@ def test_relevance_text_removes_mentions():
     q = "Which drugs target a gene expressed in the Retina, and mention eye drops?"
     assert relevance_text(q, ["retina", "drugs"]) == "Which target a gene expressed in the, and mention eye drops?"
     assert relevance_text("Retina?", ["retina"]) == "Retina?"  # nothing would be left: the whole query
+    # an exact match is written as the node's name, the stem of the query's word: the whole word goes
+    q = "What are the exceptions defined in shutil about named pipes?"
+    assert relevance_text(q, ["Exception", "shutil"]) == "What are the defined in about named pipes?"
+    assert relevance_text("Which genes of C++ code?", ["C++"]) == "Which genes of code?"
+    assert relevance_text("Is it secret?", ["ret"]) == "Is it secret?"  # never inside a word
 
 
 def test_teacher_ranks_gold_first_for_most_training_queries(world):

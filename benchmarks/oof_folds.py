@@ -1,0 +1,69 @@
+"""How many folds the out-of-fold text rankings need: for each fold count, the training queries' out-of-fold mFAR
+Hit@1 beside the full model's on train (fitted on them) and on val (unseen). The folds are right when out of fold
+train looks like val: fewer folds fit each model on fewer queries (pessimistic), more cost one mFAR fit each.
+
+Run: ``python benchmarks/oof_folds.py DATASET [--root DIR] [--folds 2 3 5]`` on a finished pipeline's artifacts
+(the field index and the full mFAR are read, the fold models fitted here); writes
+``benchmarks/results/oof_folds_<dataset>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.io import write_json
+from grasp_core.metrics import evaluate
+from grasp_core.profiles import get_profile
+from grasp_core.text.mfar import MFARRetriever
+from grasp_core.text.oof import OutOfFoldConfig, train_fold_models
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
+    parser.add_argument("--folds", type=int, nargs="+", default=[2, 3, 5])
+    args = parser.parse_args()
+    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile("cpu"))
+    full = ws.text_retriever("mfar")
+    assert isinstance(full, MFARRetriever)
+    train, val = ws.skb.split("train"), ws.skb.split("val")
+
+    def hit1(rankings, part) -> float:
+        return round(evaluate(rankings, [list(map(int, a)) for a in part["answer_ids"]], ws.skb.num_nodes)["hit@1"], 1)
+
+    out = {
+        "command": f"python benchmarks/oof_folds.py {args.dataset} --folds {' '.join(map(str, args.folds))}",
+        "dataset": args.dataset,
+        "train_queries": len(train),
+        "full_model": {"train_hit@1": hit1(full.rank(train["query"].tolist()), train)},
+        "val_hit@1": hit1(full.rank(val["query"].tolist()), val),
+        "folds": {},
+    }
+    for k in args.folds:
+        start = time.perf_counter()
+        assignment, models, _ = train_fold_models(ws.skb, ws.index, ws.encoder, full, OutOfFoldConfig(folds=k))
+        rankings: list = [None] * len(train)
+        fold_of = [assignment[q] for q in train["qid"].astype(int)]
+        for f, model in enumerate(models):
+            rows = [i for i, g in enumerate(fold_of) if g == f]
+            ranker = MFARRetriever(full.fields, model, full.encoder, full.cfg)
+            for i, ranking in zip(rows, ranker.rank([train["query"].iloc[i] for i in rows])):
+                rankings[i] = ranking
+        out["folds"][str(k)] = {
+            "out_of_fold_train_hit@1": hit1(rankings, train),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        print(k, out["folds"][str(k)], flush=True)
+    write_json(RESULTS / f"oof_folds_{args.dataset}.json", out)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
