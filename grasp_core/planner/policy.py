@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,10 +38,10 @@ from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import PlanAttempt
+from grasp_core.planner.policy_config import HEADS, PolicyConfig
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, cut_to_tokens
 
-HEADS = ("features", "linear", "mlp")
 FEATURES = (
     "abstain",
     "zero_hop",
@@ -60,13 +60,6 @@ FEATURES = (
 )
 META = "policy.json"
 WEIGHTS = "policy.pt"
-
-
-@dataclass(frozen=True)
-class PolicyConfig:
-    head: str = field(default="mlp", metadata={"help": f"scoring head on frozen encoder features: {HEADS}"})
-    hidden: int = field(default=64, metadata={"help": "hidden units of the mlp head"})
-    max_query_tokens: int = field(default=64, metadata={"help": "truncation of the query for the encoder"})
 
 
 def path_keys(plan: dict) -> list[str]:
