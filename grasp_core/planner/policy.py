@@ -150,6 +150,12 @@ class PolicyHead(nn.Module):
         return score.masked_fill(~x.mask, float("-inf"))
 
 
+# Verbalization vectors per (encoder identity, truncation), shared by every Featurizer of the process: the
+# verbalizations name types and relations only, so one SKB has a few hundred to a few thousand of them, and each
+# training step, evaluation and server would otherwise encode the same ones again (most of a featurization's cost).
+_VERBAL_VECTORS: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+
+
 class Featurizer:
     """Candidates and their features for (query, entity table) pairs; verbalization vectors cached per process."""
 
@@ -157,7 +163,7 @@ class Featurizer:
         self.schema, self.encoder, self.cand_cfg, self.cfg = schema, encoder, cand_cfg, cfg
         self.types = list(schema.node_types)
         self.paths = {p: i + 1 for i, p in enumerate(paths)}
-        self._verbal: dict[str, np.ndarray] = {}
+        self._verbal = _VERBAL_VECTORS.setdefault((encoder.identity, cfg.max_query_tokens), {})
 
     def candidates(self, query: str, table: EntityTable) -> list[dict | None]:
         """None (abstain) first, then every plan; an empty table gets the zero-hop plans only."""
