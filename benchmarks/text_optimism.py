@@ -62,7 +62,11 @@ def measure(art: Path, retriever: str = "mfar") -> dict:
             }
         )
     plans = art / "eval_metrics" / "plans_test.parquet"
-    if plans.exists():
+    manifest = "_MANIFEST.json"  # a run still under way keeps the previous evaluation: not this run's abstentions
+    fresh = plans.exists() and (
+        (art / "eval_metrics" / manifest).stat().st_mtime > (art / "text_rankings" / manifest).stat().st_mtime
+    )
+    if fresh:
         served = pd.read_parquet(plans)
         out["splits"]["test"]["served_abstains"] = int((served["error"] == "abstain").sum())
     return out
