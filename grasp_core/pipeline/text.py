@@ -73,6 +73,7 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
 def text_rankings_step(ws: Components) -> dict:
     """Top 100 of every query of every split for BM25, dense and mFAR (training queries: out of fold where the
     mfar_model has folds); metrics per split."""
+    from grasp_core.text.mfar import MFARRetriever
     from grasp_core.text.oof import out_of_fold_rank
     from grasp_core.text.rankings_io import write_rankings
 
@@ -84,7 +85,7 @@ def text_rankings_step(ws: Components) -> dict:
         for name in TEXT_RETRIEVERS:
             retriever = ws.text_retriever(name)
             start = time.perf_counter()
-            if name == "mfar":
+            if isinstance(retriever, MFARRetriever):
                 rankings = out_of_fold_rank(ws.art.require("mfar_model"), retriever, queries, k=100)
             else:
                 rankings = retriever.rank(texts, k=100)
