@@ -6,7 +6,8 @@ relation. ``load`` first deletes (in batches) the nodes of this schema's labels 
 (its schema on ``GraspMeta``; else that graph's nodes of labels this schema lacks, and their edges, would stay and
 count in ``counts``), creates the constraints, then writes nodes and edges in ``UNWIND $rows`` batches of
 ``GraphStoreConfig.batch_size``. The schema is kept on a single ``GraspMeta`` node so that ``counts`` works on a
-reconnected store. Connection settings come from the config or the env vars NEO4J_URI / NEO4J_USER; the password only from NEO4J_PASSWORD.
+reconnected store. Connection settings come from the config or the env vars NEO4J_URI / NEO4J_USER; the password
+only from NEO4J_PASSWORD.
 """
 
 from __future__ import annotations
