@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder, minilm_path
 
 N_TEXTS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 MAX_TOKENS, BATCH, ROUNDS = 256, 64, 2

@@ -19,7 +19,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder  # noqa: E402
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder  # noqa: E402
 from grasp_core.embed.node_embeddings import NodeEmbeddings, texts_hash  # noqa: E402
 from grasp_core.embed.vector_index import NodeIndex  # noqa: E402
 from grasp_core.entities.coverage import anchor_coverage  # noqa: E402

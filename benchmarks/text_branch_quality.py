@@ -30,7 +30,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from grasp_core.datasets import DatasetConfig, build_graph, build_queries  # noqa: E402
-from grasp_core.embed.encoder import Encoder, EncoderConfig, load_encoder  # noqa: E402
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import Encoder, load_encoder  # noqa: E402
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings  # noqa: E402
 from grasp_core.embed.vector_index import NodeIndex  # noqa: E402
 from grasp_core.io import atomic_file, is_complete, write_json  # noqa: E402

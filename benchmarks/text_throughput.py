@@ -33,7 +33,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder  # noqa: E402
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder  # noqa: E402
 from grasp_core.io import write_json  # noqa: E402
 from grasp_core.skb.hpo import build_hpo_skb  # noqa: E402
 from grasp_core.text.bm25 import BM25Retriever, LexicalIndex  # noqa: E402

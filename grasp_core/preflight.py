@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grasp_core.errors import GraspError
-from grasp_core.llm.backends import EndpointConfig
+from grasp_core.llm.config import EndpointConfig
 from grasp_core.profiles import Profile
 
 

@@ -21,27 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from grasp_core.datasets import DatasetConfig
-from grasp_core.embed.encoder import EncoderConfig
-from grasp_core.embed.vector_index import IndexConfig
+from grasp_core.embed.config import EncoderConfig, IndexConfig
 from grasp_core.entities.gazetteer import GazetteerConfig
 from grasp_core.entities.llm_extractor import LLMExtractorConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
-from grasp_core.llm.backends import EndpointConfig
+from grasp_core.llm.config import EndpointConfig
 from grasp_core.plan.execute import ExecutionConfig
-from grasp_core.planner.base import PlannerModelConfig
 from grasp_core.planner.candidates import CandidateConfig
-from grasp_core.planner.grammar import PlanGrammarConfig
-from grasp_core.planner.inference import InferenceSettings
-from grasp_core.planner.policy import PolicyConfig
+from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
+from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
+from grasp_core.planner.policy_config import PolicyConfig
 from grasp_core.planner.reward import RewardConfig
-from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
 from grasp_core.rerank.asked_type import AskedTypeConfig
+from grasp_core.rerank.config import CausalLMScorerConfig, CrossEncoderScorerConfig, FeatureConfig
 from grasp_core.rerank.documents import DocumentConfig
-from grasp_core.rerank.features import FeatureConfig
 from grasp_core.rerank.inference import RerankConfig
-from grasp_core.rerank.scorers import CausalLMScorerConfig, CrossEncoderScorerConfig
 from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.mfar import MFARConfig

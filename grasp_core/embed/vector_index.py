@@ -22,34 +22,17 @@ global) whenever an index is built or loaded.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import faiss
 import numpy as np
 
+from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.node_embeddings import KINDS, NodeEmbeddings
 from grasp_core.errors import CorruptArtifactError, MissingArtifactError
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    hnsw_min_size: int = field(
-        default=1_000_000,
-        metadata={"help": "A node type with at least this many nodes gets an HNSW index; exact otherwise."},
-    )
-    hnsw_m: int = field(default=32, metadata={"help": "HNSW graph degree (faiss M)."})
-    hnsw_ef_construction: int = field(default=200, metadata={"help": "HNSW candidate list size while building."})
-    hnsw_ef_search: int = field(default=256, metadata={"help": "HNSW candidate list size while searching (>= k)."})
-    blas_threshold: int = field(
-        default=1,
-        metadata={
-            "help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
-            "(measured fastest at 1 for batches of 64; see benchmarks/faiss_vs_torch.py)."
-        },
-    )
 
 
 class NodeIndex:

@@ -15,7 +15,6 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +24,7 @@ from tqdm.auto import tqdm
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
 from grasp_core.llm.chat import Message, render_prompt
+from grasp_core.llm.config import EndpointConfig
 
 Prompt = list[Message] | str
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
@@ -187,23 +187,6 @@ class TransformersLLM:
             texts = [strip_thinking(t) for t in texts]
             out += [texts[i * copies : (i + 1) * copies] * (n // copies) for i in range(len(chunk))]
         return out
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """An OpenAI-compatible chat/completions endpoint (a vLLM server, a hosted API)."""
-
-    base_url: str | None = field(
-        default=None, metadata={"help": "endpoint root ending in /v1, e.g. http://127.0.0.1:8000/v1 (None: not used)"}
-    )
-    model: str = field(default="Qwen3.6-27B", metadata={"help": "model name served at the endpoint"})
-    api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "environment variable holding the API key (unset: no key sent)"}
-    )
-    timeout_s: float = field(default=120.0, metadata={"help": "seconds before a request times out"})
-    retries: int = field(default=3, metadata={"help": "retries of a request after a timeout, 429 or 5xx"})
-    backoff_s: float = field(default=1.0, metadata={"help": "first retry delay (doubles each retry)"})
-    concurrency: int = field(default=8, metadata={"help": "requests in flight at once"})
 
 
 class OpenAICompatibleLLM:

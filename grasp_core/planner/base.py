@@ -9,7 +9,6 @@ step (SFT, RFT, GRPO, evaluation) starts from the very same weights and tokenize
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,25 +16,12 @@ import numpy as np
 from grasp_core.errors import MissingModelError
 from grasp_core.io import atomic_dir, read_json, write_json
 from grasp_core.planner.checkpoint import save_planner
-from grasp_core.planner.tiny_model import TinyModelConfig, build_tiny_qwen3
+from grasp_core.planner.model_config import PlannerModelConfig
+from grasp_core.planner.tiny_model import build_tiny_qwen3
 from grasp_core.planner.tokenizer import train_planner_tokenizer
 from grasp_core.skb.format import SKB
 
 POINTER = "base.json"
-
-
-@dataclass(frozen=True)
-class PlannerModelConfig:
-    model_path: str | None = field(
-        default=None,
-        metadata={"help": "local directory of a pretrained base (gpu: Qwen3-1.7B); None builds the tiny offline model"},
-    )
-    tiny: TinyModelConfig = field(default_factory=TinyModelConfig, metadata={"help": "shape of the offline model"})
-    vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary of the offline tokenizer"})
-    tokenizer_node_texts: int = field(
-        default=20_000, metadata={"help": "node documents sampled to train the tokenizer"}
-    )
-    enable_thinking: bool = field(default=False, metadata={"help": "Qwen3 thinking mode (the paper disables it)"})
 
 
 def build_planner_base(

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import weakref
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, get_args
 
@@ -49,23 +48,13 @@ from transformers import LogitsProcessor
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.plan.model import TARGET, Anchor, Hop, MatchMode, Plan, Target
+from grasp_core.planner.decoding_config import PlanGrammarConfig
 from grasp_core.planner.prompt import anchor_var, path_var
 from grasp_core.skb.schema import Schema
 
 # Free text: no double quote, backslash or control character (``grammar_safe_text`` writes it so).
 _FREE = r'[^"\\\x00-\x1f\x7f]'
 _FREE_START = r'[^"\\\x00-\x1f\x7f\s]'
-
-
-@dataclass(frozen=True)
-class PlanGrammarConfig:
-    max_anchors: int = field(default=3, metadata={"help": "Most anchors in one plan."})
-    max_hops: int = field(default=3, metadata={"help": "Most hops on one anchor's path to the target."})
-    text_anchors: bool = field(
-        default=True, metadata={"help": "Allow free-text doc-mode anchors besides refs to entity-table rows."}
-    )
-    max_text_chars: int = field(default=100, metadata={"help": "Longest free-text anchor, in characters."})
-    max_relevance_chars: int = field(default=200, metadata={"help": "Longest relevance_text, in characters."})
 
 
 def _key(model: type[BaseModel], name: str) -> str:

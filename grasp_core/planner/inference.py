@@ -11,7 +11,7 @@ for RL (T=1.0).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
@@ -19,24 +19,10 @@ from grasp_core.llm.chat import Message
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
+from grasp_core.planner.decoding_config import InferenceSettings
+from grasp_core.planner.grammar import PlanGrammar
 from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
-
-
-@dataclass(frozen=True)
-class InferenceSettings:
-    max_new_tokens: int = field(default=700, metadata={"help": "longest plan generated"})
-    retries: int = field(default=2, metadata={"help": "extra samples when a plan fails"})
-    retry_temperature: float = field(default=0.7, metadata={"help": "temperature of the retries"})
-    constrained: bool = field(default=True, metadata={"help": "constrain decoding to the plan grammar (local models)"})
-    compact_prompt: bool = field(
-        default=False, metadata={"help": "terse schema listing in the system prompt (short-context models)"}
-    )
-    grammar: PlanGrammarConfig = field(
-        default_factory=PlanGrammarConfig,
-        metadata={"help": "what constrained decoding allows; training targets follow it"},
-    )
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
-from grasp_core.planner.inference import InferenceSettings, PlanAttempt, plan_queries
+from grasp_core.planner.decoding_config import InferenceSettings
+from grasp_core.planner.inference import PlanAttempt, plan_queries
 from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, planner_cut

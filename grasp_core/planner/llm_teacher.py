@@ -20,7 +20,8 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.llm.backends import LLM
 from grasp_core.llm.chat import Message
 from grasp_core.plan.parse import parse_plan
-from grasp_core.planner.inference import InferenceSettings, plan_queries
+from grasp_core.planner.decoding_config import InferenceSettings
+from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.metapaths import metapaths
 from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.planner.teacher import TeacherPlan

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,10 +38,10 @@ from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import PlanAttempt
+from grasp_core.planner.policy_config import HEADS, PolicyConfig
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, cut_to_tokens
 
-HEADS = ("features", "linear", "mlp")
 FEATURES = (
     "abstain",
     "zero_hop",
@@ -60,13 +60,6 @@ FEATURES = (
 )
 META = "policy.json"
 WEIGHTS = "policy.pt"
-
-
-@dataclass(frozen=True)
-class PolicyConfig:
-    head: str = field(default="mlp", metadata={"help": f"scoring head on frozen encoder features: {HEADS}"})
-    hidden: int = field(default=64, metadata={"help": "hidden units of the mlp head"})
-    max_query_tokens: int = field(default=64, metadata={"help": "truncation of the query for the encoder"})
 
 
 def path_keys(plan: dict) -> list[str]:
@@ -157,6 +150,12 @@ class PolicyHead(nn.Module):
         return score.masked_fill(~x.mask, float("-inf"))
 
 
+# Verbalization vectors per (encoder identity, truncation), shared by every Featurizer of the process: the
+# verbalizations name types and relations only, so one SKB has a few hundred to a few thousand of them, and each
+# training step, evaluation and server would otherwise encode the same ones again (most of a featurization's cost).
+_VERBAL_VECTORS: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+
+
 class Featurizer:
     """Candidates and their features for (query, entity table) pairs; verbalization vectors cached per process."""
 
@@ -164,7 +163,7 @@ class Featurizer:
         self.schema, self.encoder, self.cand_cfg, self.cfg = schema, encoder, cand_cfg, cfg
         self.types = list(schema.node_types)
         self.paths = {p: i + 1 for i, p in enumerate(paths)}
-        self._verbal: dict[str, np.ndarray] = {}
+        self._verbal = _VERBAL_VECTORS.setdefault((encoder.identity, cfg.max_query_tokens), {})
 
     def candidates(self, query: str, table: EntityTable) -> list[dict | None]:
         """None (abstain) first, then every plan; an empty table gets the zero-hop plans only."""

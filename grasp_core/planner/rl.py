@@ -28,7 +28,8 @@ import pandas as pd
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.planner.checkpoint import load_planner, save_planner
-from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig
+from grasp_core.planner.decoding_config import PlanGrammarConfig
+from grasp_core.planner.grammar import PlanGrammar
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
 from grasp_core.planner.sft import LogFn
 from grasp_core.planner.train_settings import GRPOSettings, RLSettings

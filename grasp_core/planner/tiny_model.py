@@ -7,25 +7,13 @@ non-embedding parameters plus ``vocab × hidden`` tied embeddings (~4M at a 6k v
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
 from grasp_core.io import atomic_dir
-
-
-@dataclass(frozen=True)
-class TinyModelConfig:
-    hidden_size: int = field(default=256, metadata={"help": "Width of the residual stream."})
-    num_layers: int = field(default=4, metadata={"help": "Transformer blocks."})
-    num_heads: int = field(default=4, metadata={"help": "Query heads (head dim = hidden_size / num_heads)."})
-    num_kv_heads: int = field(default=2, metadata={"help": "Key/value heads (grouped-query attention)."})
-    intermediate_size: int = field(default=512, metadata={"help": "Width of the SwiGLU MLP."})
-    max_positions: int = field(default=1024, metadata={"help": "Longest prompt + plan, in tokens."})
-    rope_theta: float = field(default=10_000.0, metadata={"help": "RoPE base frequency."})
-    seed: int = field(default=0, metadata={"help": "Seed of the random initialization."})
+from grasp_core.planner.model_config import TinyModelConfig
 
 
 def build_tiny_qwen3(tokenizer: PreTrainedTokenizerBase, cfg: TinyModelConfig = TinyModelConfig()) -> Qwen3ForCausalLM:

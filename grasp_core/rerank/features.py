@@ -46,14 +46,8 @@ from grasp_core.embed.node_embeddings import NodeEmbeddings
 from grasp_core.entities.table import EntityTable
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.asked_type import AskedType
+from grasp_core.rerank.config import FeatureConfig
 from grasp_core.skb.format import SKB
-
-
-@dataclass(frozen=True)
-class FeatureConfig:
-    rank_sentinel: int = field(
-        default=101, metadata={"help": "Rank given to a candidate missing from the text or graph list (lists: 100)."}
-    )
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp_core.embed.encoder import Encoder, EncoderConfig, load_encoder
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import Encoder, load_encoder
 from grasp_core.embed.node_embeddings import texts_hash
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError

@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Relation, Schema
 

@@ -3,7 +3,8 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder, minilm_path, resolve_dtype
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder, minilm_path, resolve_dtype
 from grasp_core.errors import MissingModelError
 
 TEXTS = ["retina", "a drug approved for topical ocular use in adults " * 8, "", "type 2 diabetes", "x"]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from grasp_core.embed import node_embeddings as ne
-from grasp_core.embed.encoder import EncoderConfig
+from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.node_embeddings import build_node_embeddings, embeddings_are_current, load_node_embeddings
 from grasp_core.errors import CorruptArtifactError, MissingArtifactError
 

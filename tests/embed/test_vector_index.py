@@ -2,8 +2,9 @@ import faiss
 import numpy as np
 import pytest
 
+from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.node_embeddings import NodeEmbeddings, build_node_embeddings, load_node_embeddings
-from grasp_core.embed.vector_index import IndexConfig, NodeIndex
+from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import CorruptArtifactError, MissingArtifactError
 
 

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.skb.format import SKB, aliases_from_fields, validate

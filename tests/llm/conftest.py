@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grasp_core.planner.tiny_model import TinyModelConfig, build_tiny_qwen3, save_model
+from grasp_core.planner.model_config import TinyModelConfig
+from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model
 from grasp_core.planner.tokenizer import train_planner_tokenizer
 from tests.llm.helpers import SCHEMA, corpus
 

@@ -11,7 +11,8 @@ from grasp_core.errors import PlanError
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig, ll_tokenizer, matcher
+from grasp_core.planner.decoding_config import PlanGrammarConfig
+from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.skb.synth import build_synth_skb
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE, plan_text

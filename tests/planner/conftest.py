@@ -15,7 +15,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
@@ -28,14 +29,13 @@ from grasp_core.planner.base import (
     base_model_path,
     build_planner_base,
 )
-from grasp_core.planner.grammar import PlanGrammarConfig
-from grasp_core.planner.inference import InferenceSettings
+from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
+from grasp_core.planner.model_config import TinyModelConfig
 from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.sft import train_sft
 from grasp_core.planner.teacher import ProgrammaticTeacher
-from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import SFTSettings
 from grasp_core.skb.querygen import synthesize_queries, with_queries
 from grasp_core.skb.synth import build_synth_skb

@@ -10,13 +10,14 @@ from transformers import AutoTokenizer
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import render_prompt
-from grasp_core.planner.base import PlannerModelConfig, base_model_path, build_planner_base
-from grasp_core.planner.grammar import PlanGrammar, PlanGrammarConfig, ll_tokenizer, matcher, unpack_bits
+from grasp_core.planner.base import base_model_path, build_planner_base
+from grasp_core.planner.decoding_config import PlanGrammarConfig
+from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher, unpack_bits
+from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
 from grasp_core.planner.prompt import build_planner_messages
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import train_grpo
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.tiny_model import TinyModelConfig
 from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.skb.synth import build_synth_skb
 

@@ -1,5 +1,6 @@
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.planner.inference import InferenceSettings, check_plan, plan_queries
+from grasp_core.planner.decoding_config import InferenceSettings
+from grasp_core.planner.inference import check_plan, plan_queries
 from tests.planner.conftest import CPU_INFER
 
 

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from grasp_core.embed.encoder import EncoderConfig, load_encoder
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.inference import check_plan
-from grasp_core.planner.policy import PolicyConfig, load_policy, new_policy, path_keys, verbalize
+from grasp_core.planner.policy import load_policy, new_policy, path_keys, verbalize
+from grasp_core.planner.policy_config import PolicyConfig
 from grasp_core.planner.policy_train import (
     Outcomes,
     PolicyTrainSettings,

@@ -7,7 +7,8 @@ from safetensors.torch import load_file
 from grasp_core.errors import GraspError, MissingModelError
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.planner.checkpoint import load_planner, planner_kind
-from grasp_core.planner.inference import InferenceSettings, plan_queries
+from grasp_core.planner.decoding_config import InferenceSettings
+from grasp_core.planner.inference import plan_queries
 from grasp_core.planner.sft import train_sft
 from grasp_core.planner.train_settings import SFTSettings
 from tests.planner.conftest import N_SFT

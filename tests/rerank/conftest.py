@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from grasp_core.rerank.scorers import QWEN3_PREFIX, QWEN3_SUFFIX, CausalLMScorerConfig, reranker_instruction
+from grasp_core.rerank.config import CausalLMScorerConfig
+from grasp_core.rerank.scorers import QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction
 from grasp_core.skb.format import SKB, validate
 from grasp_core.skb.schema import Relation, Schema
 
@@ -152,7 +153,8 @@ def qwen_cfg(tiny_qwen3):
 @pytest.fixture(scope="session")
 def minilm_builder(tiny_skb):
     """A document builder over the tiny SKB with real MiniLM document vectors and query encoder (64-token inputs)."""
-    from grasp_core.embed.encoder import EncoderConfig, load_encoder
+    from grasp_core.embed.config import EncoderConfig
+    from grasp_core.embed.encoder import load_encoder
     from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
 
     encoder = load_encoder(EncoderConfig())

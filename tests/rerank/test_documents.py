@@ -87,7 +87,8 @@ def test_bad_inputs_raise_grasp_errors(tiny_skb, doc_vectors, minilm_tokenizer):
 
 
 def test_query_vectors_come_from_the_real_encoder(tiny_skb, doc_vectors):
-    from grasp_core.embed.encoder import EncoderConfig, load_encoder
+    from grasp_core.embed.config import EncoderConfig
+    from grasp_core.embed.encoder import load_encoder
 
     encoder = load_encoder(EncoderConfig())
     builder = CandidateDocumentBuilder(tiny_skb, doc_vectors, encoder=encoder)

@@ -50,7 +50,8 @@ def test_grid_selection_picks_the_best_validation_hit1():
 
 
 def test_rerank_scores_the_top_k_with_the_real_cross_encoder(tiny_skb, minilm_builder):
-    from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
+    from grasp_core.rerank.config import CrossEncoderScorerConfig
+    from grasp_core.rerank.scorers import CrossEncoderScorer
 
     scorer = CrossEncoderScorer(CrossEncoderScorerConfig(max_length=64))
     fused = Ranking(np.array([3, 0, 5, 4, 1, 2]), np.linspace(1, 0, 6).astype(np.float32))
@@ -66,7 +67,8 @@ def test_rerank_scores_the_top_k_with_the_real_cross_encoder(tiny_skb, minilm_bu
 
 
 def test_the_score_cache_scores_each_pair_once(tiny_skb, minilm_builder):
-    from grasp_core.rerank.scorers import CrossEncoderScorer, CrossEncoderScorerConfig
+    from grasp_core.rerank.config import CrossEncoderScorerConfig
+    from grasp_core.rerank.scorers import CrossEncoderScorer
 
     scorer = CrossEncoderScorer(CrossEncoderScorerConfig(max_length=64))
     scored = []

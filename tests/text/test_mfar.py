@@ -159,7 +159,8 @@ def test_load_with_another_encoder_is_refused(trained, encoder, tmp_path):
 
 
 def test_encoder_finetuning_needs_float32_weights(skb, node_index):
-    from grasp_core.embed.encoder import EncoderConfig, load_encoder
+    from grasp_core.embed.config import EncoderConfig
+    from grasp_core.embed.encoder import load_encoder
 
     bf16 = load_encoder(EncoderConfig(dtype="bfloat16"))
     with pytest.raises(GraspError, match="dtype='float32'"):
