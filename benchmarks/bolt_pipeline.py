@@ -17,6 +17,15 @@ generated password kept in ``benchmarks/.cache/bolt-<dataset>/server``). Then:
    in-process traversal (``traversal="arrays"``); each ranking must equal the pipeline's: the same node ids in
    the same order, scores within 1e-6 (float32 sums of a float64 anchor score and a cosine).
 
+``--seed-from ROOT`` (explicit; for a machine too slow for the whole pipeline): ROOT is the artifact root of a
+finished ``grasp pipeline DATASET`` run (e.g. ``dagster_home/artifacts``) of the same code. Step 1 is then not run:
+every ``ROOT/DATASET`` artifact but ``graph_store`` is copied into this run's artifact root (replacing what is
+there; ``seeded`` in the results lists them), and ``graph_store`` alone is materialized through Dagster with
+``--graph-store neo4j`` (the load over Bolt and its counts check). Step 2 then checks the copied evaluation's
+served plans and graph rankings (computed by that run, in process or on its store) over Bolt, embedded and in
+process. So it shows ranking parity and the Bolt load at the dataset's scale, not the training steps on the
+server store.
+
 Writes ``benchmarks/results/bolt_pipeline_<dataset>.json``: the per-step seconds, the graph loads (edges/s over
 Bolt and embedded), per split and path the queries whose ranking is identical, the largest score difference, and
 the execution seconds.
@@ -103,6 +112,45 @@ def parity(ws: Components, embedded, split: str) -> dict:
     return out
 
 
+def seed(source: Path, root: Path, dataset: str) -> list[str]:
+    """Copy every artifact of ``source/dataset`` but ``graph_store`` into ``root/dataset``; the names copied."""
+    src = source / dataset
+    if not (src / "eval_metrics").is_dir():
+        raise SystemExit(f"--seed-from: {src} holds no eval_metrics artifact; give the root of a finished run")
+    names = sorted(p.name for p in src.iterdir() if p.is_dir() and p.name != "graph_store")
+    for name in names:
+        shutil.rmtree(root / dataset / name, ignore_errors=True)
+        shutil.copytree(src / name, root / dataset / name, symlinks=True)
+    print(f"seeded from {src}: {', '.join(names)}", flush=True)
+    return names
+
+
+def materialize_graph_store(args: argparse.Namespace, root: Path) -> None:
+    """``graph_store`` alone through Dagster on the server store (the seeded run's other artifacts are kept)."""
+    import dagster as dg
+
+    from grasp_assets.definitions import build_definitions
+    from grasp_assets.partitions import DATASET
+    from grasp_assets.resources import GraspSettings, MLflowTracking
+
+    settings = GraspSettings(
+        profile=args.profile, artifacts_root=str(root), scale=args.scale, n_queries=args.queries, graph_store="neo4j"
+    )
+    instance = dg.DagsterInstance.get()
+    if not instance.has_dynamic_partition(DATASET, args.dataset):
+        instance.add_dynamic_partitions(DATASET, [args.dataset])
+    result = dg.materialize(
+        list(build_definitions(settings.get_profile()).assets),
+        selection=dg.AssetSelection.assets("graph_store"),
+        partition_key=args.dataset,
+        instance=instance,
+        resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])},
+    )
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    if not result.success or not all(checks.values()):
+        raise SystemExit(f"graph_store over Bolt failed (checks: {checks})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", default="hpo")
@@ -115,6 +163,14 @@ def main() -> None:
         choices=("store", "arrays"),
         help="the pipeline's plan traversal: store = every plan over Bolt; arrays = in process (the graph still "
         "loaded into the server, and the parity runs over Bolt either way)",
+    )
+    parser.add_argument(
+        "--seed-from",
+        type=Path,
+        default=None,
+        metavar="ROOT",
+        help="the artifact root of a finished `grasp pipeline DATASET` run: copy its artifacts but graph_store, "
+        "materialize only graph_store (over Bolt), then the parity (see the module doc)",
     )
     args = parser.parse_args()
     home = CACHE / f"bolt-{args.dataset}"
@@ -130,15 +186,19 @@ def main() -> None:
         from grasp_assets.run_records import step_seconds
 
         start = time.perf_counter()
-        run_pipeline(
-            args.dataset,
-            profile=args.profile,
-            root=str(root),
-            scale=args.scale,
-            n_queries=args.queries,
-            graph_store="neo4j",
-            traversal=args.traversal,
-        )
+        seeded = seed(args.seed_from, root, args.dataset) if args.seed_from is not None else None
+        if seeded is None:
+            run_pipeline(
+                args.dataset,
+                profile=args.profile,
+                root=str(root),
+                scale=args.scale,
+                n_queries=args.queries,
+                graph_store="neo4j",
+                traversal=args.traversal,
+            )
+        else:
+            materialize_graph_store(args, root)
         pipeline_s = time.perf_counter() - start
         profile = with_graph_store(get_profile(args.profile), "neo4j", "store")
         ws = Components(Artifacts.for_dataset(args.dataset, root), profile)
@@ -153,12 +213,14 @@ def main() -> None:
         result = {
             "dataset": args.dataset,
             "profile": args.profile,
-            "pipeline_traversal": args.traversal,
+            "pipeline_traversal": args.traversal if seeded is None else None,
+            "seeded_from": str(args.seed_from.resolve()) if seeded is not None else None,
+            "seeded": seeded,
             "server": "ArcadeDB (arcadedb-embedded) + Bolt" if server.pid is not None else "NEO4J_URI",
             "nodes": ws.graph.num_nodes,
             "edges": len(ws.graph.edges),
             "pipeline_s_this_run": round(pipeline_s, 1),
-            "steps_s": step_seconds(args.dataset),
+            "steps_s": {k: v for k, v in step_seconds(args.dataset).items() if k.split("/")[0] not in (seeded or ())},
             "load": {
                 "bolt_s": bolt_load["load_seconds"],
                 "bolt_edges_per_s": round(len(ws.graph.edges) / bolt_load["load_seconds"]),

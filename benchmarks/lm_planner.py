@@ -32,14 +32,16 @@ from grasp_core.metrics import evaluate, per_query_hits
 from grasp_core.pipeline import data, graph, text
 from grasp_core.pipeline import planner as steps
 from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env
-from grasp_core.planner.rounds import ROUNDS, Gate
+from grasp_core.planner.rounds import ROUNDS, Gate, previous_round
 from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.profiles import get_profile
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def bench_profile(scale: str, n_queries: int, rl_queries: int, grpo_steps: int):
+def bench_profile(
+    scale: str, n_queries: int, rl_queries: int, grpo_steps: int, rft_epochs: float = 2.0, val_queries: int = 100
+):
     """The cpu profile with the LM planner; what differs from the pipeline's settings is said here."""
     cpu = get_profile("cpu")
     return cpu.replace(
@@ -49,7 +51,7 @@ def bench_profile(scale: str, n_queries: int, rl_queries: int, grpo_steps: int):
         # SFT budget for 2 cores (cpu profile: 500 plans x 10 epochs; paper: 500 x 3 with LoRA on a pretrained base)
         sft=dataclasses.replace(cpu.sft, n_examples=300, epochs=6.0),
         # RL budget for 2 cores (paper: every training query, RFT from the base, 200 GRPO steps of 16 x 8)
-        rl=dataclasses.replace(cpu.rl, max_queries=rl_queries, rft_from_base=False, rft_epochs=2.0),
+        rl=dataclasses.replace(cpu.rl, max_queries=rl_queries, rft_from_base=False, rft_epochs=rft_epochs),
         grpo=GRPOSettings(
             use_lora=False,  # the tiny from-scratch model trains all its weights, as its SFT does
             num_generations=8,
@@ -58,7 +60,7 @@ def bench_profile(scale: str, n_queries: int, rl_queries: int, grpo_steps: int):
             beta=0.01,
             max_steps=grpo_steps,
             save_every=max(1, grpo_steps // 3),
-            val_queries=100,
+            val_queries=val_queries,
         ),
     )
 
@@ -71,8 +73,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--rl-queries", type=int, default=120, help="training queries sampled per RL round")
     ap.add_argument("--grpo-steps", type=int, default=24)
+    ap.add_argument("--rft-epochs", type=float, default=2.0, help="RFT epochs per round, from the round's start")
+    ap.add_argument("--val-queries", type=int, default=100, help="validation queries per GRPO checkpoint")
     args = ap.parse_args()
-    profile = bench_profile(args.scale, args.queries, args.rl_queries, args.grpo_steps)
+    profile = bench_profile(
+        args.scale, args.queries, args.rl_queries, args.grpo_steps, args.rft_epochs, args.val_queries
+    )
     art = Artifacts.for_dataset(args.dataset, args.work)
     seconds: dict[str, float] = {}
 
@@ -105,6 +111,8 @@ def main() -> None:
             timed(name, step, ws)
     rounds = {}
     for r in ROUNDS:
+        if rounds and not rounds[f"rl{previous_round(r)}"]["passed"]:
+            break  # a round never starts from a planner whose gate failed (as in the pipeline)
         if not is_complete(art.path("rft_samples", r)):
             timed(f"rl{r}", steps.rft_samples_step, ws, r)
         if not is_complete(art.path("planner", r)):
@@ -119,21 +127,24 @@ def main() -> None:
     text_rankings = [env.text[q] for q in test]
     settings["text"] = evaluate(text_rankings, answers, env.num_nodes)
     hits["text"] = per_query_hits(text_rankings, answers, env.num_nodes)
-    for key, path in [("sft", art.path("sft_adapter"))] + [(f"rl{r}", art.path("planner", r)) for r in ROUNDS]:
+    for key, path in [("sft", art.path("sft_adapter"))] + [
+        (f"rl{r}", art.path("planner", r)) for r in ROUNDS if f"rl{r}" in rounds
+    ]:
         t0 = time.perf_counter()
         result = evaluate_planner(ws, ws.planner(path), test)
         settings[key] = result["fused"]
         hits[key] = per_query_hits(result["answers"].fusion.rankings, answers, env.num_nodes)
         valid[key] = round(100 * result["valid_plan_rate"], 1)
         print(f"[lm_planner] test {key}: fused hit@1 {settings[key]['hit@1']:.1f} ({time.perf_counter() - t0:.0f}s)")
-    pairs = [("sft", "text"), ("rl1", "sft"), ("rl2", "sft"), ("rl2", "rl1")]
+    pairs = [(a, b) for a, b in [("sft", "text"), ("rl1", "sft"), ("rl2", "sft"), ("rl2", "rl1")] if a in hits]
     doc = {
         "dataset": args.dataset,
         "split": "test",
         "n_queries": len(test),
         "profile": profile.name,
         "command": f"python benchmarks/lm_planner.py --dataset {args.dataset} --work {args.work} --scale {args.scale} "
-        f"--queries {args.queries} --rl-queries {args.rl_queries} --grpo-steps {args.grpo_steps}",
+        f"--queries {args.queries} --rl-queries {args.rl_queries} --grpo-steps {args.grpo_steps} "
+        f"--rft-epochs {args.rft_epochs} --val-queries {args.val_queries}",
         "settings": settings,
         "mcnemar": {f"{a} vs {b}": float(mcnemar(hits[a], hits[b])[1]) for a, b in pairs},
         "hit1_wins_losses": {

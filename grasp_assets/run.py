@@ -94,7 +94,7 @@ def run_pipeline(
         timings[name] = time.perf_counter() - t0
         if not success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
             print(
-                f"[grasp] {name}: validation fused Hit@1 fell, the gate stopped the round; later rounds are skipped "
+                f"[grasp] {name}: validation fused Hit@1 did not rise, the gate stopped the round; later rounds are skipped "
                 f"and the last passing planner is served"
             )
             break_rounds = True

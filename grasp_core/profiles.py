@@ -214,30 +214,60 @@ def _smoke() -> Profile:
 
 
 def _gpu_smoke() -> Profile:
-    """The `gpu` profile's code paths at the `smoke` profile's sizes, on the CPU: the LM planner (LoRA SFT and GRPO
-    through TRL, the full plan grammar and prompts), the causal-LM reranker with LoRA, last-token pooling in the
+    """The `gpu` profile's code paths at test sizes, on the CPU: the LM planner (LoRA SFT and GRPO through TRL, the
+    plan grammar with free text, the full prompts), the causal-LM reranker with LoRA, last-token pooling in the
     encoder. Its models come from ``$GRASP_MODEL_DIR`` under the gpu profile's names; the end-to-end test builds tiny
-    ones from config there (``tests/tiny_models.py``), the only difference from `gpu`."""
+    ones from config there (``tests/tiny_models.py``). Every budget is cut to a handful (``# gpu-smoke:``): the test
+    runs each step once, it measures nothing."""
     gpu, smoke = _gpu(), _smoke()
     return gpu.replace(
         name="gpu-smoke",
         device="cpu",
-        dataset=smoke.dataset,
+        # gpu-smoke: 60 queries and 12 term look-ups (smoke: 120 and 300): every validation and test pass decodes
+        # under a per-query grammar, so the splits' sizes are most of the run's time
+        dataset=DatasetConfig(scale=smoke.dataset.scale, n_queries=60, term_queries=12),
         encoder=dataclasses.replace(gpu.encoder, device="cpu", dtype="float32", batch_size=16),
+        mfar=dataclasses.replace(gpu.mfar, epochs=2),  # gpu-smoke: (gpu: ≤ 20, early stopping)
         teacher=smoke.teacher,
+        # gpu-smoke: one optimizer step on 8 teacher plans (the full prompts are ~2k tokens of the stand-in's BPE)
         sft=dataclasses.replace(
-            smoke.sft, use_lora=True, lora_r=8, lora_alpha=16, learning_rate=1e-3, max_length=gpu.sft.max_length
+            smoke.sft,
+            n_examples=8,
+            use_lora=True,
+            lora_r=8,
+            lora_alpha=16,
+            learning_rate=1e-3,
+            max_length=gpu.sft.max_length,
         ),
-        inference=dataclasses.replace(gpu.inference, max_new_tokens=320),
-        rl=dataclasses.replace(smoke.rl, rft_from_base=True, rft_epochs=1.0, rft_learning_rate=None),
-        grpo=dataclasses.replace(smoke.grpo, use_lora=True, lora_r=4, lora_alpha=8, learning_rate=1e-4),
+        # gpu-smoke: at most 2 anchors of 2 hops, 16-character free text (gpu: 3, 3, 100 and 200 characters): the
+        # grammar is rebuilt per query, and a random model writes free text to its limit
+        inference=dataclasses.replace(
+            gpu.inference,
+            max_new_tokens=192,
+            grammar=dataclasses.replace(
+                gpu.inference.grammar, max_anchors=2, max_hops=2, max_text_chars=16, max_relevance_chars=16
+            ),
+        ),
+        rl=dataclasses.replace(
+            smoke.rl, samples_per_query=2, max_queries=4, rft_from_base=True, rft_epochs=1.0, rft_learning_rate=None
+        ),
+        grpo=dataclasses.replace(
+            smoke.grpo,
+            use_lora=True,
+            lora_r=4,
+            lora_alpha=8,
+            learning_rate=1e-4,
+            num_generations=2,
+            max_completion_length=192,
+            val_queries=4,
+        ),
         causal_reranker=dataclasses.replace(
             gpu.causal_reranker, device="cpu", dtype="float32", max_length=128, batch_size=8, lora_r=4, lora_alpha=8
         ),
         reranker_docs=smoke.reranker_docs,
         reranker_train=smoke.reranker_train,
         rerank=smoke.rerank,
-        eval=smoke.eval,
+        eval=EvalSettings(latency_queries=2),
     )
 
 

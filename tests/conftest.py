@@ -55,7 +55,8 @@ def _without_disposed_defs_state_storage():
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
 
 
-FIRST = ("tests/test_end_to_end.py",)  # the longest files start first, so parallel workers finish together
+# the longest files start first, so parallel workers finish together
+FIRST = ("tests/test_end_to_end.py", "tests/test_end_to_end_gpu.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -14,6 +14,7 @@ import torch
 
 from grasp_core.planner.base import base_model_path, build_planner_base
 from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
+from grasp_core.planner.prompt import planner_system_prompt
 from grasp_core.rerank.scorers import QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction
 from grasp_core.skb.format import SKB
 
@@ -65,8 +66,15 @@ def build_gpu_stand_ins(skb: SKB, out: Path) -> Path:
     tiny = TinyModelConfig(
         hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=64, max_positions=4096
     )
+    # the system prompt twice in the BPE's corpus, so its merges learn the prompt's wording as a pretrained
+    # tokenizer knows English: a prompt is then ~1.1k tokens, not ~2k (attention is most of the test's time)
+    system = planner_system_prompt(skb.schema, compact=False)
     build_planner_base(
-        skb, [], [], PlannerModelConfig(tiny=tiny, vocab_size=1024, tokenizer_node_texts=500), out / "base"
+        skb,
+        [system, system],
+        [],
+        PlannerModelConfig(tiny=tiny, vocab_size=4096, tokenizer_node_texts=500),
+        out / "base",
     )
     Path(base_model_path(out / "base")).rename(out / "Qwen3-1.7B")
     return out

@@ -3,7 +3,7 @@
 `rft_samples` and `planner` are partitioned by dataset × round. Dagster only allows an asset to depend on
 earlier partitions of itself through time windows, so the cross-round link (round r starts from round r−1's
 kept planner) is enforced by the library (`round_start` reads the previous round and refuses to start when it
-is missing or failed its gate) rather than drawn as an edge; the blocking check `val_hit1_not_worse` on
+is missing or failed its gate) rather than drawn as an edge; the blocking check `val_hit1_improved` on
 `planner` records that gate in Dagster and stops downstream assets of the same run.
 """
 
@@ -98,10 +98,10 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
     op_tags=HEAVY,
     check_specs=[
         dg.AssetCheckSpec(
-            "val_hit1_not_worse",
+            "val_hit1_improved",
             asset=PLANNER,
             blocking=True,
-            description="validation fused Hit@1 did not fall below the round's starting planner",
+            description="validation fused Hit@1 rose above the round's starting planner (a tie fails)",
         )
     ],
     **ROUND,
@@ -114,7 +114,7 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
         gate = Gate(result["val_fused_hit1"], result["previous_val_fused_hit1"])
         return [
             dg.AssetCheckResult(
-                check_name="val_hit1_not_worse",
+                check_name="val_hit1_improved",
                 passed=gate.passed,
                 metadata={"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous},
             )

@@ -2,10 +2,12 @@
 
 Same model as the embedded store (:mod:`grasp_core.graph.store`): one label per node type with ``id`` (the
 node_id, under a uniqueness constraint, which also indexes it) and ``name``; one relationship type per
-relation. ``load`` first deletes the nodes of this schema's labels (in batches), creates the constraints,
-then writes nodes and edges in ``UNWIND $rows`` batches of ``GraphStoreConfig.batch_size``. The schema is
-kept on a single ``GraspMeta`` node so that ``counts`` works on a reconnected store. Connection settings
-come from the config or the env vars NEO4J_URI / NEO4J_USER; the password only from NEO4J_PASSWORD.
+relation. ``load`` first deletes (in batches) the nodes of this schema's labels and of the graph loaded before
+(its schema on ``GraspMeta``; else that graph's nodes of labels this schema lacks, and their edges, would stay and
+count in ``counts``), creates the constraints, then writes nodes and edges in ``UNWIND $rows`` batches of
+``GraphStoreConfig.batch_size``. The schema is kept on a single ``GraspMeta`` node so that ``counts`` works on a
+reconnected store. Connection settings come from the config or the env vars NEO4J_URI / NEO4J_USER; the password
+only from NEO4J_PASSWORD.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ class Neo4jStore:
     def load(self, skb: SKB) -> None:
         names = table_names(skb.schema)
         batch = self.cfg.batch_size
-        for label in names.node.values():
+        before = self._loaded_schema()
+        stale = table_names(before).node.values() if before is not None else ()
+        for label in dict.fromkeys([*stale, *names.node.values()]):
             while self.run(f"MATCH (n:{quote(label)}) WITH n LIMIT $n DETACH DELETE n RETURN count(*)", {"n": batch})[
                 0
             ][0]:
@@ -83,11 +87,16 @@ class Neo4jStore:
             raise GraphStoreError(redact(f"query failed: {exc}")) from exc
         return [tuple(record.values()) for record in records]
 
-    def counts(self) -> dict[str, dict[str, int]]:
+    def _loaded_schema(self) -> Schema | None:
+        """The schema of the graph ``load`` wrote last (on the ``GraspMeta`` node), None when there is none."""
         rows = self.run(f"MATCH (m:{META}) RETURN m.schema")
-        if not rows:
+        return Schema.from_json(json.loads(rows[0][0]), "neo4j GraspMeta") if rows else None
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        schema = self._loaded_schema()
+        if schema is None:
             raise GraphStoreError("the Neo4j database holds no GRASP graph; load an SKB first")
-        names = table_names(Schema.from_json(json.loads(rows[0][0]), "neo4j GraspMeta"))
+        names = table_names(schema)
         nodes = {t: self.run(f"MATCH (n:{quote(n)}) RETURN count(n)")[0][0] for t, n in names.node.items()}
         edges = {r: self.run(f"MATCH ()-[e:{quote(n)}]->() RETURN count(e)")[0][0] for r, n in names.rel.items()}
         return {"nodes": nodes, "edges": edges}

@@ -56,7 +56,7 @@ def val_qids(ws: Components, cap: int | None = None) -> list[int]:
 def round_start(ws: Components, round_key: str) -> Path:
     """The planner a round starts from: the SFT planner in round 1, the previous round's kept planner after.
 
-    The previous round must have passed its gate (validation fused Hit@1 did not fall)."""
+    The previous round must have passed its gate (validation fused Hit@1 rose)."""
     prev = previous_round(round_key)
     if prev is None:
         return ws.art.require("sft_adapter")
@@ -64,7 +64,7 @@ def round_start(ws: Components, round_key: str) -> Path:
     gate = Gate.read(path)
     if not gate.passed:
         raise GraspError(
-            f"round {prev} of {ws.dataset!r} lowered validation fused Hit@1 ({gate.previous:.1f} -> {gate.val_fused_hit1:.1f}); "
+            f"round {prev} of {ws.dataset!r} did not raise validation fused Hit@1 ({gate.previous:.1f} -> {gate.val_fused_hit1:.1f}); "
             f"round {round_key} does not start from it. Inspect the run in MLflow, change the RL settings and rematerialize round {prev}."
         )
     return path

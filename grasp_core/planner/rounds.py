@@ -2,7 +2,8 @@
 
 Round 1 starts from the SFT planner, each later round from the previous round's kept planner. A round
 writes its planner whatever its score, with a gate file: the validation fused Hit@1 it reached and the one
-of the planner it started from. The gate passes when validation fused Hit@1 did not fall. A round never
+of the planner it started from. The gate passes when validation fused Hit@1 rose (strictly: a round whose best
+checkpoint only ties its start did not learn anything validation can see, so it fails). A round never
 starts from a planner whose gate failed, and the served planner is the last round whose gate passed (else
 the SFT planner).
 """
@@ -25,8 +26,8 @@ class Gate:
 
     @property
     def passed(self) -> bool:
-        """The gate rule: validation fused Hit@1 did not fall."""
-        return self.val_fused_hit1 >= self.previous
+        """The gate rule: validation fused Hit@1 rose above the round's start (a tie fails)."""
+        return self.val_fused_hit1 > self.previous
 
     def write(self, planner_dir: Path) -> None:
         write_json(

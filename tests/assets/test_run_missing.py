@@ -55,7 +55,8 @@ def test_a_wave_holds_no_asset_whose_ancestor_is_to_be_rebuilt():
     ]
 
 
-def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("val", [25.0, 30.0])  # below the round's start, and a tie: both fail the gate
+def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypatch, capsys, val):
     from grasp_assets import run
     from grasp_assets.run import run_pipeline
 
@@ -66,7 +67,7 @@ def test_rounds_after_a_failed_gate_are_skipped_on_every_run(tmp_path, monkeypat
     art = Artifacts.for_dataset("hpo", tmp_path / "artifacts")
     _complete(art, "rft_samples", "1")
     with atomic_dir(art.path("planner", "1")) as tmp:
-        Gate(val_fused_hit1=25.0, previous=30.0).write(tmp)
+        Gate(val_fused_hit1=val, previous=30.0).write(tmp)
     assert run_pipeline("hpo", root=str(tmp_path / "artifacts"), stages=("rl",)) == {}  # nothing materialized
     out = capsys.readouterr().out
     assert "RL round 1: up to date" in out and "RL round 2: skipped, round 1's validation gate failed" in out

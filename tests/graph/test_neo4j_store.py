@@ -2,6 +2,7 @@
 wheel, or the Neo4j 5 named by NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from grasp_core.errors import GraphStoreError
@@ -9,6 +10,8 @@ from grasp_core.graph.open import open_graph_store
 from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.validate import validate_plan
+from grasp_core.skb.format import SKB
+from grasp_core.skb.schema import Relation, Schema
 from tests.plan.oracle import (
     PRIME_LIKE,
     adjacency,
@@ -46,6 +49,26 @@ def test_neo4j_loads_and_equals_the_oracle_and_the_embedded_store(tmp_path, bolt
                 assert all(got[i] == pytest.approx(want[i], abs=1e-9) for i in want)
     neo.close()
     embedded.close()
+
+
+@pytest.mark.neo4j
+def test_a_load_replaces_the_graph_loaded_before(bolt_env):
+    """The tests share one server: a graph loaded before (the tiny pipeline's Prime-like one) with a node type the
+    next schema lacks must not leave its nodes, nor their edges of a relation both have (they would count)."""
+    schema = Schema("earlier", {"disease": (), "pathway": ()}, (Relation("parent-child", "pathway", "pathway"),))
+    nodes = pd.DataFrame({"node_id": [0, 1, 2], "key": ["d", "p", "q"], "type": ["disease", "pathway", "pathway"]})
+    nodes["name"] = nodes["key"]
+    no_queries = pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []})
+    earlier = SKB(schema, nodes, pd.DataFrame({"src": [1], "rel": ["parent-child"], "dst": [2]}), no_queries)
+    neo = open_graph_store(GraphStoreConfig(backend="neo4j", database=bolt_env.database))
+    neo.load(earlier)
+    assert neo.counts() == {"nodes": {"disease": 1, "pathway": 2}, "edges": {"parent-child": 1}}
+    skb = random_skb(seed=2, nodes_per_type=3, edges_per_relation=2)
+    neo.load(skb)
+    want_edges = {r: int(n) for r, n in skb.edges["rel"].value_counts().items()}
+    assert neo.counts() == {"nodes": {t: 3 for t in PRIME_LIKE.node_types}, "edges": want_edges}
+    assert neo.run("MATCH (n:N_pathway) RETURN count(n)") == [(0,)]
+    neo.close()
 
 
 @pytest.mark.neo4j

@@ -258,3 +258,4 @@ def test_grpo_keeps_its_best_validated_step_and_the_gate_compares_it_with_the_st
     assert result["best_step"] == best_step and result["best_val_fused_hit1"] == max(curve)
     assert val.kept() == best_step  # exactly one snapshot matches: every step moved the head
     assert Gate(result["best_val_fused_hit1"], start).passed is passes
+    assert not Gate(result["best_val_fused_hit1"], result["best_val_fused_hit1"]).passed  # a tie fails the gate
