@@ -18,8 +18,9 @@ from grasp_core.components import Components
 from grasp_core.io import write_json
 from grasp_core.metrics import evaluate
 from grasp_core.profiles import get_profile
+from grasp_core.text.config import OutOfFoldConfig
 from grasp_core.text.mfar import MFARRetriever
-from grasp_core.text.oof import OutOfFoldConfig, train_fold_models
+from grasp_core.text.oof import train_fold_models
 
 RESULTS = Path(__file__).parent / "results"
 

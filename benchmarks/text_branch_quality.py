@@ -39,8 +39,9 @@ from grasp_core.metrics import evaluate  # noqa: E402
 from grasp_core.skb.format import SKB, read_skb, write_skb  # noqa: E402
 from grasp_core.skb.querygen import with_queries  # noqa: E402
 from grasp_core.text.bm25 import BM25Retriever  # noqa: E402
+from grasp_core.text.config import MFARConfig
 from grasp_core.text.dense import DenseRetriever  # noqa: E402
-from grasp_core.text.mfar import FieldIndex, MFARConfig, train_mfar  # noqa: E402
+from grasp_core.text.mfar import FieldIndex, train_mfar  # noqa: E402
 
 ROOT = Path(__file__).parent
 CACHE = ROOT / ".cache" / "text_branch"

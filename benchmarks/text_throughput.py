@@ -38,8 +38,9 @@ from grasp_core.embed.encoder import load_encoder  # noqa: E402
 from grasp_core.io import write_json  # noqa: E402
 from grasp_core.skb.hpo import build_hpo_skb  # noqa: E402
 from grasp_core.text.bm25 import BM25Retriever, LexicalIndex  # noqa: E402
+from grasp_core.text.config import MFARConfig
 from grasp_core.text.fields import field_texts  # noqa: E402
-from grasp_core.text.mfar import QUERY_MAX_TOKENS, FieldIndex, FieldWeights, MFARConfig, MFARRetriever  # noqa: E402
+from grasp_core.text.mfar import QUERY_MAX_TOKENS, FieldIndex, FieldWeights, MFARRetriever  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "text_throughput.json"
 

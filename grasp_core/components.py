@@ -17,7 +17,6 @@ from grasp_core.errors import GraspError
 from grasp_core.io import is_complete, read_json
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
-from grasp_core.rerank.weights import RRF_FILE
 from grasp_core.skb.format import SKB
 
 if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first use
@@ -254,6 +253,8 @@ class Components:
         """The trained reranker of the finished ``reranker`` artifact with its ``(w, k)``: an
         :class:`~grasp_core.rerank.ranker.LTRReranker` or a :class:`~grasp_core.rerank.inference.PairReranker`.
         An artifact of another kind than the profile asks for is refused."""
+        from grasp_core.rerank.weights import RRF_FILE
+
         path = self.art.require("reranker")
         rrf = read_json(path / RRF_FILE)
         kind = rrf.get("kind", "cross-encoder")

@@ -40,8 +40,7 @@ from grasp_core.rerank.documents import DocumentConfig
 from grasp_core.rerank.inference import RerankConfig
 from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
 from grasp_core.text.bm25 import BM25Config
-from grasp_core.text.mfar import MFARConfig
-from grasp_core.text.oof import OutOfFoldConfig
+from grasp_core.text.config import MFARConfig, OutOfFoldConfig
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,55 +68,11 @@ from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
 from grasp_core.text.bm25 import BM25Config, LexicalIndex, tokenize
+from grasp_core.text.config import MFARConfig
 from grasp_core.text.fields import DOC, NAME, field_texts
 
 QUERY_MAX_TOKENS = 512
 LEXICAL, DENSE = "lexical", "dense"
-
-
-@dataclass(frozen=True)
-class MFARConfig:
-    max_neighbours: int = field(
-        default=32, metadata={"help": "Neighbour names per relation field, highest degree first."}
-    )
-    dense_fields: tuple[str, ...] | None = field(
-        default=(DOC, NAME),
-        metadata={
-            "help": "Fields that get a dense scorer besides their lexical one; None = every field (the gpu "
-            "setting, as in the paper). The cpu default reuses the node index's doc and name vectors, so "
-            "nothing extra is encoded (see the module docstring)."
-        },
-    )
-    field_max_tokens: int = field(
-        default=128,
-        metadata={
-            "help": "Encoder truncation for the dense scorers of text and relation fields (doc and name reuse "
-            "the node index's vectors). Caps the one-off field-embedding cost, see "
-            "benchmarks/text_throughput.py."
-        },
-    )
-    bm25: BM25Config = field(default=BM25Config(), metadata={"help": "Tokenization and BM25 variant of every field."})
-    candidates_per_field: int = field(
-        default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."}
-    )
-    hard_negatives: int = field(default=16, metadata={"help": "Whole-document BM25 hard negatives per training query."})
-    batch_size: int = field(default=32, metadata={"help": "Training queries per step (in-batch negatives)."})
-    epochs: int = field(default=20, metadata={"help": "Maximum training epochs."})
-    lr: float = field(default=1e-2, metadata={"help": "AdamW learning rate of the weighting layer and temperature."})
-    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay of the weighting layer."})
-    patience: int = field(default=3, metadata={"help": "Stop after this many epochs without a better validation MRR."})
-    max_val_queries: int = field(default=500, metadata={"help": "Validation queries used for model selection."})
-    norm_queries: int = field(
-        default=256, metadata={"help": "Training queries whose candidate pools set the score normalization."}
-    )
-    query_batch_size: int = field(
-        default=64, metadata={"help": "Queries scored together at inference (memory ~ batch × N × scorers)."}
-    )
-    finetune_encoder: bool = field(default=False, metadata={"help": "Also train the query encoder (needs a CUDA GPU)."})
-    encoder_lr: float = field(
-        default=2e-5, metadata={"help": "Learning rate of the query encoder when finetune_encoder."}
-    )
-    seed: int = field(default=0, metadata={"help": "Seed of batch order and positive sampling."})
 
 
 class Pools(NamedTuple):

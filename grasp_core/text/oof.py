@@ -14,7 +14,6 @@ their rankings need no folds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,23 +26,11 @@ from grasp_core.errors import CorruptArtifactError, GraspError
 from grasp_core.io import read_json, write_json
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
+from grasp_core.text.config import OutOfFoldConfig
 from grasp_core.text.mfar import FieldWeights, MFARRetriever, train_mfar
 
 FOLDS_DIR = "folds"  # inside the mfar_model artifact, beside the full model
 ASSIGNMENT_FILE = "assignment.json"
-
-
-@dataclass(frozen=True)
-class OutOfFoldConfig:
-    folds: int = field(
-        default=3,
-        metadata={
-            "help": "Folds of the training queries: each fold's queries are ranked by an mFAR fitted on the other "
-            "folds, so the reward table, the planner and the reranker see text rankings as honest as val's. "
-            "0 = rank training queries with the full model (the fitted model's optimism leaks downstream)."
-        },
-    )
-    seed: int = field(default=0, metadata={"help": "Seed of the queries' assignment to folds."})
 
 
 def assign_folds(qids: Sequence[int], cfg: OutOfFoldConfig) -> dict[int, int]:

@@ -12,7 +12,8 @@ from grasp_core.ranking import Ranking
 from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.skb.format import SKB
 from grasp_core.text.bm25 import tokenize
-from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARConfig, MFARRetriever
+from grasp_core.text.config import MFARConfig
+from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARRetriever
 
 QUERY = "which disease causes tall stature and height"  # tokens: which diseas caus tall statur height (6)
 

@@ -28,7 +28,8 @@ from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE, LTRReranker, loa
 from grasp_core.rerank.train_config import LTRConfig
 from grasp_core.retriever import Answer, Result
 from grasp_core.text.bm25 import BM25Retriever
-from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARConfig, MFARRetriever
+from grasp_core.text.config import MFARConfig
+from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARRetriever
 from tests.text.conftest import tiny_skb
 
 K = 100  # the whole text list (BM25 ranks many gold products below 20)

@@ -8,7 +8,8 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
-from grasp_core.text.mfar import FieldIndex, MFARConfig, MFARRetriever, _top_k_ids, train_mfar
+from grasp_core.text.config import MFARConfig
+from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids, train_mfar
 from tests.text.conftest import tiny_skb
 
 CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidates_per_field=20)
