@@ -41,7 +41,6 @@ from typing import Any, get_args
 import torch
 from llguidance import LLMatcher, LLTokenizer
 from llguidance.hf import from_tokenizer
-from llguidance.torch import allocate_token_bitmask, fill_next_token_bitmask
 from pydantic import BaseModel
 from transformers import LogitsProcessor
 
@@ -395,6 +394,11 @@ class PlanLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, grammars: list[PlanGrammar], tokenizer: LLTokenizer, n: int = 1, record: bool = False):
+        # llguidance.torch runs torch.compile when imported (~5 s on 2 cores): only decoding pays for it, not every
+        # process that reads plans (a cold `grasp query` with the cpu profile's policy planner never decodes)
+        from llguidance.torch import allocate_token_bitmask, fill_next_token_bitmask
+
+        self._fill = fill_next_token_bitmask
         compiled = [matcher(g, tokenizer) for g in grammars]
         self.matchers = [c if k == 0 else c.deep_copy() for c in compiled for k in range(n)]
         self.eos = tokenizer.eos_token
@@ -427,7 +431,7 @@ class PlanLogitsProcessor(LogitsProcessor):
                 self.bitmask[r] = 0  # EOS only
                 self.bitmask[r, self.eos // 32] = _bit(self.eos % 32)
                 continue
-            fill_next_token_bitmask(m, self.bitmask, r)
+            self._fill(m, self.bitmask, r)
         if self._steps is not None:
             self._steps.append(self.bitmask[:rows].clone())
         allowed = unpack_bits(self.bitmask[:rows], scores.shape[-1])
