@@ -228,7 +228,7 @@ def _gpu_smoke() -> Profile:
         encoder=dataclasses.replace(gpu.encoder, device="cpu", dtype="float32", batch_size=16),
         mfar=dataclasses.replace(gpu.mfar, epochs=2),  # gpu-smoke: (gpu: ≤ 20, early stopping)
         teacher=smoke.teacher,
-        # gpu-smoke: one optimizer step on 8 teacher plans (the full prompts are ~2k tokens of the stand-in's BPE)
+        # gpu-smoke: one optimizer step on 8 teacher plans (the full prompts are ~1.1k tokens of the stand-in's BPE)
         sft=dataclasses.replace(
             smoke.sft,
             n_examples=8,
