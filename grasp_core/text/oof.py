@@ -53,6 +53,11 @@ def train_fold_models(
     on the training queries outside the fold, over its field index) and each fold's training history."""
     if cfg.folds == 0:
         return {}, [], []
+    if retriever.cfg.finetune_encoder:  # a fold model is saved without the query encoder it would fine-tune
+        raise GraspError(
+            "out-of-fold rankings need the query encoder fixed (a fold would rank with the full model's fine-tuned "
+            "encoder, fitted on its held-out queries): set OutOfFoldConfig.folds=0 or MFARConfig.finetune_encoder=False"
+        )
     assignment = assign_folds(skb.split("train")["qid"].astype(int).tolist(), cfg)
     models, histories = [], []
     for fold in range(cfg.folds):
