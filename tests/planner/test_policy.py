@@ -224,7 +224,7 @@ class ScriptedValidation:
         return i
 
 
-class CountingEncoder:
+class StandInEncoder:
     """A stand-in encoder (a text's vector is seeded by its crc32) that records the texts of every ``encode`` call;
     each object has the same ``identity``."""
 
@@ -242,14 +242,14 @@ class CountingEncoder:
 def test_verbalization_vectors_are_encoded_once_per_encoder_object(world):
     qids = [q for q in world.train if world.tables[q].rows][:2]
     queries, tables = [world.queries[q] for q in qids], [world.tables[q] for q in qids]
-    counting = CountingEncoder()
+    counting = StandInEncoder()
     featurize = [new_policy(world.skb.schema, counting, CandidateConfig(), [], PolicyConfig()).featurizer for _ in "ab"]
     first = featurize[0](queries, tables)
     assert counting.calls[0] == queries and len(counting.calls) == 2  # the queries, then the verbalizations
     second = featurize[1](queries, tables)  # another featurizer of the same encoder: the queries only
     assert counting.calls[2:] == [queries] and torch.equal(first.feats, second.feats)
     # another encoder object of the same identity (as a fine-tuned copy keeps it) encodes its own verbalizations
-    other = CountingEncoder()
+    other = StandInEncoder()
     new_policy(world.skb.schema, other, CandidateConfig(), [], PolicyConfig()).featurizer(queries, tables)
     assert other.calls == counting.calls[:2]
 
