@@ -7,6 +7,6 @@ bash scripts/setup.sh
 .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy grasp_core
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_WAIT_POLICY=PASSIVE
 # a worker per core, one math thread per worker; a test file is one unit of work (its module fixtures stay whole),
-# the planner tests sharing one world are one unit (tests/conftest.py)
+# handed out in the order tests/conftest.py sorts them (longest first), not xdist's (most tests first)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-exec .venv/bin/python -m pytest -q -n "${GRASP_TEST_WORKERS:-$(nproc)}" --dist loadgroup --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest -q -n "${GRASP_TEST_WORKERS:-$(nproc)}" --dist loadfile --no-loadscope-reorder "$@"
