@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import time
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 
 import dagster as dg
@@ -154,9 +155,8 @@ def _run_stage(
     stop it and release its run."""
     ctx = _stage_context()
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(
-        target=_stage_child, args=(dict(os.environ), settings, todo, partition, name, send), name=f"grasp {name}"
-    )
+    caller = (dict(os.environ), _Fd(1), _Fd(2))
+    child = ctx.Process(target=_stage_child, args=(caller, settings, todo, partition, name, send), name=f"grasp {name}")
 
     def stop(signum, _frame):
         raise _Stopped(signal.Signals(signum).name)
@@ -196,8 +196,22 @@ def _stage_context() -> multiprocessing.context.ForkServerContext:
     return ctx
 
 
+class _Fd:
+    """One of the caller's file descriptors as it is now, duplicated into the child when the child starts."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self):
+        return _detach, (reduction.DupFd(self.fd),)
+
+
+def _detach(dup) -> int:
+    return dup.detach()
+
+
 def _stage_child(
-    environ: dict[str, str],
+    caller: tuple[dict[str, str], int, int],
     settings: dict,
     todo: dict[str, str],
     partition: tuple[str, str | None],
@@ -206,9 +220,14 @@ def _stage_child(
 ) -> None:
     """Materialize the stage in waves: a wave holds the assets to rebuild that have no ancestor to rebuild (so no
     asset is built before what it reads); after each, what became stale (an input's digest changed) is the next.
-    ``environ`` is the caller's environment now (the fork server's is the one it started with)."""
+    ``caller`` is the caller's environment, standard output and error now (the fork server's are those it started
+    with: a caller may have redirected its output since, as pytest's capture does)."""
+    environ, stdout, stderr = caller
     os.environ.clear()
     os.environ.update(environ)
+    for fd, target in ((stdout, 1), (stderr, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent decides
     quiet_libraries()
     dataset, round_key = partition
