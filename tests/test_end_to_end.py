@@ -785,6 +785,9 @@ def in_containers(trained, tmp_path_factory):
     the sensors launch the rest wave by wave (`chain_training_stages` after a run succeeds; after a round whose
     validation gate failed, `continue_after_a_failed_gate` launches `finish`). Waits until every run has ended and
     the chain has nothing left to launch (`next_work` is None); a run that failed other than at the gate fails."""
+    import shutil
+
+    import dagster as dg
     from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES, DagsterRunStatus
 
     from grasp_assets.automation import stopped_by_gate
@@ -796,12 +799,15 @@ def in_containers(trained, tmp_path_factory):
     docker = docker_client_or_skip()
     home = tmp_path_factory.mktemp("containers") / "dagster_home"
     write_instance(home)
+    tmp, _ = trained  # the user SKB where the deployment looks for it, $DAGSTER_HOME/user_skbs, registered
+    shutil.copytree(tmp / "user_skbs" / DATASET, home / "user_skbs" / DATASET)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.add_dynamic_partitions("dataset", [DATASET])
     deployment = Deployment(home, "smoke")
     graph = build_definitions(get_profile("smoke")).resolve_asset_graph()
     art = Artifacts.for_dataset(DATASET, home / "artifacts")
     idle_since = [None]
     try:
-        deployment.instance.add_dynamic_partitions(DATASET, [DATASET])
         deployment.client().submit_job_execution("prepare", tags={"dagster/partition": DATASET})
 
         def chain_ended():
@@ -826,7 +832,7 @@ def in_containers(trained, tmp_path_factory):
         print(f"[containers] the DAG in containers took {time.monotonic() - start:.0f}s in {len(runs)} runs")
         yield home, runs, deployment, docker
     finally:
-        deployment.stop()
+        deployment.stop(docker)
 
 
 def _files(directory):
