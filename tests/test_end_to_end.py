@@ -785,6 +785,7 @@ def in_containers(trained, tmp_path_factory):
     the sensors launch the rest wave by wave (`chain_training_stages` after a run succeeds; after a round whose
     validation gate failed, `continue_after_a_failed_gate` launches `finish`). Waits until every run has ended and
     the chain has nothing left to launch (`next_work` is None); a run that failed other than at the gate fails."""
+    import dataclasses
     import shutil
 
     import dagster as dg
@@ -792,17 +793,27 @@ def in_containers(trained, tmp_path_factory):
 
     from grasp_assets.automation import stopped_by_gate
     from grasp_assets.definitions import build_definitions
-    from grasp_assets.freshness import next_work
+    from grasp_assets.freshness import next_work, observe_source
+    from grasp_core.datasets import BUILTIN
+    from grasp_core.errors import GraspError
     from grasp_core.profiles import get_profile
     from tests.containers import Deployment, docker_client_or_skip, write_instance
 
     docker = docker_client_or_skip()
     home = tmp_path_factory.mktemp("containers") / "dagster_home"
     write_instance(home)
-    tmp, _ = trained  # the user SKB where the deployment looks for it, $DAGSTER_HOME/user_skbs, registered
+    tmp, _ = trained  # the user SKB where the deployment looks for it, $DAGSTER_HOME/user_skbs
     shutil.copytree(tmp / "user_skbs" / DATASET, home / "user_skbs" / DATASET)
+    # every dataset registered and its source observed, as the local run observed its own, so `dataset_registry`
+    # and `source_changes` launch nothing: the runs are the submitted `prepare` and what the chain launches
+    cfg = dataclasses.replace(get_profile("smoke").dataset, user_skb_root=str(home / "user_skbs"))
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        instance.add_dynamic_partitions("dataset", [DATASET])
+        instance.add_dynamic_partitions("dataset", [*BUILTIN, DATASET])
+        for dataset in (*BUILTIN, DATASET):
+            try:
+                observe_source(instance, dataset, cfg)
+            except GraspError:  # a source not on this machine (STaRK): source_changes passes over it too
+                pass
     deployment = Deployment(home, "smoke")
     graph = build_definitions(get_profile("smoke")).resolve_asset_graph()
     art = Artifacts.for_dataset(DATASET, home / "artifacts")
