@@ -20,7 +20,7 @@ from grasp_core.metrics import evaluate
 from grasp_core.profiles import get_profile
 from grasp_core.text.config import OutOfFoldConfig
 from grasp_core.text.mfar import MFARRetriever
-from grasp_core.text.oof import train_fold_models
+from grasp_core.text.oof import rank_by_folds, train_fold_models
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -50,15 +50,8 @@ def main() -> None:
     for k in args.folds:
         start = time.perf_counter()
         assignment, models, _ = train_fold_models(ws.skb, ws.index, ws.encoder, full, OutOfFoldConfig(folds=k))
-        rankings: list = [None] * len(train)
-        fold_of = [assignment[q] for q in train["qid"].astype(int)]
-        for f, model in enumerate(models):
-            rows = [i for i, g in enumerate(fold_of) if g == f]
-            ranker = MFARRetriever(full.fields, model, full.encoder, full.cfg)
-            for i, ranking in zip(rows, ranker.rank([train["query"].iloc[i] for i in rows])):
-                rankings[i] = ranking
         out["folds"][str(k)] = {
-            "out_of_fold_train_hit@1": hit1(rankings, train),
+            "out_of_fold_train_hit@1": hit1(rank_by_folds(full, assignment, models, train), train),
             "seconds": round(time.perf_counter() - start, 1),
         }
         print(k, out["folds"][str(k)], flush=True)

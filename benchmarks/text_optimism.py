@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from grasp_core.manifest import MANIFEST_FILE
 from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
 from grasp_core.ranking import Ranking
 from grasp_core.text.rankings_io import read_rankings
@@ -62,9 +63,9 @@ def measure(art: Path, retriever: str = "mfar") -> dict:
             }
         )
     plans = art / "eval_metrics" / "plans_test.parquet"
-    manifest = "_MANIFEST.json"  # a run still under way keeps the previous evaluation: not this run's abstentions
+    # a run still under way keeps the previous evaluation: not this run's abstentions
     fresh = plans.exists() and (
-        (art / "eval_metrics" / manifest).stat().st_mtime > (art / "text_rankings" / manifest).stat().st_mtime
+        (art / "eval_metrics" / MANIFEST_FILE).stat().st_mtime > (art / "text_rankings" / MANIFEST_FILE).stat().st_mtime
     )
     if fresh:
         served = pd.read_parquet(plans)

@@ -152,9 +152,11 @@ def _run_stage(
 ) -> tuple[bool, str | None]:
     """Rebuild ``todo`` (asset -> why) for ``partition``, then what became stale, in a child process; on SIGINT/SIGTERM
     stop it and release its run."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _stage_context()
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_stage_child, args=(settings, todo, partition, name, send), name=f"grasp {name}")
+    child = ctx.Process(
+        target=_stage_child, args=(dict(os.environ), settings, todo, partition, name, send), name=f"grasp {name}"
+    )
 
     def stop(signum, _frame):
         raise _Stopped(signal.Signals(signum).name)
@@ -186,11 +188,27 @@ def _run_stage(
         receive.close()
 
 
+def _stage_context() -> multiprocessing.context.ForkServerContext:
+    """Stage children fork from a server process that imported the code location once (torch, transformers,
+    dagster: ~10 s per child under spawn); the server holds no thread, connection or state of the caller."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["grasp_assets.definitions"])  # no effect once the server runs
+    return ctx
+
+
 def _stage_child(
-    settings: dict, todo: dict[str, str], partition: tuple[str, str | None], name: str, send: Connection
+    environ: dict[str, str],
+    settings: dict,
+    todo: dict[str, str],
+    partition: tuple[str, str | None],
+    name: str,
+    send: Connection,
 ) -> None:
     """Materialize the stage in waves: a wave holds the assets to rebuild that have no ancestor to rebuild (so no
-    asset is built before what it reads); after each, what became stale (an input's digest changed) is the next."""
+    asset is built before what it reads); after each, what became stale (an input's digest changed) is the next.
+    ``environ`` is the caller's environment now (the fork server's is the one it started with)."""
+    os.environ.clear()
+    os.environ.update(environ)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent decides
     quiet_libraries()
     dataset, round_key = partition

@@ -224,11 +224,11 @@ def _gpu_smoke() -> Profile:
         device="cpu",
         # gpu-smoke: 60 queries and 12 term look-ups (smoke: 120 and 300): every validation and test pass decodes
         # under a per-query grammar, so the splits' sizes are most of the run's time
-        dataset=DatasetConfig(scale=smoke.dataset.scale, n_queries=60, term_queries=12),
+        dataset=dataclasses.replace(smoke.dataset, n_queries=60, term_queries=12),
         encoder=dataclasses.replace(gpu.encoder, device="cpu", dtype="float32", batch_size=16),
         mfar=dataclasses.replace(gpu.mfar, epochs=2),  # gpu-smoke: (gpu: ≤ 20, early stopping)
         teacher=smoke.teacher,
-        # gpu-smoke: one optimizer step on 8 teacher plans (the full prompts are ~2k tokens of the stand-in's BPE)
+        # gpu-smoke: one optimizer step on 8 teacher plans (the full prompts are ~1.1k tokens of the stand-in's BPE)
         sft=dataclasses.replace(
             smoke.sft,
             n_examples=8,

@@ -6,6 +6,7 @@ bash scripts/setup.sh
 # lint, format and types first: a failure here stops the run before the (long) test suite
 .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy grasp_core
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_WAIT_POLICY=PASSIVE
-# one test file per worker, a worker per core, one math thread per worker (the files' module fixtures stay whole)
+# a worker per core, one math thread per worker; a test file is one unit of work (its module fixtures stay whole),
+# the planner tests sharing one world are one unit (tests/conftest.py)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-exec .venv/bin/python -m pytest -q -n "${GRASP_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -n "${GRASP_TEST_WORKERS:-$(nproc)}" --dist loadgroup --no-loadscope-reorder "$@"

@@ -55,9 +55,23 @@ def _without_disposed_defs_state_storage():
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
 
 
-# the longest files start first, so parallel workers finish together
+# the longest units of work start first, so parallel workers finish together (scripts/test.sh keeps this order)
 FIRST = ("tests/test_end_to_end.py", "tests/test_end_to_end_gpu.py")
+PLANNER_WORLD = "planner-world"  # the files using tests/planner/conftest.py's session world: one unit of work
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))  # stable: the rest keep their order
+    """Each test file is one unit of work for `--dist loadgroup` (its module fixtures are built once), except that the
+    planner files using the session's world are one unit together (it is built once, not once per worker)."""
+
+    def path(item) -> str:
+        return item.nodeid.split("::")[0]
+
+    world = {path(i) for i in items if path(i).startswith("tests/planner/") and "world" in i.fixturenames}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(PLANNER_WORLD if path(item) in world else path(item)))
+
+    def rank(item) -> int:
+        return FIRST.index(path(item)) if path(item) in FIRST else len(FIRST) + (path(item) not in world)
+
+    items.sort(key=rank)  # stable: the rest keep their order

@@ -24,6 +24,19 @@ def test_importing_the_retriever_loads_no_training_module():
     loaded = json.loads(out)
     assert "grasp_core.components" in loaded and "grasp_core.ranking" in loaded
     assert [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []
+    # the plan grammar is loaded, but not llguidance's torch kernels (torch.compile at import): decoding loads them
+    assert "grasp_core.planner.grammar" in loaded and "llguidance.torch" not in loaded
+
+
+def test_the_cli_help_loads_no_model_or_orchestration_library():
+    code = (
+        "import sys, json\nfrom grasp_assets import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n"
+        "    pass\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr)
+    assert "grasp_core.profiles" in loaded  # the help lists the profiles: their configs are read
+    heavy = ("torch", "transformers", "sentence_transformers", "faiss", "llguidance", "dagster", "mlflow")
+    assert sorted({m.split(".")[0] for m in loaded} & set(heavy)) == []
 
 
 def _unit(module: str) -> str:

@@ -1,9 +1,10 @@
 """The planner's base model: a local pretrained LLM (``gpu``: Qwen3-1.7B) or, offline, a small Qwen3 built here.
 
-The ``cpu`` base is a Qwen3-architecture model created from :class:`TinyModelConfig` with a byte-level BPE
-tokenizer trained on this SKB's text, rendered planner prompts and plan JSON (so types, relation names and
-entity-table refs are single tokens). It is written once, as the ``planner_base`` artifact, so every later
-step (SFT, RFT, GRPO, evaluation) starts from the very same weights and tokenizer.
+The ``cpu`` base is a Qwen3-architecture model created from
+:class:`~grasp_core.planner.model_config.TinyModelConfig` with a byte-level BPE tokenizer trained on this SKB's
+text, rendered planner prompts and plan JSON (so types, relation names and entity-table refs are single tokens).
+It is written once, as the ``planner_base`` artifact, so every later step (SFT, RFT, GRPO, evaluation) starts
+from the very same weights and tokenizer.
 """
 
 from __future__ import annotations

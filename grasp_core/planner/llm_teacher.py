@@ -3,7 +3,7 @@
 Each query gets the planner's own prompt (schema, entity table, query) with the teacher's guidance added to the
 system message: ``grasp_core/prompts/teacher_generic.txt`` filled with the dataset's metapaths (enumerated from
 its schema, up to ``metapaths`` of them), plus ``teacher_<dataset>.txt`` notes when that file exists. The
-endpoint client retries timeouts, HTTP 429 and 5xx with backoff (:class:`~grasp_core.llm.backends.EndpointConfig`);
+endpoint client retries timeouts, HTTP 429 and 5xx with backoff (:class:`~grasp_core.llm.config.EndpointConfig`);
 a plan that does not parse or validate is asked again at ``retry_temperature`` up to ``retries`` times and,
 still invalid, is kept as no plan and counted. Valid plans are executed like the programmatic teacher's, so
 both teachers write the same :class:`~grasp_core.planner.teacher.TeacherPlan` rows.

@@ -24,9 +24,11 @@ This module is the serving path: it imports no training code (that is :mod:`gras
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -150,10 +152,13 @@ class PolicyHead(nn.Module):
         return score.masked_fill(~x.mask, float("-inf"))
 
 
-# Verbalization vectors per (encoder identity, truncation), shared by every Featurizer of the process: the
+# Verbalization vectors per (encoder object, truncation), shared by every Featurizer of the process: the
 # verbalizations name types and relations only, so one SKB has a few hundred to a few thousand of them, and each
 # training step, evaluation and server would otherwise encode the same ones again (most of a featurization's cost).
-_VERBAL_VECTORS: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+# Keyed by the encoder object, not its ``identity``: load_encoder hands every caller of a config the same object,
+# while an identity can outlive a change of weights (train_mfar fine-tunes a copy that keeps it); an entry goes
+# with its encoder.
+_VERBAL_VECTORS: weakref.WeakKeyDictionary[Any, dict[int, dict[str, np.ndarray]]] = weakref.WeakKeyDictionary()
 
 
 class Featurizer:
@@ -163,7 +168,7 @@ class Featurizer:
         self.schema, self.encoder, self.cand_cfg, self.cfg = schema, encoder, cand_cfg, cfg
         self.types = list(schema.node_types)
         self.paths = {p: i + 1 for i, p in enumerate(paths)}
-        self._verbal = _VERBAL_VECTORS.setdefault((encoder.identity, cfg.max_query_tokens), {})
+        self._verbal = _VERBAL_VECTORS.setdefault(encoder, {}).setdefault(cfg.max_query_tokens, {})
 
     def candidates(self, query: str, table: EntityTable) -> list[dict | None]:
         """None (abstain) first, then every plan; an empty table gets the zero-hop plans only."""

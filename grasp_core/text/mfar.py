@@ -508,7 +508,7 @@ def train_mfar(
     best_state, since_best = copy.deepcopy(model.state_dict()), 0
     params = [{"params": model.parameters(), "lr": cfg.lr, "weight_decay": cfg.weight_decay}]
     if cfg.finetune_encoder:
-        encoder = copy.deepcopy(encoder)  # load_encoder's cached instance stays untouched
+        encoder = _trainable_copy(encoder)
         retriever.encoder = encoder
         params.append({"params": encoder.model.parameters(), "lr": cfg.encoder_lr, "weight_decay": 0.0})
     best_encoder = copy.deepcopy(encoder.model.state_dict()) if cfg.finetune_encoder else None
@@ -553,6 +553,14 @@ def train_mfar(
     if best_encoder is not None:
         encoder.model.load_state_dict(best_encoder)
     return MFARRetriever(fields, model.eval(), encoder, cfg), history
+
+
+def _trainable_copy(encoder: Encoder) -> Encoder:
+    """``encoder`` with weights of its own, so load_encoder's cached instance stays untouched. (A deep copy of the
+    Encoder itself fails: its tokenizer lock cannot be copied; the copy shares tokenizer and lock.)"""
+    clone = copy.copy(encoder)
+    clone.model = copy.deepcopy(encoder.model)
+    return clone
 
 
 def _trainable_query_vectors(encoder: Encoder, queries: list[str]) -> torch.Tensor:

@@ -53,6 +53,11 @@ def train_fold_models(
     on the training queries outside the fold, over its field index) and each fold's training history."""
     if cfg.folds == 0:
         return {}, [], []
+    if retriever.cfg.finetune_encoder:  # a fold model is saved without the query encoder it would fine-tune
+        raise GraspError(
+            "out-of-fold rankings need the query encoder fixed (a fold would rank with the full model's fine-tuned "
+            "encoder, fitted on its held-out queries): set OutOfFoldConfig.folds=0 or MFARConfig.finetune_encoder=False"
+        )
     assignment = assign_folds(skb.split("train")["qid"].astype(int).tolist(), cfg)
     models, histories = [], []
     for fold in range(cfg.folds):
@@ -83,27 +88,43 @@ def save_folds(path: Path, assignment: dict[int, int], models: Sequence[FieldWei
 def out_of_fold_rank(path: Path, retriever: MFARRetriever, queries: pd.DataFrame, k: int = 100) -> list[Ranking]:
     """Top ``k`` of every query of ``queries`` (columns ``qid``, ``query``): by the full ``retriever`` (loaded
     from ``path``), except the training queries with a fold, ranked by the fold model that did not train on them."""
-    texts = queries["query"].tolist()
     folds = path / FOLDS_DIR
     if not folds.exists():
-        return retriever.rank(texts, k=k)
+        return retriever.rank(queries["query"].tolist(), k=k)
     meta = read_json(folds / ASSIGNMENT_FILE)
     assignment = {int(q): int(f) for q, f in meta["qid_fold"].items()}
+    models = [_load_fold(folds, fold, retriever) for fold in range(int(meta["folds"]))]
+    return rank_by_folds(retriever, assignment, models, queries, k)
+
+
+def rank_by_folds(
+    retriever: MFARRetriever,
+    assignment: dict[int, int],
+    models: Sequence[FieldWeights],
+    queries: pd.DataFrame,
+    k: int = 100,
+) -> list[Ranking]:
+    """Top ``k`` of every query of ``queries``: a query of ``assignment`` by its fold's model (over ``retriever``'s
+    field index and encoder), any other by ``retriever``."""
+    texts = queries["query"].tolist()
     fold_of = [assignment.get(q, -1) for q in queries["qid"].astype(int).tolist()]
-    rankings: list[Ranking | None] = [None] * len(texts)
-    for fold in range(-1, int(meta["folds"])):
+    rankings: dict[int, Ranking] = {}
+    for fold in range(-1, len(models)):
         rows = [i for i, f in enumerate(fold_of) if f == fold]
         if rows:
-            ranker = retriever if fold < 0 else _fold_retriever(folds, fold, retriever)
-            for i, ranking in zip(rows, ranker.rank([texts[i] for i in rows], k=k)):
-                rankings[i] = ranking
-    return [r for r in rankings if r is not None]
+            ranker = (
+                retriever
+                if fold < 0
+                else MFARRetriever(retriever.fields, models[fold], retriever.encoder, retriever.cfg)
+            )
+            rankings.update(zip(rows, ranker.rank([texts[i] for i in rows], k=k)))
+    return [rankings[i] for i in range(len(texts))]
 
 
-def _fold_retriever(folds: Path, fold: int, full: MFARRetriever) -> MFARRetriever:
+def _load_fold(folds: Path, fold: int, full: MFARRetriever) -> FieldWeights:
     model = FieldWeights(full.encoder.dim, full.fields.num_scorers)
     try:
         model.load_state_dict(torch.load(folds / f"fold_{fold}.pt", weights_only=True))
     except (OSError, RuntimeError) as exc:
         raise CorruptArtifactError(f"{folds / f'fold_{fold}.pt'}: unreadable fold model ({exc}); retrain") from exc
-    return MFARRetriever(full.fields, model, full.encoder, full.cfg)
+    return model

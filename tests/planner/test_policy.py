@@ -1,6 +1,7 @@
 """The plan-selection policy (the ``cpu`` planner) on the tiny synth-prime world, with the real MiniLM and executor."""
 
 import dataclasses
+import zlib
 
 import numpy as np
 import pytest
@@ -221,6 +222,36 @@ class ScriptedValidation:
         now = self.policy.head.state_dict()
         (i,) = [i for i, h in enumerate(self.heads) if all(torch.equal(h[k], now[k]) for k in now)]
         return i
+
+
+class StandInEncoder:
+    """A stand-in encoder (a text's vector is seeded by its crc32) that records the texts of every ``encode`` call;
+    each object has the same ``identity``."""
+
+    dim, identity = 8, "counting|pooling=mean|dim=8"
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, texts, max_tokens, show_progress=False):
+        self.calls.append(list(texts))
+        vectors = np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts])
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_verbalization_vectors_are_encoded_once_per_encoder_object(world):
+    qids = [q for q in world.train if world.tables[q].rows][:2]
+    queries, tables = [world.queries[q] for q in qids], [world.tables[q] for q in qids]
+    counting = StandInEncoder()
+    featurize = [new_policy(world.skb.schema, counting, CandidateConfig(), [], PolicyConfig()).featurizer for _ in "ab"]
+    first = featurize[0](queries, tables)
+    assert counting.calls[0] == queries and len(counting.calls) == 2  # the queries, then the verbalizations
+    second = featurize[1](queries, tables)  # another featurizer of the same encoder: the queries only
+    assert counting.calls[2:] == [queries] and torch.equal(first.feats, second.feats)
+    # another encoder object of the same identity (as a fine-tuned copy keeps it) encodes its own verbalizations
+    other = StandInEncoder()
+    new_policy(world.skb.schema, other, CandidateConfig(), [], PolicyConfig()).featurizer(queries, tables)
+    assert other.calls == counting.calls[:2]
 
 
 def test_sft_keeps_its_best_validated_epoch_not_the_last(world, executed):

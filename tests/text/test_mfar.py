@@ -9,7 +9,7 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
 from grasp_core.text.config import MFARConfig
-from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids, train_mfar
+from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids, _trainable_copy, train_mfar
 from tests.text.conftest import tiny_skb
 
 CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidates_per_field=20)
@@ -166,6 +166,17 @@ def test_encoder_finetuning_needs_float32_weights(skb, node_index):
     bf16 = load_encoder(EncoderConfig(dtype="bfloat16"))
     with pytest.raises(GraspError, match="dtype='float32'"):
         train_mfar(skb, node_index, bf16, MFARConfig(finetune_encoder=True))
+
+
+def test_encoder_finetuning_trains_a_copy_of_the_encoder(encoder):
+    tuned = _trainable_copy(encoder)
+    before = encoder.encode(["retina"], 16)
+    np.testing.assert_allclose(tuned.encode(["retina"], 16), before, rtol=0, atol=1e-6)
+    with torch.no_grad():
+        for p in tuned.model.parameters():
+            p.mul_(1.5)
+    assert not np.allclose(tuned.encode(["retina"], 16), before, atol=1e-3)
+    np.testing.assert_array_equal(encoder.encode(["retina"], 16), before)  # the cached encoder is untouched
 
 
 def test_encoder_finetuning_needs_a_gpu(skb, node_index, encoder):

@@ -75,3 +75,10 @@ def test_training_queries_get_their_fold_models_ranking_and_the_rest_the_full_mo
     for a, b in zip(out_of_fold_rank(plain, loaded, skb.queries, k=20), by_full):
         np.testing.assert_allclose(a.scores, b.scores, rtol=0, atol=1e-5)
     assert train_fold_models(skb, None, encoder, full, OutOfFoldConfig(folds=0)) == ({}, [], [])
+
+
+def test_folds_refuse_a_fine_tuned_query_encoder(folded, skb, encoder):
+    full = folded[0]
+    tuned = MFARRetriever(full.fields, full.model, encoder, replace(CFG, finetune_encoder=True))
+    with pytest.raises(GraspError, match="OutOfFoldConfig.folds=0 or MFARConfig.finetune_encoder=False"):
+        train_fold_models(skb, None, encoder, tuned, OOF)
