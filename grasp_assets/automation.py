@@ -5,8 +5,9 @@ The stages and their order are :mod:`grasp_assets.stages`; what a run rebuilds i
 `grasp pipeline` uses. The weekly schedule launches, per registered dataset, `prepare` for its assets to
 rebuild; `source_changes` observes every dataset's source and launches `prepare` when it changed;
 `chain_training_stages` launches the next wave when a run succeeds: the same stage while it has assets to
-rebuild, then the next stage that has (a round whose validation gate fails does not succeed: the `planner`
-asset's blocking check stops it). Dagster's run queue (dagster_home/dagster.yaml) lets one heavy run at a time
+rebuild, then the next stage that has; a round whose validation gate fails does not succeed (the `planner`
+asset's blocking check stops it): `continue_after_a_failed_gate` then passes over the later rounds and launches
+`finish`, as `grasp pipeline` does. Dagster's run queue (dagster_home/dagster.yaml) lets one heavy run at a time
 use the machine; failed steps retry with exponential backoff.
 """
 
@@ -16,7 +17,7 @@ from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.freshness import next_work, observe_source
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
 from grasp_assets.resources import GraspSettings
-from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, Step
+from grasp_assets.stages import FINISH, GATE_CHECK, ORDER, PREPARE, RL_ROUND, Step
 from grasp_assets.steps import HEAVY
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
 from grasp_core.errors import GraspError
@@ -68,15 +69,10 @@ def weekly_retraining(context: dg.ScheduleEvaluationContext):
             yield _request(work[0], dataset, work[1], f"{dataset}-{context.scheduled_execution_time:%Y%m%d}")
 
 
-@dg.run_status_sensor(
-    run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[prepare_job, rl_round_job, finish_job],
-    request_jobs=[prepare_job, rl_round_job, finish_job],
-    default_status=dg.DefaultSensorStatus.RUNNING,
-)
-def chain_training_stages(context: dg.RunStatusSensorContext):
-    """The next wave for the dataset the finished run was about: the same stage while assets it did not build are
-    to be rebuilt, then prepare → round 1 → round 2 → finish, passing over stages with nothing to rebuild."""
+def _next_wave(context: dg.RunStatusSensorContext, again: bool = True):
+    """The next wave for the dataset the ended run was about: the same stage while assets it did not build are to
+    be rebuilt (``again``; else from the next stage on), then prepare → round 1 → round 2 → finish, passing over
+    stages with nothing to rebuild and the rounds after a failed gate."""
     run = context.dagster_run
     tags = run.tags
     if run.job_name in (prepare_job.name, finish_job.name):
@@ -90,12 +86,53 @@ def chain_training_stages(context: dg.RunStatusSensorContext):
         return dg.SkipReason("not a dataset run")
     built = {k.to_user_string() for k in run.asset_selection or ()}
     graph = context.repository_def.asset_graph if context.repository_def else None
-    work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), done, built) if graph else None
+    start, built = (done, built) if again else (ORDER[ORDER.index(done) + 1], set())
+    work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), start, built) if graph else None
     if work is None:
         return dg.SkipReason(f"nothing left to rebuild for {dataset} after {done.label}")
     step, todo = work
     suffix = f"r{step.round_key}" if step.round_key else step.stage
     return _request(step, dataset, todo, f"{run.run_id}-{suffix}")
+
+
+STAGES = [prepare_job, rl_round_job, finish_job]
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=STAGES,
+    request_jobs=STAGES,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def chain_training_stages(context: dg.RunStatusSensorContext):
+    """When a stage's run succeeds: the next wave for its dataset (see ``_next_wave``)."""
+    return _next_wave(context)
+
+
+def stopped_by_gate(instance: dg.DagsterInstance, run_id: str) -> bool:
+    """True when the run's `planner` failed its blocking validation gate (`val_hit1_improved`)."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    return any(
+        event.check_name == GATE_CHECK and not event.passed
+        for record in records
+        if record.event_log_entry.dagster_event is not None
+        for event in [record.event_log_entry.dagster_event.event_specific_data]
+    )
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.FAILURE,
+    monitored_jobs=[rl_round_job],
+    request_jobs=[finish_job],
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def continue_after_a_failed_gate(context: dg.RunStatusSensorContext):
+    """When a round's run failed because its validation gate failed: the round is over, the later rounds are passed
+    over and `finish` is launched if it has work (the served planner is the last that passed), as `grasp pipeline`
+    goes on. A run that failed for any other reason launches nothing (rerun it once the cause is fixed)."""
+    if not stopped_by_gate(context.instance, context.dagster_run.run_id):
+        return dg.SkipReason("the round failed before its gate: nothing is launched")
+    return _next_wave(context, again=False)
 
 
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -139,6 +176,12 @@ def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
     return dg.SkipReason(f"released {len(released)} dead run(s): {released}" if released else "no dead run")
 
 
-jobs = [prepare_job, rl_round_job, finish_job]
+jobs = STAGES
 schedules = [weekly_retraining]
-sensors = [chain_training_stages, dataset_registry, source_changes, release_dead_runs_sensor]
+sensors = [
+    chain_training_stages,
+    continue_after_a_failed_gate,
+    dataset_registry,
+    source_changes,
+    release_dead_runs_sensor,
+]

@@ -25,12 +25,12 @@ from dagster._core.definitions.data_version import (
 from dagster._time import get_current_datetime
 
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
-from grasp_assets.stages import ORDER, PREVIOUS_ROUND_READS, ROUND_ASSETS, STAGE_ASSETS, Step
+from grasp_assets.stages import ORDER, PLANNER, PREVIOUS_ROUND_READS, ROUND_ASSETS, STAGE_ASSETS, Step
 from grasp_core import manifest
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import DatasetConfig, source_fingerprint
 from grasp_core.errors import CorruptArtifactError
-from grasp_core.planner.rounds import previous_round
+from grasp_core.planner.rounds import ROUNDS, gate_failed, previous_round
 
 SOURCE = "skb_source"
 skb_source = dg.AssetSpec(
@@ -131,8 +131,13 @@ def wave(graph, todo: dict[str, str]) -> list[str]:
 
 def next_work(instance: dg.DagsterInstance, graph, art: Artifacts, after: Step | None = None, built=frozenset()):
     """The first step of :data:`~grasp_assets.stages.ORDER` (from ``after`` on: the same step again while assets
-    in it it did not build are to be rebuilt) with a wave to rebuild: ``(step, {asset: why})``, or None."""
+    in it it did not build are to be rebuilt) with a wave to rebuild: ``(step, {asset: why})``, or None. The rounds
+    after one whose validation gate failed are passed over (a round never starts from such a planner), as `grasp
+    pipeline` passes over them."""
     for step in ORDER[ORDER.index(after) :] if after else ORDER:
+        earlier = ROUNDS[: ROUNDS.index(step.round_key)] if step.round_key else ()
+        if any(gate_failed(art.path(PLANNER, r)) for r in earlier):
+            continue
         todo = to_rebuild(instance, graph, list(STAGE_ASSETS[step.stage]), art, step.round_key)
         if step == after:
             todo = {k: v for k, v in todo.items() if k not in built}

@@ -32,6 +32,7 @@ SFT_ADAPTER = "sft_adapter"
 REWARD_TABLE = "reward_table"
 RFT_SAMPLES = "rft_samples"
 PLANNER = "planner"
+GATE_CHECK = "val_hit1_improved"  # the `planner` asset's blocking check: the round's validation gate
 RERANKER_HARD_NEGATIVES = "reranker_hard_negatives"
 RERANKER = "reranker"
 EVAL_METRICS = "eval_metrics"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from grasp_core.errors import UnknownDatasetError
-from grasp_core.home import grasp_home
+from grasp_core.home import LOCATION, grasp_home
 from grasp_core.skb.format import SKB, read_skb
 
 SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
@@ -58,15 +58,17 @@ class DatasetConfig:
     stark_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
         metadata={
+            LOCATION: True,
             "help": "the STaRK processed SKBs: the root stark-qa's load_skb was given (<root>/<name>/processed/…), "
-            "or the Hugging Face dataset's folder (<root>/skb/<name>/processed/…)"
+            "or the Hugging Face dataset's folder (<root>/skb/<name>/processed/…)",
         },
     )
     stark_qa_root: str = field(
         default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO / "data" / "stark"),
         metadata={
+            LOCATION: True,
             "help": "the STaRK QA files ({stark_qa,split}/…): the root stark-qa's load_qa was given (<root>/<name>), "
-            "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)"
+            "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)",
         },
     )
     paraphrase_url: str | None = field(
@@ -82,7 +84,7 @@ class DatasetConfig:
     )
     user_skb_root: str = field(
         default_factory=lambda: _env_path("GRASP_USER_SKBS", grasp_home() / "user_skbs"),
-        metadata={"help": "directory whose sub-directories are user SKBs in the on-disk format"},
+        metadata={LOCATION: True, "help": "directory whose sub-directories are user SKBs in the on-disk format"},
     )
 
 

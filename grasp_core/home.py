@@ -16,3 +16,8 @@ CHECKOUT_HOME = Path(__file__).resolve().parent.parent / "dagster_home"
 
 def grasp_home() -> Path:
     return Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else CHECKOUT_HOME
+
+
+# A config field's metadata key for a location (where a source or a store lies, not how anything is built): such
+# fields stay out of code versions and MLflow params (`grasp_core.pipeline.step.section_values`).
+LOCATION = "location"

@@ -65,7 +65,8 @@ class Deployment:
 
     def __init__(self, home: Path, profile: str):
         self.home, self.port = home, free_port()
-        env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}  # runs track into home
+        # everything in home, as run containers see it (they get DAGSTER_HOME and GRASP_PROFILE, and mount home)
+        env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "GRASP_HOME", "GRASP_USER_SKBS")}
         env.update(DAGSTER_HOME=str(home), GRASP_PROFILE=profile, PYTHONPATH=str(ROOT))
         dagster = str(Path(sys.executable).parent / "dagster")
         cmd = [dagster, "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
@@ -97,12 +98,19 @@ class Deployment:
             time.sleep(3)
         return found
 
-    def stop(self) -> None:
+    def stop(self, docker) -> None:
+        """Stops `dagster dev`, then every run container still running (they outlive the daemon that launched them)."""
         os.killpg(self.proc.pid, signal.SIGINT)
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        for run in self.instance.get_runs():
+            if "docker/container_id" in run.tags:
+                try:
+                    docker.containers.get(run.tags["docker/container_id"]).kill()
+                except Exception:  # ended (auto-removed) already
+                    pass
         self.instance.dispose()
         self.log.close()

@@ -782,31 +782,68 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
 def in_containers(trained, tmp_path_factory):
     """The same DAG launched through a Dagster instance whose runs start in containers of the grasp image
     (deploy/host/dagster.yaml, tests/containers.py): `prepare` is submitted over GraphQL as the UI submits it and
-    the `chain_training_stages` sensor launches round 1, round 2 and `finish` as each run succeeds."""
-    from dagster._core.storage.dagster_run import DagsterRunStatus
+    the sensors launch the rest wave by wave (`chain_training_stages` after a run succeeds; after a round whose
+    validation gate failed, `continue_after_a_failed_gate` launches `finish`). Waits until every run has ended and
+    the chain has nothing left to launch (`next_work` is None); a run that failed other than at the gate fails."""
+    import dataclasses
+    import shutil
 
+    import dagster as dg
+    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES, DagsterRunStatus
+
+    from grasp_assets.automation import stopped_by_gate
+    from grasp_assets.definitions import build_definitions
+    from grasp_assets.freshness import next_work, observe_source
+    from grasp_core.datasets import BUILTIN
+    from grasp_core.errors import GraspError
+    from grasp_core.profiles import get_profile
     from tests.containers import Deployment, docker_client_or_skip, write_instance
 
     docker = docker_client_or_skip()
     home = tmp_path_factory.mktemp("containers") / "dagster_home"
     write_instance(home)
+    tmp, _ = trained  # the user SKB where the deployment looks for it, $DAGSTER_HOME/user_skbs
+    shutil.copytree(tmp / "user_skbs" / DATASET, home / "user_skbs" / DATASET)
+    # every dataset registered and its source observed, as the local run observed its own, so `dataset_registry`
+    # and `source_changes` launch nothing: the runs are the submitted `prepare` and what the chain launches
+    cfg = dataclasses.replace(get_profile("smoke").dataset, user_skb_root=str(home / "user_skbs"))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.add_dynamic_partitions("dataset", [*BUILTIN, DATASET])
+        for dataset in (*BUILTIN, DATASET):
+            try:
+                observe_source(instance, dataset, cfg)
+            except GraspError:  # a source not on this machine (STaRK): source_changes passes over it too
+                pass
     deployment = Deployment(home, "smoke")
+    graph = build_definitions(get_profile("smoke")).resolve_asset_graph()
+    art = Artifacts.for_dataset(DATASET, home / "artifacts")
+    idle_since = [None]
     try:
-        deployment.instance.add_dynamic_partitions("dataset", [DATASET])
         deployment.client().submit_job_execution("prepare", tags={"dagster/partition": DATASET})
 
-        def finished():
+        def chain_ended():
             runs = deployment.instance.get_runs()
-            failed = [r for r in runs if r.status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)]
-            assert not failed, f"run {failed[0].run_id} ({failed[0].job_name}) failed; see {deployment.log.name}"
-            return runs if any(r.job_name == "finish" and r.status == DagsterRunStatus.SUCCESS for r in runs) else None
+            for r in runs:
+                ended_badly = r.status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+                assert not ended_badly or stopped_by_gate(deployment.instance, r.run_id), (
+                    f"run {r.run_id} ({r.job_name}) failed; see {deployment.log.name}"
+                )
+            if any(r.status in NOT_FINISHED_STATUSES for r in runs):
+                idle_since[0] = None
+                return None
+            work = next_work(deployment.instance, graph, art)
+            if work is None:
+                return runs
+            idle_since[0] = idle_since[0] or time.monotonic()  # the sensors tick every 30 s
+            assert time.monotonic() - idle_since[0] < 300, f"no run launched for {work}; see {deployment.log.name}"
+            return None
 
         start = time.monotonic()
-        runs = deployment.wait_for(finished, "the finish run", timeout=2400)
-        print(f"[containers] the DAG in containers took {time.monotonic() - start:.0f}s")
+        runs = deployment.wait_for(chain_ended, "the chain's last run", timeout=2400)
+        print(f"[containers] the DAG in containers took {time.monotonic() - start:.0f}s in {len(runs)} runs")
         yield home, runs, deployment, docker
     finally:
-        deployment.stop()
+        deployment.stop(docker)
 
 
 def _files(directory):
@@ -819,15 +856,30 @@ def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_con
 
     from dagster._core.storage.dagster_run import DagsterRunStatus
 
+    from grasp_assets.automation import stopped_by_gate
+    from grasp_assets.partitions import ROUND
+    from grasp_core.planner.rounds import Gate
     from tests.containers import IMAGE
 
     tmp, _ = trained
-    home, runs, _, docker = in_containers
-    assert sorted(r.job_name for r in runs) == ["finish", "prepare", "rl_round", "rl_round"]
+    home, runs, deployment, docker = in_containers
+    assert {r.job_name for r in runs} == {"prepare", "rl_round", "finish"}
     for run in runs:  # each run's worker ran in its own container of the image
-        assert run.status == DagsterRunStatus.SUCCESS and run.tags["dagster/image"] == IMAGE
-        assert run.tags["docker/container_id"]
+        assert run.tags["dagster/image"] == IMAGE and run.tags["docker/container_id"]
     local, remote = tmp / "artifacts" / DATASET, home / "artifacts" / DATASET
+    # the same rounds ran, and their gates decided alike: a round whose gate failed is the one failed run of it
+    gates = {
+        where: {d.name: Gate.read(d).passed for d in sorted((root / "planner").iterdir()) if is_complete(d)}
+        for where, root in (("local", local), ("containers", remote))
+    }
+    assert gates["local"] == gates["containers"] and gates["local"], gates
+    failed = {r.tags[f"dagster/partition/{ROUND}"] for r in runs if r.status != DagsterRunStatus.SUCCESS}
+    assert failed == {r for r, passed in gates["local"].items() if not passed}
+    assert all(
+        r.job_name == "rl_round" and stopped_by_gate(deployment.instance, r.run_id)
+        for r in runs
+        if r.status != DagsterRunStatus.SUCCESS
+    )
     local_files, remote_files = _files(local), _files(remote)
     assert set(local_files) == set(remote_files)
     digest = {

@@ -13,6 +13,7 @@ from grasp_assets.partitions import dataset_partitions, dataset_round_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import (
     ENTITY_TABLES,
+    GATE_CHECK,
     GRAPH_STORE,
     PLANNER,
     QUERIES,
@@ -98,7 +99,7 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
     op_tags=HEAVY,
     check_specs=[
         dg.AssetCheckSpec(
-            "val_hit1_improved",
+            GATE_CHECK,
             asset=PLANNER,
             blocking=True,
             description="validation fused Hit@1 rose above the round's starting planner (a tie fails)",
@@ -114,7 +115,7 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
         gate = Gate(result["val_fused_hit1"], result["previous_val_fused_hit1"])
         return [
             dg.AssetCheckResult(
-                check_name="val_hit1_improved",
+                check_name=GATE_CHECK,
                 passed=gate.passed,
                 metadata={"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous},
             )

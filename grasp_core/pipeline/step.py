@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from grasp_core.home import LOCATION
 from grasp_core.profiles import Profile
 
 SECTIONS = frozenset(f.name for f in dataclasses.fields(Profile))
@@ -46,11 +47,17 @@ def step(name: str, reads: Iterable[str]) -> Callable[[F], F]:
 
 
 def section_values(profile: Profile, sections: Iterable[str]) -> dict:
-    """The values of ``sections`` of ``profile``, as plain data (for code versions and MLflow params)."""
+    """The values of ``sections`` of ``profile``, as plain data (for code versions and MLflow params), without the
+    fields marked :data:`LOCATION`: where a source lies (it differs between a checkout and an installed image) is
+    not a setting of what is built; the source's files are fingerprinted instead (``skb_source``)."""
     out = {}
     for section in sorted(sections):
         value = getattr(profile, section)
-        out[section] = (
-            dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
-        )
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            plain = dataclasses.asdict(value)
+            for f in dataclasses.fields(value):
+                if f.metadata.get(LOCATION):
+                    del plain[f.name]
+            value = plain
+        out[section] = value
     return out

@@ -7,13 +7,20 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from grasp_assets.automation import chain_training_stages, dataset_registry, weekly_retraining
+from grasp_assets.automation import (
+    chain_training_stages,
+    continue_after_a_failed_gate,
+    dataset_registry,
+    weekly_retraining,
+)
 from grasp_assets.definitions import defs
 from grasp_assets.freshness import next_work
 from grasp_assets.partitions import DATASET
-from grasp_assets.stages import FINISH, PREPARE, RL_ROUND, STAGE_ASSETS, Step
+from grasp_assets.stages import FINISH, GATE_CHECK, PLANNER, PREPARE, RL_ROUND, STAGE_ASSETS, Step
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import BUILTIN
+from grasp_core.io import atomic_dir
+from grasp_core.planner.rounds import Gate
 from grasp_core.skb.format import SKB, write_skb
 from grasp_core.skb.schema import Relation, Schema
 
@@ -148,6 +155,58 @@ def test_chain_training_stages_requests_the_next_wave(instance, no_artifacts):
     assert round_1.job_name == "rl_round" and round_1.run_key == f"{run_id}-r1"
     assert round_1.partition_key.keys_by_dimension == {DATASET: "synth-prime", "round": "1"}
     assert round_1.asset_selection == [dg.AssetKey("rft_samples")]
+
+
+def _round_run(instance, passed: bool | None):
+    """A real run of an `rl_round`-named job for synth-prime round 1 whose `planner` asset carries the blocking gate
+    check: it fails at the gate (passed False), passes it, or fails before it (None: the asset raises)."""
+    partitions = defs.resolve_job_def(RL_ROUND).partitions_def
+
+    @dg.asset(
+        name=PLANNER,
+        partitions_def=partitions,
+        check_specs=[dg.AssetCheckSpec(GATE_CHECK, asset=PLANNER, blocking=True)],
+    )
+    def planner():
+        if passed is None:
+            raise RuntimeError("GRPO ran out of memory")
+        return dg.MaterializeResult(check_results=[dg.AssetCheckResult(check_name=GATE_CHECK, passed=passed)])
+
+    job = dg.Definitions(assets=[planner], jobs=[dg.define_asset_job(RL_ROUND, partitions_def=partitions)])
+    key = dg.MultiPartitionKey({DATASET: "synth-prime", "round": "1"})
+    result = job.resolve_job_def(RL_ROUND).execute_in_process(
+        instance=instance, partition_key=key, raise_on_error=False
+    )
+    event = result.get_run_failure_event() if passed is not True else result.get_run_success_event()
+    context = dg.build_run_status_sensor_context(
+        sensor_name=continue_after_a_failed_gate.name,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
+        dagster_event=event,
+        repository_def=defs.get_repository_def(),
+    )
+    return result, context
+
+
+def test_a_round_stopped_by_its_gate_passes_over_later_rounds_to_finish(instance, no_artifacts):
+    """As `grasp pipeline`: after round 1's gate fails (a tie) the daemon launches `finish`, never round 2; a round
+    that failed before its gate launches nothing."""
+    instance.add_dynamic_partitions(DATASET, ["synth-prime"])
+    with atomic_dir(no_artifacts.path(PLANNER, "1")) as tmp:
+        Gate(val_fused_hit1=30.0, previous=30.0).write(tmp)
+    result, context = _round_run(instance, passed=False)
+    assert not result.success
+    request = continue_after_a_failed_gate(context)
+    assert (request.job_name, request.partition_key) == ("finish", "synth-prime")
+    assert request.run_key == f"{result.run_id}-finish"
+    assert request.asset_selection == [dg.AssetKey("reranker_hard_negatives")]
+    graph = defs.resolve_asset_graph()
+    assert next_work(instance, graph, no_artifacts)[0] == Step(PREPARE)  # the passing-over is next_work's
+    assert next_work(instance, graph, no_artifacts, Step(RL_ROUND, "2"))[0] == Step(FINISH)
+
+    crashed, context = _round_run(instance, passed=None)
+    assert not crashed.success
+    assert isinstance(continue_after_a_failed_gate(context), dg.SkipReason)
 
 
 def test_weekly_retraining_one_run_per_registered_dataset_for_what_is_stale(instance, no_artifacts):

@@ -100,6 +100,25 @@ def test_every_asset_runs_a_declared_step_and_versions_follow_its_settings():
     assert code_version(STEPS["graph_store"], cpu) == code_version(STEPS["graph_store"], gpu)
 
 
+def test_where_a_source_lies_is_not_part_of_any_version(monkeypatch, tmp_path):
+    """A checkout and an installed image (deploy/) find the STaRK and user SKB folders at other paths: the same
+    versions and MLflow params (the source's files are fingerprinted instead); a setting still counts."""
+    from grasp_core.pipeline.step import section_values
+    from grasp_core.profiles import get_profile
+
+    def versions():
+        profile = get_profile("smoke")
+        return {n: code_version(s, profile) for n, s in STEPS.items()}, section_values(profile, ["dataset"])
+
+    here, params = versions()
+    assert "stark_root" not in params["dataset"] and "user_skb_root" not in params["dataset"]
+    for var in ("GRASP_STARK_ROOT", "GRASP_STARK_QA_ROOT", "GRASP_USER_SKBS"):
+        monkeypatch.setenv(var, str(tmp_path / var))
+    assert versions() == (here, params)
+    monkeypatch.setenv("GRASP_PARAPHRASE_MODEL", "another-model")
+    assert versions()[0][SKB] != here[SKB]
+
+
 def _edited_library(tmp_path, name: str, file: str, old: str, new: str) -> Path:
     """A copy of the library with one edit (code versions read the source from a root)."""
     import shutil

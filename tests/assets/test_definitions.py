@@ -53,6 +53,7 @@ def test_jobs_schedule_and_sensors():
     assert defs.resolve_schedule_def("weekly_retraining").cron_schedule == "0 3 * * 0"
     assert {s.name for s in defs.sensors} == {
         "chain_training_stages",
+        "continue_after_a_failed_gate",
         "dataset_registry",
         "source_changes",
         "release_dead_runs_sensor",
