@@ -95,13 +95,13 @@ def _next_wave(context: dg.RunStatusSensorContext, again: bool = True):
     return _request(step, dataset, todo, f"{run.run_id}-{suffix}")
 
 
-STAGES = [prepare_job, rl_round_job, finish_job]
+jobs = [prepare_job, rl_round_job, finish_job]
 
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=STAGES,
-    request_jobs=STAGES,
+    monitored_jobs=jobs,
+    request_jobs=jobs,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def chain_training_stages(context: dg.RunStatusSensorContext):
@@ -176,7 +176,6 @@ def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
     return dg.SkipReason(f"released {len(released)} dead run(s): {released}" if released else "no dead run")
 
 
-jobs = STAGES
 schedules = [weekly_retraining]
 sensors = [
     chain_training_stages,
