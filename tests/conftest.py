@@ -50,6 +50,10 @@ def _without_disposed_defs_state_storage():
     with set_defs_state_storage(None):
         yield
     gc.collect()
+    # what outlives a module (imported libraries, session fixtures) is moved out of the collector's reach: a full
+    # collection then scans only what later tests make (it scanned millions of torch/dagster/transformers objects,
+    # 1-3 s each time, twice per module)
+    gc.freeze()
 
 
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
