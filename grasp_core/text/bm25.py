@@ -147,8 +147,10 @@ class LexicalIndex:
         return scores
 
     def save(self, path: Path) -> None:
-        """Write into an existing directory ``path`` (the caller owns atomicity)."""
-        sp.save_npz(path / "weights.npz", self.weights)
+        """Write into an existing directory ``path`` (the caller owns atomicity). The weights are stored, not
+        deflated: zlib builds compress the same arrays to other bytes (the image's Debian zlib and this machine's
+        Python differed), and an identical index must be identical bytes to keep its data version."""
+        sp.save_npz(path / "weights.npz", self.weights, compressed=False)
         np.save(path / "rows.npy", self.rows)
         if self.nonoccurrence is not None:
             np.save(path / "nonoccurrence.npy", self.nonoccurrence)
