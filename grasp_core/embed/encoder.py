@@ -7,11 +7,16 @@ last-token pooling and no instruction prefix. The pipeline is always assembled h
 
 ``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), groups texts by their token count
 rounded up to a multiple of 8 and pads each group to exactly that length (so a text's vector does not depend
-on its batch: bit for bit in the dtype ``auto`` picks; float32 on a CPU with AMX, whose float32 GEMM kernel follows the
-row count, within 1e-6), runs the batches and returns float32 L2-normalized vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
+on the other texts' lengths), runs the batches and returns float32 L2-normalized vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
 it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 2 cores, cosine to float32
 >= 0.9999 on 1,000 texts, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
 embeddings built in one dtype are never mixed with another.
+
+Open defect, on a CPU with AMX: a vector still depends on how many texts share its batch. oneDNN's bfloat16 kernels
+differ with the row count (up to 1.2e-3 between a text alone and in a batch of 3-16 texts of its length, none at 2 or
+from 24; none with ``ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16``, which made a single query 4x slower) and MKL's float32
+``addmm`` too (2.4e-7). There a question answered alone can order near-ties of the text branch otherwise than in the
+evaluation's batch (``tests/pipeline/test_training_inputs.py``'s answer parity fails on such a CPU).
 """
 
 from __future__ import annotations
