@@ -32,6 +32,8 @@ from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
 from grasp_core.text.fields import relation_texts
 
+_CSR_PARTS = ("data", "indices", "indptr", "shape")  # the weight matrix on disk: weights.<part>.npy
+
 
 @dataclass(frozen=True)
 class BM25Config:
@@ -147,10 +149,12 @@ class LexicalIndex:
         return scores
 
     def save(self, path: Path) -> None:
-        """Write into an existing directory ``path`` (the caller owns atomicity). The weights are stored, not
-        deflated: zlib builds compress the same arrays to other bytes (the image's Debian zlib and this machine's
-        Python differed), and an identical index must be identical bytes to keep its data version."""
-        sp.save_npz(path / "weights.npz", self.weights, compressed=False)
+        """Write into an existing directory ``path`` (the caller owns atomicity). Plain ``.npy`` files, not scipy's
+        ``.npz``: an identical index must be identical bytes wherever it is built (its digest is its data version),
+        and a zip's headers follow the Python that wrote it (3.11.7 wrote zip64 headers where the image's 3.11.2 did
+        not, and their zlib deflated the same arrays to other bytes)."""
+        for part in _CSR_PARTS:
+            np.save(path / f"weights.{part}.npy", np.asarray(getattr(self.weights, part)))
         np.save(path / "rows.npy", self.rows)
         if self.nonoccurrence is not None:
             np.save(path / "nonoccurrence.npy", self.nonoccurrence)
@@ -160,7 +164,8 @@ class LexicalIndex:
     @classmethod
     def load(cls, path: Path) -> LexicalIndex:
         try:
-            weights = sp.load_npz(path / "weights.npz").tocsr()
+            data, indices, indptr, shape = (np.load(path / f"weights.{part}.npy") for part in _CSR_PARTS)
+            weights = sp.csr_matrix((data, indices, indptr), shape=tuple(shape))
             vocab = read_json(path / "vocab.json")
             cfg = BM25Config(**read_json(path / "bm25.json"))
             rows = np.load(path / "rows.npy")

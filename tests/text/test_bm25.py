@@ -92,6 +92,18 @@ def test_save_load_round_trip(skb, tmp_path):
         np.testing.assert_array_equal(a.scores, b.scores)
 
 
+def test_an_index_is_plain_npy_and_json_files_the_same_bytes_each_time(skb, tmp_path):
+    """Its digest is its data version: no zip, whose headers and deflate follow the Python that wrote it."""
+    from grasp_core import manifest
+
+    retriever = BM25Retriever.build(skb)
+    first, second = (manifest.read(retriever.save(tmp_path / name)) for name in ("a", "b"))
+    assert first is not None and second is not None and first.digest == second.digest
+    assert {f.rsplit(".", 1)[-1] for f in first.files} == {"npy", "json"}
+    loaded = BM25Retriever.load(tmp_path / "a").index.weights
+    assert loaded.dtype == retriever.index.weights.dtype and (loaded != retriever.index.weights).nnz == 0
+
+
 def test_load_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(MissingArtifactError, match="BM25Retriever.build"):
         BM25Retriever.load(tmp_path / "nothing")
