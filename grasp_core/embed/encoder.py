@@ -12,11 +12,11 @@ it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 
 >= 0.9999 on 1,000 texts, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
 embeddings built in one dtype are never mixed with another.
 
-Open defect, on a CPU with AMX: a vector still depends on how many texts share its batch. oneDNN's bfloat16 kernels
-differ with the row count (up to 1.2e-3 between a text alone and in a batch of 3-16 texts of its length, none at 2 or
-from 24; none with ``ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16``, which made a single query 4x slower) and MKL's float32
-``addmm`` too (2.4e-7). There a question answered alone can order near-ties of the text branch otherwise than in the
-evaluation's batch (``tests/pipeline/test_training_inputs.py``'s answer parity fails on such a CPU).
+On a CPU with AMX, oneDNN's AMX bfloat16 kernels made a vector depend on how many texts share its batch (up to
+1.2e-3 between a text alone and in a batch of 3-16 texts of its length), so a question's answer depended on the
+questions served with it; importing :mod:`grasp_core` caps oneDNN at AVX-512 BF16 (``ONEDNN_MAX_CPU_ISA``), which
+does not, at the same speed for MiniLM (one thread, paired runs). MKL's float32 ``addmm`` there still differs by
+2.4e-7 with the row count (``MKL_CBWR=AVX2,STRICT`` removes it, at 1.85x slower float32 GEMMs: not set).
 """
 
 from __future__ import annotations

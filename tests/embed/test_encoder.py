@@ -24,17 +24,28 @@ def test_encode_keeps_input_order_and_is_exactly_batch_invariant(dtype):
     encoder = load_encoder(EncoderConfig(dtype=dtype, batch_size=2))
     texts = [*TEXTS, "retinal detachment", "a drug approved for topical use", "tall stature", "night blindness"]
     one_by_one = np.stack([encoder.encode([t], 64)[0] for t in texts])
-    if not torch.cpu._is_amx_tile_supported():
+    if dtype == "bfloat16" or not torch.cpu._is_amx_tile_supported():
         np.testing.assert_array_equal(encoder.encode(texts, 64), one_by_one)  # bit for bit, whatever the batch
-    else:  # the open defect in grasp_core.embed.encoder's docstring: kernels that follow the batch's row count
-        atol = {"float32": 1e-6, "bfloat16": 2e-3}[dtype]
-        np.testing.assert_allclose(encoder.encode(texts, 64), one_by_one, rtol=0, atol=atol)
+    else:  # float32 on a CPU with AMX: MKL's addmm follows the batch's row count (grasp_core/embed/encoder.py)
+        np.testing.assert_allclose(encoder.encode(texts, 64), one_by_one, rtol=0, atol=1e-6)
     ids = encoder.tokenizer(texts, truncation=True, max_length=64)["input_ids"]
     lengths, batches = [len(i) for i in ids], encoder._batches(ids, 64)
     assert all(len(rows) <= 2 and all(length - 8 < lengths[i] <= length for i in rows) for length, rows in batches)
     assert all(length % 8 == 0 for length, _ in batches)  # one padded length per text, whatever its batch
     assert sorted(i for _, rows in batches for i in rows) == list(range(len(texts)))
     assert encoder.encode([], 64).shape == (0, 384)
+
+
+def test_bfloat16_vectors_do_not_depend_on_how_many_texts_share_the_batch():
+    """oneDNN's AMX kernels did (up to 1.2e-3 for batches of 3-16): importing grasp_core caps oneDNN below AMX."""
+    import os
+
+    assert os.environ["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
+    encoder = load_encoder(EncoderConfig(dtype="bfloat16"))
+    texts = [f"which drug targets gene {i} and protein {3 * i} in the retina" for i in range(24)]
+    alone = np.stack([encoder.encode([t], 64)[0] for t in texts])
+    for n in (3, 8, 13, 24):
+        np.testing.assert_array_equal(encoder.encode(texts[:n], 64), alone[:n], err_msg=f"a batch of {n}")
 
 
 def test_encode_truncates_at_max_tokens(encoder):
