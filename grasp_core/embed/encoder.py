@@ -13,10 +13,10 @@ it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 
 embeddings built in one dtype are never mixed with another.
 
 On a CPU with AMX, oneDNN's AMX bfloat16 kernels made a vector depend on how many texts share its batch (up to
-1.2e-3 between a text alone and in a batch of 3-16 texts of its length), so a question's answer depended on the
+1.3e-3 between a text alone and in a batch of 3-16 texts of its length), so a question's answer depended on the
 questions served with it; importing :mod:`grasp_core` caps oneDNN at AVX-512 BF16 (``ONEDNN_MAX_CPU_ISA``), which
-does not, at the same speed for MiniLM (one thread, paired runs). MKL's float32 ``addmm`` there still differs by
-2.4e-7 with the row count (``MKL_CBWR=AVX2,STRICT`` removes it, at 1.85x slower float32 GEMMs: not set).
+does not, at a cost there: documents 4.8x and one query 1.6x slower (``benchmarks/batch_invariance.py``). MKL's float32 ``addmm`` there still varies with the
+row count in the last bits (the float32 test allows 1e-6).
 """
 
 from __future__ import annotations
