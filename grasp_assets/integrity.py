@@ -6,6 +6,8 @@ The checks are separate from the materializations (run them from the UI or with
 artifact never rebuilds it.
 """
 
+import warnings
+
 import dagster as dg
 
 from grasp_assets.partitions import ROUND, dataset_of
@@ -17,7 +19,10 @@ CHECK = "manifest_intact"
 
 
 def manifest_checks(assets: list[dg.AssetsDefinition]) -> list[dg.AssetChecksDefinition]:
-    return [_check(key, asset.partitions_def) for asset in assets for key in asset.keys]
+    # a partitioned check is a Dagster "preview" feature: its notice, printed once per stage, is not the user's business
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return [_check(key, asset.partitions_def) for asset in assets for key in asset.keys]
 
 
 def _check(key: dg.AssetKey, partitions_def) -> dg.AssetChecksDefinition:

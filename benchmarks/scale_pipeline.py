@@ -1,0 +1,230 @@
+"""How cost grows with the knowledge base: the whole pipeline of a synthetic dataset at two scales, asset by asset.
+
+Run: ``python benchmarks/scale_pipeline.py [synth-prime] [--scales small full] [--profile cpu]``. Each scale runs
+``grasp pipeline DATASET --scale S`` (same query counts and splits at every scale) from nothing, in its own Dagster
+home and artifact root (``benchmarks/.cache/scale-<dataset>-<scale>/``, emptied first), while a sampler reads the
+memory of this process and all its descendants (the stage children, the fork server) every ``SAMPLE_S`` seconds
+from ``/proc``. Then, per asset (``asset`` or ``asset/round`` for the RL rounds):
+
+* ``seconds``: the step's duration in the Dagster event log (its ``STEP_SUCCESS``);
+* ``peak_rss_bytes``: the most memory the process tree held while the step ran (between its ``STEP_START`` and
+  ``STEP_SUCCESS`` events, give or take one sample): the sum of the processes' proportional set sizes, so pages the
+  stage children share with the fork server they come from count once (the tree includes this process and the fork
+  server); ``peak_process_rss_bytes``: the largest single process's resident set meanwhile;
+* ``artifact_bytes``: the size of its artifact directory.
+
+Beside them, the inputs each scale had: nodes, edges, aliases, queries, and the candidate plans the teacher executed
+(``n_tried`` of ``teacher_plans``); and, in ``ratios``, full / small of every asset's seconds, memory and artifact
+size next to the inputs' ratios, so a step that grows faster than what it reads stands out. Writes
+``benchmarks/results/scale_<dataset>.json`` (``{"small": {...}, "full": {...}, "ratios": {...}}``) after each
+scale, so a later scale's failure keeps the earlier ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from grasp_core.io import read_json, write_json
+
+ROOT = Path(__file__).parent
+CACHE, RESULTS = ROOT / ".cache", ROOT / "results"
+SAMPLE_S = 0.5
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_pss(pid: int) -> tuple[int, int]:
+    """(proportional set size summed over ``pid`` and all its descendants, the largest one process's resident set),
+    in bytes, from /proc. PSS counts a page shared by several processes (the stage children fork from a server that
+    imported torch) once in all, so the sum is what the machine holds; processes that end meanwhile count 0."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    total, largest, todo = 0, 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            rollup = dict(line.split(":", 1) for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines()[1:])
+        except (OSError, ValueError):
+            continue
+        total += int(rollup["Pss"].split()[0]) * 1024
+        largest = max(largest, int(rollup["Rss"].split()[0]) * 1024)
+    return total, largest
+
+
+class Sampler(threading.Thread):
+    """(time, PSS of this process tree, largest process RSS) every ``SAMPLE_S`` seconds until :meth:`stop`."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, int, int]] = []
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.samples.append((time.time(), *tree_pss(os.getpid())))
+            self._done.wait(SAMPLE_S)
+
+    def stop(self) -> list[tuple[float, int, int]]:
+        self._done.set()
+        self.join()
+        return self.samples
+
+    def peak(self, start: float, end: float) -> tuple[int, int]:
+        """The most memory while a step ran: the samples within one sampling period of its window (a step shorter
+        than the period still gets the samples around it)."""
+        near = [(pss, rss) for t, pss, rss in self.samples if start - SAMPLE_S <= t <= end + SAMPLE_S]
+        return max((p for p, _ in near), default=0), max((r for _, r in near), default=0)
+
+
+def step_windows(dataset: str) -> dict[str, tuple[float, float, float]]:
+    """asset (``asset/round``) -> (start, end, seconds) of its latest successful step, from the Dagster instance."""
+    import dagster as dg
+
+    from grasp_assets.run_records import PARTITION_TAG, step_seconds
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=__name__)  # get_event_records: as run_records
+    instance = dg.DagsterInstance.get()
+    seconds = step_seconds(dataset, instance)
+    starts: dict[tuple[str, str], float] = {}  # (run id, step) -> its start
+    out: dict[str, tuple[float, float, float]] = {}
+    for kind in (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS):
+        for record in instance.get_event_records(dg.EventRecordsFilter(event_type=kind), ascending=True):
+            entry = record.event_log_entry
+            step = entry.dagster_event.step_key if entry.dagster_event is not None else None
+            if step is None:
+                continue
+            if kind == dg.DagsterEventType.STEP_START:
+                starts[entry.run_id, step] = entry.timestamp
+                continue
+            run = instance.get_run_by_id(entry.run_id)
+            round_key = run.tags.get(f"{PARTITION_TAG}/round") if run is not None else None
+            name = step if round_key is None else f"{step}/{round_key}"
+            out[name] = (starts[entry.run_id, step], entry.timestamp, seconds.get(name, 0.0))
+    return out
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def inputs(root: Path, dataset: str, profile: str) -> dict:
+    """What the scale's pipeline read: the SKB's size and the teacher's executed candidates."""
+    import pandas as pd
+
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+
+    ws = Components(Artifacts.for_dataset(dataset, root), get_profile(profile))
+    graph = ws.graph
+    teacher = pd.concat([pd.read_parquet(f) for f in sorted(ws.art.require("teacher_plans").glob("*.parquet"))])
+    tried = int(teacher["n_tried"].sum()) if "n_tried" in teacher else 0
+    return {
+        "nodes": int(graph.num_nodes),
+        "edges": int(len(graph.edges)),
+        "aliases": len(graph.alias_pairs()),
+        "queries": int(len(ws.skb.queries)),
+        "candidates_executed": tried,
+    }
+
+
+def run_scale(dataset: str, scale: str, profile: str) -> dict:
+    home = CACHE / f"scale-{dataset}-{scale}"
+    shutil.rmtree(home, ignore_errors=True)
+    (home / "dagster_home").mkdir(parents=True)
+    shutil.copy(ROOT.parent / "dagster_home" / "dagster.yaml", home / "dagster_home" / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
+    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'dagster_home' / 'mlflow.db'}"
+    root = home / "artifacts"
+    from grasp_assets.run import run_pipeline
+
+    sampler = Sampler()
+    sampler.start()
+    start = time.perf_counter()
+    try:
+        stages = run_pipeline(dataset, profile=profile, root=str(root), scale=scale)
+    finally:
+        samples = sampler.stop()
+    total = time.perf_counter() - start
+    assets = {}
+    for name, (t0, t1, seconds) in sorted(step_windows(dataset).items(), key=lambda kv: kv[1][0]):
+        asset, _, round_key = name.partition("/")
+        pss, rss = sampler.peak(t0, t1)
+        assets[name] = {
+            "seconds": seconds,
+            "peak_rss_bytes": pss,
+            "peak_process_rss_bytes": rss,
+            "artifact_bytes": dir_bytes(root / dataset / asset / round_key if round_key else root / dataset / asset),
+        }
+    return {
+        "scale": scale,
+        "inputs": inputs(root, dataset, profile),
+        "total_seconds": round(total, 1),
+        "stage_seconds": {k: round(v, 1) for k, v in stages.items()},
+        "peak_rss_bytes": max((pss for _, pss, _ in samples), default=0),
+        "peak_process_rss_bytes": max((rss for _, _, rss in samples), default=0),
+        "artifacts_bytes": dir_bytes(root / dataset),
+        "assets": assets,
+        "latency": read_json(root / dataset / "latency" / "latency.json")["stages"]["total"],
+        "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def ratios(small: dict, full: dict) -> dict:
+    def ratio(a: float, b: float) -> float | None:
+        return round(b / a, 2) if a else None
+
+    out: dict[str, object] = {"inputs": {k: ratio(small["inputs"][k], v) for k, v in full["inputs"].items()}}
+    out["total_seconds"] = ratio(small["total_seconds"], full["total_seconds"])
+    out["peak_rss_bytes"] = ratio(small["peak_rss_bytes"], full["peak_rss_bytes"])
+    out["assets"] = {
+        name: {k: ratio(small["assets"][name][k], v) for k, v in row.items()}
+        for name, row in full["assets"].items()
+        if name in small["assets"]
+    }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", nargs="?", default="synth-prime")
+    parser.add_argument("--scales", nargs="+", default=["small", "full"])
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    out_file = RESULTS / f"scale_{args.dataset}.json"
+    result: dict = {"dataset": args.dataset, "profile": args.profile, "commit": _commit()}
+    for scale in args.scales:
+        print(f"[scale] {args.dataset} at {scale}", flush=True)
+        result[scale] = run_scale(args.dataset, scale, args.profile)
+        if "small" in result and "full" in result:
+            result["ratios"] = ratios(result["small"], result["full"])
+        write_json(out_file, result)
+        print(
+            f"[scale] {scale}: {result[scale]['total_seconds']:.0f} s, peak RSS "
+            f"{result[scale]['peak_rss_bytes'] / 2**30:.2f} GiB -> {out_file}",
+            flush=True,
+        )
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return out.stdout.strip()
+
+
+if __name__ == "__main__":
+    main()
