@@ -143,7 +143,7 @@ def inputs(root: Path, dataset: str, profile: str) -> dict:
     }
 
 
-def run_scale(dataset: str, scale: str, profile: str) -> dict:
+def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -> dict:
     home = CACHE / f"scale-{dataset}-{scale}"
     shutil.rmtree(home, ignore_errors=True)
     (home / "dagster_home").mkdir(parents=True)
@@ -157,7 +157,7 @@ def run_scale(dataset: str, scale: str, profile: str) -> dict:
     sampler.start()
     start = time.perf_counter()
     try:
-        stages = run_pipeline(dataset, profile=profile, root=str(root), scale=scale)
+        stage_seconds = run_pipeline(dataset, profile=profile, root=str(root), scale=scale, stages=stages)
     finally:
         samples = sampler.stop()
     total = time.perf_counter() - start
@@ -175,12 +175,12 @@ def run_scale(dataset: str, scale: str, profile: str) -> dict:
         "scale": scale,
         "inputs": inputs(root, dataset, profile),
         "total_seconds": round(total, 1),
-        "stage_seconds": {k: round(v, 1) for k, v in stages.items()},
+        "stage_seconds": {k: round(v, 1) for k, v in stage_seconds.items()},
         "peak_rss_bytes": max((pss for _, pss, _ in samples), default=0),
         "peak_process_rss_bytes": max((rss for _, _, rss in samples), default=0),
         "artifacts_bytes": dir_bytes(root / dataset),
         "assets": assets,
-        "latency": read_json(root / dataset / "latency" / "latency.json")["stages"]["total"],
+        "latency": read_json(latency)["stages"]["total"] if (latency := root / dataset / "latency" / "latency.json").exists() else None,
         "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
     }
 
@@ -205,12 +205,15 @@ def main() -> None:
     parser.add_argument("dataset", nargs="?", default="synth-prime")
     parser.add_argument("--scales", nargs="+", default=["small", "full"])
     parser.add_argument("--profile", default="cpu")
+    parser.add_argument(
+        "--stages", nargs="+", default=["prepare", "rl", "finish"], help="pipeline stages to run (default: all)"
+    )
     args = parser.parse_args()
     out_file = RESULTS / f"scale_{args.dataset}.json"
-    result: dict = {"dataset": args.dataset, "profile": args.profile, "commit": _commit()}
+    result: dict = {"dataset": args.dataset, "profile": args.profile, "stages": args.stages, "commit": _commit()}
     for scale in args.scales:
         print(f"[scale] {args.dataset} at {scale}", flush=True)
-        result[scale] = run_scale(args.dataset, scale, args.profile)
+        result[scale] = run_scale(args.dataset, scale, args.profile, tuple(args.stages))
         if "small" in result and "full" in result:
             result["ratios"] = ratios(result["small"], result["full"])
         write_json(out_file, result)

@@ -71,7 +71,7 @@ class NodeIndex:
                 rows = type_ids if kind == "doc" else _name_rows(type_ids, embeddings)
                 source = embeddings.doc if kind == "doc" else all_names
                 vectors = np.ascontiguousarray(source[rows], dtype=np.float32)
-                indexes[t, kind] = _new_index(vectors.shape[1], len(rows), cfg)
+                indexes[t, kind] = new_index(vectors.shape[1], len(rows), cfg)
                 indexes[t, kind].add(vectors)
         return cls(ids, indexes, embeddings, cfg)
 
@@ -213,7 +213,8 @@ def _most_rows(owner: np.ndarray) -> int:
     return int(np.bincount(owner).max()) if len(owner) else 1
 
 
-def _new_index(dim: int, size: int, cfg: IndexConfig) -> faiss.Index:
+def new_index(dim: int, size: int, cfg: IndexConfig) -> faiss.Index:
+    """The empty index a node type of ``size`` vectors gets: exact below ``cfg.hnsw_min_size``, HNSW from it."""
     if size < cfg.hnsw_min_size:
         return faiss.IndexFlatIP(dim)
     index = faiss.IndexHNSWFlat(dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
