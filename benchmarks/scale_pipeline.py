@@ -171,6 +171,7 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
             "peak_process_rss_bytes": rss,
             "artifact_bytes": dir_bytes(root / dataset / asset / round_key if round_key else root / dataset / asset),
         }
+    latency = root / dataset / "latency" / "latency.json"
     return {
         "scale": scale,
         "inputs": inputs(root, dataset, profile),
@@ -180,7 +181,7 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
         "peak_process_rss_bytes": max((rss for _, _, rss in samples), default=0),
         "artifacts_bytes": dir_bytes(root / dataset),
         "assets": assets,
-        "latency": read_json(latency)["stages"]["total"] if (latency := root / dataset / "latency" / "latency.json").exists() else None,
+        "latency": read_json(latency)["stages"]["total"] if latency.exists() else None,  # None: no finish stage
         "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
     }
 
