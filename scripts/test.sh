@@ -3,8 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# lint, format and types first: a failure here stops the run before the (long) test suite
-.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy grasp_core
+# lint, format and types first: a failure here stops the run before the (long) test suite (one command per line:
+# `set -e` ignores a failure inside an `a && b && c` list unless it is the last one, so a chain let pytest run on)
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy grasp_core
 # a worker per core, counted before OMP_NUM_THREADS is set below: nproc reports OMP_NUM_THREADS when it is set, so
 # `-n $(nproc)` after the export ran the whole suite on one worker
 workers=${GRASP_TEST_WORKERS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
