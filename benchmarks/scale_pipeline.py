@@ -11,7 +11,7 @@ from ``/proc``. Then, per asset (``asset`` or ``asset/round`` for the RL rounds)
   ``STEP_SUCCESS`` events, give or take one sample): the sum of the processes' proportional set sizes, so pages the
   stage children share with the fork server they come from count once (the tree includes this process and the fork
   server); ``peak_process_rss_bytes``: the largest single process's resident set meanwhile;
-* ``artifact_bytes``: the size of its artifact directory.
+* ``artifact_bytes``: the size of its artifact directory, and ``files``: each of its files' size.
 
 Beside them, the inputs each scale had: nodes, edges, aliases, queries, and the candidate plans the teacher executed
 (``n_tried`` of ``teacher_plans``); and, in ``ratios``, full / small of every asset's seconds, memory and artifact
@@ -119,7 +119,12 @@ def step_windows(dataset: str) -> dict[str, tuple[float, float, float]]:
 
 
 def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+    return sum(file_bytes(path).values())
+
+
+def file_bytes(path: Path) -> dict[str, int]:
+    """Each file under ``path`` (relative name -> bytes): what the memory model attributes to nodes or edges."""
+    return {str(f.relative_to(path)): f.stat().st_size for f in path.rglob("*") if f.is_file()} if path.exists() else {}
 
 
 def inputs(root: Path, dataset: str, profile: str) -> dict:
@@ -165,11 +170,13 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
     for name, (t0, t1, seconds) in sorted(step_windows(dataset).items(), key=lambda kv: kv[1][0]):
         asset, _, round_key = name.partition("/")
         pss, rss = sampler.peak(t0, t1)
+        files = file_bytes(root / dataset / asset / round_key if round_key else root / dataset / asset)
         assets[name] = {
             "seconds": seconds,
             "peak_rss_bytes": pss,
             "peak_process_rss_bytes": rss,
-            "artifact_bytes": dir_bytes(root / dataset / asset / round_key if round_key else root / dataset / asset),
+            "artifact_bytes": sum(files.values()),
+            "files": files,
         }
     latency = root / dataset / "latency" / "latency.json"
     return {
@@ -194,7 +201,7 @@ def ratios(small: dict, full: dict) -> dict:
     out["total_seconds"] = ratio(small["total_seconds"], full["total_seconds"])
     out["peak_rss_bytes"] = ratio(small["peak_rss_bytes"], full["peak_rss_bytes"])
     out["assets"] = {
-        name: {k: ratio(small["assets"][name][k], v) for k, v in row.items()}
+        name: {k: ratio(small["assets"][name][k], v) for k, v in row.items() if k != "files"}
         for name, row in full["assets"].items()
         if name in small["assets"]
     }
