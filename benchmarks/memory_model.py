@@ -76,7 +76,7 @@ def fit(small: dict, full: dict) -> dict:
                     "bytes_per_unit_small": round(b_small[asset][unit] / sizes["small"][unit], 2),
                     "bytes_per_unit_full": round(b_full[asset][unit] / sizes["full"][unit], 2),
                 }
-    data_small, data_full = data_bytes(small), data_bytes(full)
+    data_small, data_full = data_bytes(b_small), data_bytes(b_full)
     steps = {}
     for asset, row in full["assets"].items():
         if asset not in small["assets"]:
@@ -97,9 +97,9 @@ def fit(small: dict, full: dict) -> dict:
     }
 
 
-def data_bytes(scale: dict) -> int:
-    """Bytes of the node- and edge-driven artifacts (all but the constants) at one scale."""
-    return sum(sum(parts.values()) for parts in split_bytes(scale).values())
+def data_bytes(split: dict[str, dict[str, int]]) -> int:
+    """Bytes of the node- and edge-driven artifacts (all but the constants) of one scale's :func:`split_bytes`."""
+    return sum(sum(parts.values()) for parts in split.values())
 
 
 def predict(model: dict, nodes: int, edges: int) -> dict:
