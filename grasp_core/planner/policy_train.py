@@ -13,13 +13,16 @@ lines of torch instead (the objectives are the paper's):
 - **GRPO**: group-relative advantages ``r − mean(r)`` (no std scaling) over each query's sampled group, plus
   ``beta · KL(π ‖ π_start)`` (exact: the candidate set is finite); the validation fused Hit@1 picks the step.
 
-Checkpoints (SFT epochs, GRPO steps) are chosen on validation fused Hit@1.
+Checkpoints (SFT epochs, GRPO steps) are chosen on validation fused Hit@1. Both fits run on one torch thread:
+on two, the head's gradients summed in another order from run to run, so identical inputs gave different
+policies; on one, a rerun gives the same bytes, and the head is small enough that it costs nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,6 +36,17 @@ from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings
 from grasp_core.ranking import Ranking, fusion
 
 LogFn = Callable[[int, dict], None]
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block on one intra-op thread (bit-reproducible training), then restore the caller's count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class Outcomes:
@@ -111,6 +125,7 @@ def _log_probs(policy: PlanPolicy, x: Featurized, temperature: float = 1.0) -> t
     return torch.log_softmax(policy.head(x) / temperature, -1)
 
 
+@one_torch_thread()
 def fit(
     policy: PlanPolicy,
     x: Featurized,
@@ -203,6 +218,7 @@ def sample_and_score(
     )
 
 
+@one_torch_thread()
 def train_grpo(
     policy: PlanPolicy,
     x: Featurized,

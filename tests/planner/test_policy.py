@@ -290,3 +290,38 @@ def test_grpo_keeps_its_best_validated_step_and_the_gate_compares_it_with_the_st
     assert val.kept() == best_step  # exactly one snapshot matches: every step moved the head
     assert Gate(result["best_val_fused_hit1"], start).passed is passes
     assert not Gate(result["best_val_fused_hit1"], result["best_val_fused_hit1"]).passed  # a tie fails the gate
+
+
+def test_sft_and_grpo_train_on_one_thread_so_a_rerun_gives_the_same_head(world, executed):
+    """On two threads the head's gradients summed in another order from run to run (hpo: different SFT policies
+    from identical inputs); both fits now run on one thread and give the caller its thread count back."""
+    policy = _policy(world, executed)
+    start = {k: v.clone() for k, v in policy.head.state_dict().items()}
+    teacher = {q: json_text(t.plan) for q, t in executed.items() if t.plan is not None}
+    qids = [q for q in world.train[:48] if world.tables[q].rows]
+    x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
+    sft = PolicyTrainSettings(epochs=3, validate_every=1)
+    targets, keep = sft_targets(x, qids, teacher, _outcomes(world, executed), sft)
+    grpo = GRPOSettings(num_generations=4, prompts_per_step=8, learning_rate=0.05, max_steps=2, save_every=1)
+    threads: list[int] = []
+
+    def validate() -> float:  # rises at every call, so each fit keeps its last checkpoint
+        threads.append(torch.get_num_threads())
+        return float(len(threads))
+
+    def train() -> dict:
+        policy.head.load_state_dict(start)
+        fit(policy, x.select(keep), targets[keep], sft, sft.epochs, sft.learning_rate, validate=validate)
+        train_grpo(policy, x, qids, _outcomes(world, executed, GRADED), GRADED, grpo, validate)
+        return {k: v.clone() for k, v in policy.head.state_dict().items()}
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        first, second = train(), train()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert set(threads) == {1}
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert any(not torch.equal(first[k], start[k]) for k in first)
