@@ -31,6 +31,7 @@ A model that reads only a prefix of a long query says so in its stage's ``notes`
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import time
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from grasp_core.components import Components
+from grasp_core.embed.encoder import Encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.plan.trace import Trace
@@ -216,8 +218,20 @@ class AnswerPath:
         explain: bool = False,
     ) -> Answers:
         """Answer a batch. ``text``, ``tables`` and ``plans`` are stage outputs the caller already holds (one per
-        query); ``explain`` adds the ``ltr`` reranker's top feature contributions."""
-        queries = check_queries(queries)
+        query); ``explain`` adds the ``ltr`` reranker's top feature contributions. The stages share one encoding
+        of each text (:meth:`Encoder.remembering`): the text branch, the planner and the reranker read the same
+        questions."""
+        with Encoder.remembering():
+            return self._answer(check_queries(queries), text, tables, plans, explain)
+
+    def _answer(
+        self,
+        queries: list[str],
+        text: Sequence[Ranking] | None,
+        tables: Sequence[EntityTable] | None,
+        plans: Sequence[str] | None,
+        explain: bool,
+    ) -> Answers:
         n, branches = len(queries), self.options.branches
         seconds: list[dict[str, float]] = [dict.fromkeys(STAGES, 0.0) for _ in queries]
         clock = _Clock(seconds)
@@ -227,7 +241,7 @@ class AnswerPath:
             if text is not None:
                 text_stage = TextStage(_check(list(text), n, "text rankings"), [None] * n)
             elif self._text_pool is not None:
-                pending = self._text_pool.submit(self.rank_text, queries, clock)
+                pending = self._text_pool.submit(contextvars.copy_context().run, self.rank_text, queries, clock)
             else:
                 text_stage = self.rank_text(queries, clock)
         extraction = planning = execution = None

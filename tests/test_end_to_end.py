@@ -358,6 +358,22 @@ def test_parallel_branches_give_the_same_answers(trained):
         assert b.seconds["text"] > 0 and b.plan == a.plan
 
 
+def test_a_question_runs_the_encoder_once_for_the_text_branch_planner_and_reranker(trained, monkeypatch):
+    from grasp_core.embed.encoder import Encoder
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke")
+    question = "which genes are linked to night blindness?"
+    before = retriever.retrieve([question])[0]
+    ran: list[list[str]] = []
+    encode = Encoder._encode
+    monkeypatch.setattr(Encoder, "_encode", lambda self, texts, *a: ran.append(list(texts)) or encode(self, texts, *a))
+    after = retriever.retrieve([question])[0]
+    assert [x.to_json() for x in after.answers] == [x.to_json() for x in before.answers] and after.answers
+    assert sum(question in texts for texts in ran) == 1, ran  # it was 3: mFAR, the planner and the reranker
+
+
 VIGNETTE = (
     "A 34-year-old woman presents with a three-year history of progressive gait ataxia, dysarthria and "
     "intermittent diplopia. Her mother and maternal uncle had similar symptoms beginning in their forties. "

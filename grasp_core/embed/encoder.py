@@ -17,14 +17,23 @@ On a CPU with AMX, oneDNN's AMX bfloat16 kernels made a vector depend on how man
 questions served with it; importing :mod:`grasp_core` caps oneDNN at AVX-512 BF16 (``ONEDNN_MAX_CPU_ISA``), which
 does not, at a cost there: documents 4.8x and one query 1.6x slower (``benchmarks/batch_invariance.py``). MKL's float32 ``addmm`` there still varies with the
 row count in the last bits (the float32 test allows 1e-6).
+
+Inside :meth:`Encoder.remembering` (one batch of the answer path), a question (``encode(..., question=True)``)
+whose tokens (after truncation) were encoded before gets that vector: the text branch, the planner and the reranker read the same questions, which
+were encoded three times per question before (the planner at 64 tokens, the others at 512: one key for a question
+shorter than 64 tokens). The memo lives for that block only and in that context (a
+:class:`~contextvars.ContextVar`), so a question's vector never depends on what another call encoded, and it is
+kept per encoder object (a fine-tuned copy shares its original's ``identity``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +47,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 PAD_MULTIPLE = 8  # every text is encoded padded to its token count rounded up to this (see Encoder._batches)
+# inside Encoder.remembering(): id(encoder) -> (the encoder, kept alive so its id is not reused; (padded length,
+# *token ids) -> their vector). Keyed by the object, not its identity string: a fine-tuned copy shares the identity.
+_MEMO: contextvars.ContextVar[dict[int, tuple[object, dict[tuple[int, ...], np.ndarray]]] | None] = (
+    contextvars.ContextVar("grasp_encoder_memo", default=None)
+)
 
 
 def resolve_dtype(dtype: str, device: str) -> torch.dtype:
@@ -48,6 +62,11 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
     if dtype not in ("float32", "bfloat16"):
         raise ValueError(f"EncoderConfig.dtype must be 'auto', 'float32' or 'bfloat16', not {dtype!r}")
     return getattr(torch, dtype)
+
+
+def _padded_length(num_tokens: int, max_tokens: int) -> int:
+    """The length a text of ``num_tokens`` tokens is padded to: rounded up to ``PAD_MULTIPLE``, at most ``max_tokens``."""
+    return min(-(-num_tokens // PAD_MULTIPLE) * PAD_MULTIPLE, max_tokens)
 
 
 class Encoder:
@@ -68,13 +87,46 @@ class Encoder:
         """The truncation length :meth:`encode` applies for ``requested`` (never beyond the model's positions)."""
         return min(requested, self._max_positions) if self._max_positions else requested
 
-    def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
-        """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order."""
+    @staticmethod
+    @contextlib.contextmanager
+    def remembering() -> Iterator[None]:
+        """Within the block (and this context), :meth:`encode` runs the model once per encoder and token sequence;
+        a block inside another shares the outer memo."""
+        if _MEMO.get() is not None:
+            yield
+            return
+        token = _MEMO.set({})
+        try:
+            yield
+        finally:
+            _MEMO.reset(token)
+
+    def encode(
+        self, texts: Sequence[str], max_tokens: int, show_progress: bool = False, question: bool = False
+    ) -> np.ndarray:
+        """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order.
+        ``question``: the texts are a batch's questions, shared through :meth:`remembering` (a question's vector
+        then comes from the same batch of questions in every stage, never from a batch of other texts)."""
         texts = list(texts)
+        memo = _MEMO.get() if question else None
+        if memo is None or not texts:
+            return self._encode(texts, self.max_tokens(max_tokens), show_progress)
+        max_tokens = self.max_tokens(max_tokens)
+        with self._tokenizer_lock:
+            ids = self.tokenizer(texts, truncation=True, max_length=max_tokens)["input_ids"]
+        # what the model reads, the tokens at their padded length (Encoder._batches): a short text is one key at any
+        # limit that is a multiple of PAD_MULTIPLE
+        keys = [(_padded_length(len(i), max_tokens), *i) for i in ids]
+        mine = memo.setdefault(id(self), (self, {}))[1]
+        new = {k: t for k, t in zip(keys, texts) if k not in mine}
+        if new:
+            mine.update(zip(new, self._encode(list(new.values()), max_tokens, show_progress)))
+        return np.stack([mine[k] for k in keys])
+
+    def _encode(self, texts: list[str], max_tokens: int, show_progress: bool) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
-        max_tokens = self.max_tokens(max_tokens)
         with self._tokenizer_lock:  # a fast tokenizer's truncation state is not thread-safe ("Already borrowed")
             tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
@@ -102,7 +154,7 @@ class Encoder:
         never depends on the texts it is encoded with (padding to the batch's longest text changed bfloat16
         vectors by up to 2e-3, which reordered rankings between a batch and its questions alone), and a
         question's few short texts still share one or two passes."""
-        padded = np.array([min(-(-len(ids) // PAD_MULTIPLE) * PAD_MULTIPLE, max_tokens) for ids in input_ids])
+        padded = np.array([_padded_length(len(ids), max_tokens) for ids in input_ids])
         order = np.argsort(-padded, kind="stable")
         cuts = np.flatnonzero(np.diff(padded[order])) + 1
         return [

@@ -334,7 +334,7 @@ class MFARRetriever:
         self.cfg = cfg
 
     def encode_queries(self, queries: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:
-        return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS)
+        return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS, question=True)
 
     def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, Pools]:
         """Query vectors [q, d] and the queries' candidate pools."""

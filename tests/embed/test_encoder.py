@@ -4,7 +4,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from grasp_core.embed.config import EncoderConfig
-from grasp_core.embed.encoder import load_encoder, minilm_path, resolve_dtype
+from grasp_core.embed.encoder import Encoder, load_encoder, minilm_path, resolve_dtype
 from grasp_core.errors import MissingModelError
 
 TEXTS = ["retina", "a drug approved for topical ocular use in adults " * 8, "", "type 2 diabetes", "x"]
@@ -53,6 +53,25 @@ def test_encode_truncates_at_max_tokens(encoder):
     short = encoder.tokenizer.convert_tokens_to_string(encoder.tokenizer.tokenize(long)[:6])
     np.testing.assert_allclose(encoder.encode([long], 8), encoder.encode([short], 64), atol=1e-5)
     assert not np.allclose(encoder.encode([long], 8), encoder.encode([long], 256), atol=1e-3)
+
+
+def test_a_batch_of_questions_is_encoded_once_per_token_sequence_while_remembering(encoder, monkeypatch):
+    """The answer path's stages read the same questions (text branch and reranker at 512 tokens, the planner at 64):
+    inside ``remembering`` the model runs once per question, with the vectors it gives outside the block."""
+    questions = ["which genes cause night blindness?", "a drug approved for topical ocular use in adults " * 8]
+    plain = {limit: encoder.encode(questions, limit) for limit in (512, 64)}
+    ran: list[list[str]] = []
+    encode = encoder._encode
+    monkeypatch.setattr(encoder, "_encode", lambda texts, *a: ran.append(list(texts)) or encode(texts, *a))
+    with Encoder.remembering():
+        for limit in (512, 64, 512):
+            np.testing.assert_array_equal(encoder.encode(questions, limit, question=True), plain[limit])
+        encoder.encode(["retina", "retina"], 64)  # not questions: encoded every time, never remembered
+        encoder.encode(["retina"], 64)
+    # the short question is one token sequence at both limits; the long one is cut at 64, so it is another
+    assert ran == [questions, [questions[1]], ["retina", "retina"], ["retina"]]
+    encoder.encode(questions[:1], 512, question=True)  # after the block nothing is remembered
+    assert ran[-1] == questions[:1]
 
 
 def test_similar_texts_are_closer(encoder):
