@@ -17,7 +17,8 @@ Beside them, the inputs each scale had: nodes, edges, aliases, queries, and the 
 (``n_tried`` of ``teacher_plans``); and, in ``ratios``, full / small of every asset's seconds, memory and artifact
 size next to the inputs' ratios, so a step that grows faster than what it reads stands out. Writes
 ``benchmarks/results/scale_<dataset>.json`` (``{"small": {...}, "full": {...}, "ratios": {...}}``) after each
-scale, so a later scale's failure keeps the earlier ones.
+scale, so a later scale's failure keeps the earlier ones; a run of some scales keeps the file's other scales (each
+scale records its commit and the load average at its end, so one can be rerun on a quieter machine).
 """
 
 from __future__ import annotations
@@ -181,6 +182,7 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
     latency = root / dataset / "latency" / "latency.json"
     return {
         "scale": scale,
+        "commit": _commit(),
         "inputs": inputs(root, dataset, profile),
         "total_seconds": round(total, 1),
         "stage_seconds": {k: round(v, 1) for k, v in stage_seconds.items()},
@@ -219,6 +221,10 @@ def main() -> None:
     args = parser.parse_args()
     out_file = RESULTS / f"scale_{args.dataset}.json"
     result: dict = {"dataset": args.dataset, "profile": args.profile, "stages": args.stages, "commit": _commit()}
+    if out_file.exists():  # the other scales of an earlier run of the same stages stay
+        earlier = read_json(out_file)
+        if earlier.get("stages") == args.stages:
+            result |= {k: v for k, v in earlier.items() if isinstance(v, dict) and "assets" in v}
     for scale in args.scales:
         print(f"[scale] {args.dataset} at {scale}", flush=True)
         result[scale] = run_scale(args.dataset, scale, args.profile, tuple(args.stages))
