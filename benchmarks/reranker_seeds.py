@@ -1,0 +1,137 @@
+"""How much the ``ltr`` reranker's figures move with its LightGBM seed alone, from a dataset's finished artifacts.
+
+Run: ``python benchmarks/reranker_seeds.py hpo --root dagster_home/artifacts [--seeds 5] [--profile cpu]``; writes
+``benchmarks/results/reranker_seeds_<dataset>.json`` and prints a table.
+
+The reranker step's own inputs are rebuilt once from the artifacts (the training lists of
+``reranker_hard_negatives``, the served planner's fused lists of every evaluation split, the asked-type model and
+the feature matrices); then the reranker is trained as the step trains it (the profile's ``LTRConfig``, early
+stopping on val, the ``(w, k)`` grid on val) once per seed ``0 .. --seeds-1``, which changes only LightGBM's bagging
+and feature sampling. Each seed's Hit@1 and Hit@5 on every split (val and val-human select, test and test-human
+claim) are reported with their range over the seeds, and so is a bag: the mean score of all the seeds' models
+(grid on val as well). Seed 0 is the profile's default, so it reproduces the pipeline's ``served+rerank`` row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.io import write_json
+from grasp_core.metrics import evaluate
+from grasp_core.pipeline.reranker import LISTS_FILE, _fit_asked_type, _inputs_of, served_inputs
+from grasp_core.profiles import get_profile
+from grasp_core.rerank.inference import ValItem, fuse_reranked, select_rrf_params
+from grasp_core.rerank.ltr import labels_of, train_ranker
+
+RESULTS = Path(__file__).parent / "results"
+EVAL_SPLITS = ("val", "test", "val-human", "test-human")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", type=Path, required=True, help="a finished pipeline's artifact root")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    import pandas as pd
+
+    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    if ws.reranker_kind != "ltr":
+        raise SystemExit(f"the {args.profile} profile's reranker is {ws.reranker_kind!r}; this measures the ltr one")
+    K, cfg = ws.profile.rerank.top_k, ws.profile.ltr
+    t0 = time.perf_counter()
+    train_qids, train_inputs = _inputs_of(ws, pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE))
+    present = set(ws.skb.queries["split"])
+    splits = {s: served_inputs(ws, s, cfg.val_queries if s == "val" else None) for s in EVAL_SPLITS if s in present}
+    asked, _ = _fit_asked_type(ws)
+    features = ws.reranker_features(asked)
+    gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
+    train = (
+        features.build(train_inputs, K),
+        [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)],
+    )
+    matrices = {s: features.build(inputs, K) for s, (_, _, inputs, _) in splits.items()}
+    val = (matrices["val"], [labels_of(x.fused.node_ids[:K], g) for x, g in zip(splits["val"][2], splits["val"][3])])
+    setup_seconds = time.perf_counter() - t0
+
+    def figures(scores_of) -> dict:
+        """(w, k) on val, then Hit@1/Hit@5 per split, of one scoring (split -> per-query reranker scores)."""
+        items = {
+            s: [ValItem(x.fused, sc, g) for x, sc, g in zip(inputs, scores_of[s], answers)]
+            for s, (_, _, inputs, answers) in splits.items()
+        }
+        w, k, _ = select_rrf_params(items["val"], ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
+        out: dict = {"w": w if np.isfinite(w) else "inf", "k": k}
+        for s, its in items.items():
+            metrics = evaluate(
+                [fuse_reranked(i.fused, i.scores, w, k) for i in its], [i.answers for i in its], ws.skb.num_nodes
+            )
+            out[s] = {"hit@1": round(metrics["hit@1"], 1), "hit@5": round(metrics["hit@5"], 1)}
+        return out
+
+    runs, all_scores = {}, []
+    for seed in range(args.seeds):
+        t0 = time.perf_counter()
+        model = train_ranker(train, val, features.names, dataclasses.replace(cfg, seed=seed))
+        scores = {
+            s: [
+                np.asarray(model.booster.predict(X, num_iteration=model.best_round), np.float32)
+                if len(X)
+                else np.zeros(0, np.float32)
+                for X in mats
+            ]
+            for s, mats in matrices.items()
+        }
+        all_scores.append(scores)
+        runs[str(seed)] = {
+            "best_round": model.best_round,
+            "train_seconds": round(time.perf_counter() - t0, 1),
+            **figures(scores),
+        }
+        print(
+            f"seed {seed}: "
+            + ", ".join(f"{s} {runs[str(seed)][s]['hit@1']:.1f}/{runs[str(seed)][s]['hit@5']:.1f}" for s in splits),
+            flush=True,
+        )
+    bag = {s: [np.mean([sc[s][q] for sc in all_scores], axis=0) for q in range(len(matrices[s]))] for s in matrices}
+    spread = {
+        s: {
+            m: {
+                "min": min(r[s][m] for r in runs.values()),
+                "max": max(r[s][m] for r in runs.values()),
+                "mean": round(float(np.mean([r[s][m] for r in runs.values()])), 2),
+            }
+            for m in ("hit@1", "hit@5")
+        }
+        for s in splits
+    }
+    out = {
+        "dataset": args.dataset,
+        "profile": args.profile,
+        "planner": splits["test"][0],
+        "queries": {s: len(v[1]) for s, v in splits.items()},
+        "setup_seconds": round(setup_seconds, 1),
+        "seeds": runs,
+        "spread": spread,
+        "bag": figures(bag),
+    }
+    write_json(RESULTS / f"reranker_seeds_{args.dataset}.json", out)
+    print("\n| split | Hit@1 min-max (mean) | Hit@5 min-max (mean) | bag Hit@1 / Hit@5 |\n|---|---|---|---|")
+    for s, sp in spread.items():
+        h1, h5 = sp["hit@1"], sp["hit@5"]
+        print(
+            f"| {s} | {h1['min']:.1f}-{h1['max']:.1f} ({h1['mean']:.1f}) | {h5['min']:.1f}-{h5['max']:.1f} ({h5['mean']:.1f}) "
+            f"| {out['bag'][s]['hit@1']:.1f} / {out['bag'][s]['hit@5']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
