@@ -374,6 +374,29 @@ def test_a_question_runs_the_encoder_once_for_the_text_branch_planner_and_rerank
     assert sum(question in texts for texts in ran) == 1, ran  # it was 3: mFAR, the planner and the reranker
 
 
+def test_a_single_question_runs_one_math_thread_and_answers_as_in_a_large_batch(trained, monkeypatch):
+    import pandas as pd
+    import torch
+
+    from grasp_core.math_threads import ONE_THREAD_MAX_BATCH
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke")
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, tmp / "artifacts").path("queries") / "queries.parquet")
+    questions = queries[queries["split"] == "test"]["query"].head(ONE_THREAD_MAX_BATCH + 4).tolist()
+    threads: list[int] = []
+    rank_text = retriever.path.rank_text
+    monkeypatch.setattr(
+        retriever.path, "rank_text", lambda q, c: threads.append(torch.get_num_threads()) or rank_text(q, c)
+    )
+    default = torch.get_num_threads()
+    batch = retriever.retrieve(questions)
+    alone = [retriever.retrieve([q])[0] for q in questions]
+    assert threads == [default] + [1] * len(questions) and torch.get_num_threads() == default
+    assert [[a.to_json() for a in r.answers] for r in alone] == [[a.to_json() for a in r.answers] for r in batch]
+
+
 VIGNETTE = (
     "A 34-year-old woman presents with a three-year history of progressive gait ataxia, dysarthria and "
     "intermittent diplopia. Her mother and maternal uncle had similar symptoms beginning in their forties. "

@@ -196,17 +196,28 @@ class FieldIndex:
         )
 
     def nominees(self, scorer: int, scores: np.ndarray, k: int) -> np.ndarray:
-        """int64 [q, k]: each query's top ``k`` nodes by this scorer (ties: smaller node id), ``N`` where ineligible.
+        """int64 [q, <= k]: each query's top ``k`` nodes by this scorer (ties: smaller node id), ``N`` where
+        ineligible.
 
         A lexical scorer only nominates nodes with a positive score, a dense scorer only nodes that have the field.
+        A lexical scorer selects among the nodes some query of the batch scores above zero: a question's words
+        match a small share of the corpus, and the top k of those columns (in node order, so the ties break the
+        same) is the top k of the row, found without passes over the whole row.
         """
         f, m = self.scorers[scorer]
-        values = torch.from_numpy(scores)
-        if m == DENSE and not self.present[f].all():
+        values, columns = torch.from_numpy(scores), None
+        if m == LEXICAL:
+            columns = torch.from_numpy(np.flatnonzero((scores > 0).any(axis=0)))
+            values = values[:, columns]
+            if not len(columns):
+                return np.zeros((len(scores), 0), np.int64)
+        elif not self.present[f].all():
             values = values.masked_fill(~torch.from_numpy(self.present[f]), float("-inf"))
         floor = 0.0 if m == LEXICAL else float("-inf")
-        ids = _top_k_ids(values, k, floor)
+        ids = _top_k_ids(values, min(k, values.shape[1]), floor)
         ok = values.gather(1, ids) > floor
+        if columns is not None:
+            ids = columns[ids]
         return torch.where(ok, ids, self.num_nodes).numpy()
 
     def candidates(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray, per_field: int) -> Pools:

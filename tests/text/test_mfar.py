@@ -121,6 +121,13 @@ def test_vectorized_candidates_match_a_per_query_reference(trained, skb, per_fie
             expected = Ranking.from_scores(ref_ids, s, 10)
             np.testing.assert_array_equal(r.node_ids, expected.node_ids)
             np.testing.assert_allclose(r.scores, expected.scores, rtol=1e-5, atol=1e-6)
+    # a batch no lexical scorer matches at all: only the dense scorers nominate
+    tokens, vecs = retriever.encode_queries(["zzz unmatched words"])
+    (ref_ids, _), pool = (
+        reference_pools(retriever.fields, tokens, vecs, per_field)[0],
+        retriever.fields.candidates(tokens, vecs, per_field),
+    )
+    np.testing.assert_array_equal(pool.ids[pool.valid], ref_ids)
 
 
 def test_candidates_are_the_union_of_per_scorer_tops(trained, skb, encoder):
