@@ -45,7 +45,7 @@ from grasp_core.components import Components
 from grasp_core.embed.encoder import Encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
-from grasp_core.math_threads import math_threads
+from grasp_core.math_threads import answer_threads
 from grasp_core.plan.trace import Trace
 from grasp_core.planner.inference import PlanAttempt, check_plan
 from grasp_core.planner.kind import Planner
@@ -221,10 +221,9 @@ class AnswerPath:
         """Answer a batch. ``text``, ``tables`` and ``plans`` are stage outputs the caller already holds (one per
         query); ``explain`` adds the ``ltr`` reranker's top feature contributions. The stages share one encoding
         of each text (:meth:`Encoder.remembering`): the text branch, the planner and the reranker read the same
-        questions. A batch of a few questions runs the math libraries with one thread (:mod:`grasp_core.math_threads`:
-        faster, same answers)."""
+        questions. OpenBLAS runs one thread meanwhile (:mod:`grasp_core.math_threads`: faster, same answers)."""
         queries = check_queries(queries)
-        with Encoder.remembering(), math_threads(len(queries)):
+        with Encoder.remembering(), answer_threads():
             return self._answer(queries, text, tables, plans, explain)
 
     def _answer(

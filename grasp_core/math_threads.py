@@ -1,37 +1,35 @@
-"""How many threads the math libraries use while the answer path runs a batch.
+"""How many threads the BLAS libraries use while the answer path runs: one.
 
-A process on this path holds five math thread pools: torch's and faiss's OpenMP runtimes (each wheel ships its
-own libgomp) and three OpenBLAS builds (numpy's, scipy's 32- and 64-bit). On a small batch each matrix is too small
-to split, and after every parallel region each runtime's threads spin waiting for more work, on the same cores
-the next stage needs. Measured on the 2-core machine (hpo artifacts, ms per question through ``GraspRetriever``,
-two alternating rounds; ``docs/latency.md``):
+A process on this path holds three OpenBLAS builds (numpy's and scipy's 32- and 64-bit) beside torch's and faiss's
+OpenMP runtimes. The answer path's numpy products are small or memory-bound (a batch of query vectors against a
+field's vectors, the reranker's features), so a second BLAS thread does little for them, and after every call
+OpenBLAS's threads keep spinning, on the cores torch's and faiss's threads need next. Measured on the 2-core machine
+(hpo artifacts, ms per question through ``GraspRetriever``, two or three alternating rounds; ``docs/latency.md``):
 
-=====  ===============  ================
-batch  default threads  one thread
-=====  ===============  ================
-1      203-211          121-129
-4      94               77-79
-16     44-48            46-56
-64     40-44            47-53
-=====  ===============  ================
+=====  ========  ====================  ==================
+batch  defaults  every pool one thread  OpenBLAS one thread
+=====  ========  ====================  ==================
+1      205       112                   106
+4      89-108    69-84                 61
+16     50        50                    33-40
+64     33-39     49                    31-35
+=====  ========  ====================  ==================
 
-So a batch of at most :data:`ONE_THREAD_MAX_BATCH` questions runs every pool with one thread, and a larger batch
-keeps the libraries' defaults. The answers are the same either way (60 of 60 hpo test questions, every score
-bit-identical), so the choice changes time only. threadpoolctl sets OpenMP per calling thread and OpenBLAS
-process-wide; ``grasp serve`` answers from one worker thread, so nothing else runs beside a limited batch there.
+So OpenBLAS runs one thread inside the answer path, at every batch size, and torch and faiss keep theirs. The answers
+are the same (every score bit-identical: OpenBLAS splits a product's rows and columns among threads, never the sum of
+one entry). threadpoolctl sets OpenBLAS's threads process-wide; ``grasp serve`` answers from one worker thread.
 """
 
 from __future__ import annotations
 
 import functools
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 
-import faiss  # noqa: F401  (loaded first, so that its OpenMP runtime is among the pools controlled)
+import faiss  # noqa: F401  (the libraries are loaded first, so that the controller finds every pool)
 import numpy  # noqa: F401
+import scipy.linalg  # noqa: F401
 import torch  # noqa: F401
 from threadpoolctl import ThreadpoolController
-
-ONE_THREAD_MAX_BATCH = 4  # questions; measured: 4 is faster with one thread, 16 with the defaults
 
 
 @functools.cache
@@ -39,6 +37,6 @@ def _controller() -> ThreadpoolController:
     return ThreadpoolController()  # finding the loaded pools takes ~3 ms; limiting them through it, ~0.03 ms
 
 
-def math_threads(batch: int) -> AbstractContextManager:
-    """A block in which the math libraries use the threads a batch of ``batch`` questions answers fastest with."""
-    return _controller().limit(limits=1) if batch <= ONE_THREAD_MAX_BATCH else nullcontext()
+def answer_threads() -> AbstractContextManager:
+    """A block in which the BLAS libraries run the one thread the answer path is fastest with."""
+    return _controller().limit(limits=1, user_api="blas")

@@ -374,26 +374,26 @@ def test_a_question_runs_the_encoder_once_for_the_text_branch_planner_and_rerank
     assert sum(question in texts for texts in ran) == 1, ran  # it was 3: mFAR, the planner and the reranker
 
 
-def test_a_single_question_runs_one_math_thread_and_answers_as_in_a_large_batch(trained, monkeypatch):
+def test_the_answer_path_runs_one_blas_thread_and_a_question_alone_answers_as_in_a_batch(trained, monkeypatch):
     import pandas as pd
-    import torch
+    from threadpoolctl import threadpool_info
 
-    from grasp_core.math_threads import ONE_THREAD_MAX_BATCH
     from grasp_core.retriever import GraspRetriever
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
 
     tmp, _ = trained
     retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke")
     queries = pd.read_parquet(Artifacts.for_dataset(DATASET, tmp / "artifacts").path("queries") / "queries.parquet")
-    questions = queries[queries["split"] == "test"]["query"].head(ONE_THREAD_MAX_BATCH + 4).tolist()
-    threads: list[int] = []
+    questions = queries[queries["split"] == "test"]["query"].head(6).tolist()
+    seen: list[set[int]] = []
     rank_text = retriever.path.rank_text
-    monkeypatch.setattr(
-        retriever.path, "rank_text", lambda q, c: threads.append(torch.get_num_threads()) or rank_text(q, c)
-    )
-    default = torch.get_num_threads()
+    monkeypatch.setattr(retriever.path, "rank_text", lambda q, c: seen.append(blas_threads()) or rank_text(q, c))
+    default = blas_threads()
     batch = retriever.retrieve(questions)
     alone = [retriever.retrieve([q])[0] for q in questions]
-    assert threads == [default] + [1] * len(questions) and torch.get_num_threads() == default
+    assert seen == [{1}] * (1 + len(questions)) and blas_threads() == default
     assert [[a.to_json() for a in r.answers] for r in alone] == [[a.to_json() for a in r.answers] for r in batch]
 
 
