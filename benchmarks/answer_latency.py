@@ -31,6 +31,7 @@ RESULTS = Path(__file__).parent / "results"
 CHILD = """
 import json, sys, time
 import pandas as pd
+import grasp_core
 from grasp_core.retriever import GraspRetriever
 from grasp_core.answer import STAGES
 dataset, root, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -44,7 +45,7 @@ for q in questions:
     res = retriever.retrieve([q])[0]
     total = time.perf_counter() - t0
     rows.append({"total": total, **{s: res.seconds[s] for s in STAGES}, "top": [a.node_id for a in res.answers[:10]]})
-json.dump(rows, open(out, "w"))
+json.dump({"grasp_core": grasp_core.__file__, "rows": rows}, open(out, "w"))
 """
 
 
@@ -54,16 +55,23 @@ def _commit(checkout: Path) -> str:
 
 
 def _run(checkout: Path, args, out: Path) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
+    """One process answering with ``checkout``'s code. It runs in the checkout: ``python -c`` puts the working
+    directory first on ``sys.path``, so started anywhere else inside a checkout it would import that one's code."""
+    checkout = checkout.resolve()
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     run = subprocess.run(
-        [sys.executable, "-c", CHILD, args.dataset, str(args.root), str(args.queries), str(out)],
+        [sys.executable, "-c", CHILD, args.dataset, str(args.root.resolve()), str(args.queries), str(out)],
         env=env,
+        cwd=checkout,
         stderr=subprocess.PIPE,
         text=True,
     )
     if run.returncode:
         raise SystemExit(f"{checkout}: the answering process failed:\n{run.stderr[-2000:]}")
-    return json.loads(out.read_text())
+    answered = json.loads(out.read_text())
+    if not Path(answered["grasp_core"]).resolve().is_relative_to(checkout):
+        raise SystemExit(f"{checkout}: the answering process imported {answered['grasp_core']}, not this checkout's")
+    return answered["rows"]
 
 
 def _ms(values) -> dict[str, float]:
