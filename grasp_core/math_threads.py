@@ -17,15 +17,18 @@ from __future__ import annotations
 import functools
 from contextlib import AbstractContextManager
 
-import faiss  # noqa: F401  (the BLAS builds are loaded first, so that the controller finds them all)
-import numpy  # noqa: F401
-import scipy.linalg  # noqa: F401
 from threadpoolctl import ThreadpoolController
 
 
 @functools.cache
 def _controller() -> ThreadpoolController:
-    return ThreadpoolController()  # finding the loaded pools takes ~3 ms; limiting them through it, ~0.03 ms
+    """The loaded thread pools, found once (~3 ms; limiting them through it then takes ~0.03 ms). The three BLAS
+    builds are loaded first, on the first answer rather than at import, so that it finds them all."""
+    import faiss  # noqa: F401
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+
+    return ThreadpoolController()
 
 
 def answer_threads() -> AbstractContextManager:

@@ -208,9 +208,9 @@ class FieldIndex:
         values, columns = torch.from_numpy(scores), None
         if m == LEXICAL:
             columns = torch.from_numpy(np.flatnonzero((scores > 0).any(axis=0)))
-            values = values[:, columns]
             if not len(columns):
                 return np.zeros((len(scores), 0), np.int64)
+            values = values[:, columns]
         elif not self.present[f].all():
             values = values.masked_fill(~torch.from_numpy(self.present[f]), float("-inf"))
         floor = 0.0 if m == LEXICAL else float("-inf")
