@@ -174,7 +174,7 @@ def _ltr_step(ws: Components) -> dict:
             )
         ),
     }
-    top = dict(list(trained.importance.items())[:15])
+    top, at = dict(list(trained.importance.items())[:15]), ws.profile.ltr.early_stopping_at
     return {
         "kind": "ltr",
         "train_queries": len(train_inputs),
@@ -193,10 +193,10 @@ def _ltr_step(ws: Components) -> dict:
         ),
         "feature_importance_png": bar_plot(top, "reranker feature importance (gain, top 15)", "total gain"),
         "validation_png": line_plot(
-            {"val NDCG@1": (list(range(1, len(trained.val_curve) + 1)), trained.val_curve)},
+            {f"val NDCG@{at}": (list(range(1, len(trained.val_curve) + 1)), trained.val_curve)},
             "ltr reranker early stopping",
             "boosting round",
-            "NDCG@1 (%)",
+            f"NDCG@{at} (%)",
         ),
         "path": str(ws.art.path("reranker")),
     }
@@ -214,7 +214,7 @@ def _fit_asked_type(ws: Components):
         # the query vectors the reranker's features read (mFAR's encoder and token limit)
         texts = ws.skb.queries["query"][rows].tolist()
         out[split] = (np.asarray(ws.encoder.encode(texts, QUERY_MAX_TOKENS)), texts, gold[rows].tolist())
-    asked = fit_asked_type(*out["train"], types, ws.profile.asked_type)
+    asked = fit_asked_type(*out["train"], types, ws.profile.asked_type, ws.skb.type_names())
     vectors, texts, labels = out["val"]
     accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors, texts), labels)])) if labels else 0.0
     return asked, {"asked_type_val_accuracy": round(100 * accuracy, 1)}

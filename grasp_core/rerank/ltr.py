@@ -3,8 +3,9 @@
 Each training query contributes its fused top K as one group: the gold answers in it are the positives
 (label 1), every other candidate a hard negative (label 0; they are the highest-ranked wrong ones). A query
 without a gold answer in its top K carries no ranking signal and is left out, in training and in the
-validation metric alike. Boosting stops when validation NDCG@1 (with binary labels: Hit@1 of the ranker's
-own order) has not improved for ``early_stopping_rounds`` rounds, and the best round is kept. Training is
+validation metric alike. Boosting stops when validation NDCG@``early_stopping_at`` (10; @1, Hit@1 of the
+ranker's own order with binary labels, is a step function of a few queries and stops at a noisy round) has not
+improved for ``early_stopping_rounds`` rounds, and the best round is kept. Training is
 deterministic for a given seed (``deterministic``, row-wise histograms, fixed bagging/feature seeds).
 """
 
@@ -23,7 +24,7 @@ from grasp_core.rerank.train_config import LTRConfig
 class TrainedRanker(NamedTuple):
     booster: lgb.Booster
     best_round: int
-    val_curve: list[float]  # validation NDCG@1 after each round
+    val_curve: list[float]  # validation NDCG@early_stopping_at after each round
     train_groups: int  # training queries with a gold answer in their top K
     importance: dict[str, float]  # total gain per feature, largest first
 
@@ -66,7 +67,7 @@ def train_ranker(
     params = {
         "objective": "lambdarank",
         "metric": "ndcg",
-        "eval_at": [1],
+        "eval_at": [cfg.early_stopping_at],
         "num_leaves": cfg.num_leaves,
         "learning_rate": cfg.learning_rate,
         "min_data_in_leaf": cfg.min_data_in_leaf,
@@ -93,7 +94,7 @@ def train_ranker(
         callbacks=callbacks,
     )
     best = booster.best_iteration or booster.current_iteration()
-    val_curve = [100.0 * v for v in curve.get("val", {}).get("ndcg@1", [])]
+    val_curve = [100.0 * v for v in curve.get("val", {}).get(f"ndcg@{cfg.early_stopping_at}", [])]
     gain = booster.feature_importance("gain", iteration=best)
     importance = {names[i]: float(gain[i]) for i in np.argsort(-gain, kind="stable")}
     return TrainedRanker(booster, int(best), val_curve, n_train, importance)

@@ -41,7 +41,11 @@ class LTRConfig:
     learning_rate: float = field(default=0.05, metadata={"help": "Shrinkage per boosting round."})
     max_rounds: int = field(default=1000, metadata={"help": "Boosting rounds at most (early stopping ends sooner)."})
     early_stopping_rounds: int = field(
-        default=50, metadata={"help": "Stop after this many rounds without a better validation NDCG@1."}
+        default=150, metadata={"help": "Stop after this many rounds without a better validation NDCG."}
+    )
+    early_stopping_at: int = field(
+        default=10,
+        metadata={"help": "Validation NDCG at this depth stops the boosting (smoother than @1 on binary labels)."},
     )
     min_data_in_leaf: int = field(default=20, metadata={"help": "Candidates per leaf at least."})
     feature_fraction: float = field(default=0.8, metadata={"help": "Share of features each tree sees."})

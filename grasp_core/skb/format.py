@@ -92,6 +92,11 @@ class SKB:
             return []
         return [(i, str(a)) for i, value in enumerate(self.nodes[ALIASES]) if _is_list(value) for a in value]
 
+    def type_names(self) -> list[tuple[str, str]]:
+        """(node type, name) of every node, then (node type, alias) of every alias."""
+        types = self.nodes["type"].astype(str).tolist()
+        return [*zip(types, self.nodes["name"].astype(str)), *((types[i], a) for i, a in self.alias_pairs())]
+
     def text_fields_of(self, node_id: int) -> dict[str, str]:
         """The non-empty text fields of a node, in schema order."""
         row = self.nodes.iloc[node_id]

@@ -110,3 +110,39 @@ def test_the_request_words_carry_the_asked_type_past_what_the_question_names(enc
     for m in (model, loaded):
         p = m.proba(q, list(tests))[[0, 1], right]
         assert (p > 0.8).all() and (p > alone.proba(q, list(tests))[[0, 1], right] + 0.2).all()  # words: sure
+
+
+def test_a_request_noun_no_training_question_opens_with_is_read_by_its_types_among_the_names(encoder, tmp_path):
+    """No training question says "syndromes" or "hereditary"; the names view learns from the training questions'
+    request words that the type whose names use a word is the one asked for, sees that the SKB's disease names use
+    "syndrome" and "hereditary", and carries such a question to diseases, through save and load; without names the
+    view is absent."""
+    frames = {
+        "disease": ["Which conditions go with {x}?", "disorders with {x}"],
+        "gene/protein": ["Which genes cause {x}?"],
+    }
+    fillers = ["headache", "a rash", "tall stature", "night blindness"]
+    texts = [f.format(x=x) for fs in frames.values() for f in fs for x in fillers]
+    labels = [t for t, fs in frames.items() for _ in fs for _ in fillers]
+    names = [("disease", f"{n} syndrome") for n in ("Marfan", "Stickler", "Alport", "Usher")]
+    names += [("disease", f"hereditary {n}") for n in ("angioedema", "spherocytosis", "neuropathy")]
+    names += [("disease", n) for n in ("bleeding disorder", "mood disorder", "skin condition", "heart condition")]
+    names += [("gene/protein", f"{n} gene") for n in ("FBN1", "COL2A1", "USH2A", "SPTB")]
+    types, cfg = ["disease", "gene/protein"], AskedTypeConfig(cue_min_count=2)
+    vectors = encoder.encode(texts, 64)
+    model = fit_asked_type(vectors, texts, labels, types, cfg, names)
+    plain = fit_asked_type(vectors, texts, labels, types, cfg)
+    assert {"syndrome", "hereditary"} <= set(model.name_words) and plain.name_words == []
+    assert plain.weights.shape[1] == model.weights.shape[1] - len(types)  # the view is T more columns
+    tests = ["Which syndromes come with a rash?", "Hereditary disorders of the skin with a rash"]
+    model.save(tmp_path)
+    loaded = AskedType.load(tmp_path)
+    assert loaded is not None and loaded.name_words == model.name_words
+    q = encoder.encode(tests, 64)
+    np.testing.assert_allclose(loaded.proba(q, tests), model.proba(q, tests), rtol=1e-5)
+    p, p_plain = model.proba(q, tests)[:, 0], plain.proba(q, tests)[:, 0]
+    assert (p > 0.5).all() and (p > p_plain).all()
+
+
+def test_request_words_skip_stemmed_stopwords():
+    assert request_words("What does Huntington disease do to a person?", 1) == {"huntington"}
