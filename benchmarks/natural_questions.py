@@ -1,6 +1,7 @@
 """Natural questions on hpo: anchor linking recall on test-human and the asked-type model's accuracy.
 
     python benchmarks/natural_questions.py --root dagster_home/artifacts --label after
+    python benchmarks/natural_questions.py --root dagster_home/artifacts --label names_view --asked-type-only
 
 Reads a finished hpo pipeline's artifacts under ``--root`` (SKB, queries, node vectors, name index), runs the
 profile's entity extractor on the ``test-human`` questions and reports, over the anchors of their stored graph
@@ -8,7 +9,8 @@ queries (every node key a condition names, nested ones included; for a "what is 
 named node itself): the share linked by some entity-table row (any of its links), and by the top link of a row.
 Then fits the asked-type model (:mod:`grasp_core.rerank.asked_type`, when the code has it) on the ``train``
 queries' vectors, texts and gold types and reports its accuracy per split (test-human only measured, never used
-to choose), with the query vector alone beside it (``cue_window`` 0) when the code has request words. Extraction
+to choose), with the query vector alone beside it (``cue_window`` 0) when the code has request words, and the
+names view's settings grid (chosen by the mean of val and val-human) when it has that view. Extraction
 is timed warm, all questions of a split in one call and one question per call (as served), the least of
 ``REPEATS`` runs each, with the load average recorded (the machine is shared). Runs with any checkout's code on
 ``PYTHONPATH`` (``--label before`` with the code the artifacts were built with). Writes
@@ -119,6 +121,9 @@ def linking_recall(ws: Components, split: str, gazetteer) -> dict:
     }
 
 
+NAME_WINDOWS, NAME_COUNTS = (1, 2, 3, 4, 5), (3, 5, 10)
+
+
 def asked_type_accuracy(ws: Components) -> dict | None:
     try:
         from grasp_core.rerank.asked_type import fit_asked_type
@@ -142,7 +147,13 @@ def asked_type_accuracy(ws: Components) -> dict | None:
     texts_of = {split: texts for split, (_, texts, _) in data.items()}
     if "texts" not in inspect.signature(fit_asked_type).parameters:  # code from before the request words
         data = {split: (v, g) for split, (v, _, g) in data.items()}
-    model = fit_asked_type(*data["train"], types, cfg)
+    names = ws.skb.type_names() if "names" in inspect.signature(fit_asked_type).parameters else None
+    fit = (
+        (lambda c: fit_asked_type(*data["train"], types, c, names))
+        if names is not None
+        else (lambda c: fit_asked_type(*data["train"], types, c))
+    )
+    model = fit(cfg)
     out, errors = {}, {}
     for split, (*inputs, labels) in data.items():
         predicted = model.predict(*inputs)
@@ -151,17 +162,30 @@ def asked_type_accuracy(ws: Components) -> dict | None:
             errors[split] = [(t, g, p) for t, g, p in zip(texts_of[split], labels, predicted) if g != p]
     if not hasattr(cfg, "cue_window"):
         return {"accuracy": out, "human_errors": errors}
-    alone = fit_asked_type(*data["train"], types, dataclasses.replace(cfg, cue_window=0))
-    vector_only = {
-        split: round(100.0 * float(np.mean([p == g for p, g in zip(alone.predict(*inputs), labels)])), 1)
-        for split, (*inputs, labels) in data.items()
-    }
-    return {
+
+    def accuracy(m) -> dict:
+        return {
+            split: round(100.0 * float(np.mean([p == g for p, g in zip(m.predict(*inputs), labels)])), 2)
+            for split, (*inputs, labels) in data.items()
+        }
+
+    vector_only = accuracy(fit_asked_type(*data["train"], types, dataclasses.replace(cfg, cue_window=0)))
+    result = {
         "config": dataclasses.asdict(cfg),
         "accuracy": out,
         "accuracy_vector_only": vector_only,
         "human_errors": errors,
     }
+    if names is not None:  # the names view's settings, chosen by the mean of val and val-human
+        grid = []
+        for window, count in [(0, 3)] + [(w, c) for w in NAME_WINDOWS for c in NAME_COUNTS]:
+            acc = accuracy(fit(dataclasses.replace(cfg, name_window=window, name_min_count=count)))
+            grid.append(
+                {"name_window": window, "name_min_count": count, "select": (acc["val"] + acc["val-human"]) / 2, **acc}
+            )
+            print("names view", grid[-1], flush=True)
+        result["names_view_grid"] = grid
+    return result
     return {"accuracy": out, "human_errors": errors}
 
 
@@ -170,20 +194,23 @@ def main() -> None:
     parser.add_argument("--root", type=Path, required=True, help="artifacts root (DAGSTER_HOME/artifacts)")
     parser.add_argument("--label", required=True, help="before | after (names the results file)")
     parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--asked-type-only", action="store_true", help="skip linking and its timing")
     args = parser.parse_args()
     ws = Components(Artifacts.for_dataset("hpo", args.root), get_profile(args.profile))
-    gazetteer = extractor(ws)
-    gazetteer.extract([q["query"] for q in questions_of("val-human")[:8]])  # warm: model, tokenizer, caches
-    load = [round(x, 2) for x in os.getloadavg()]
-    linking = {split: linking_recall(ws, split, gazetteer) for split in HUMAN_SPLITS}
-    load_after = [round(x, 2) for x in os.getloadavg()]
-    result = {
-        "root": str(args.root),
-        "load_average_1_5_15": {"before_linking": load, "after_linking": load_after},
-        "threads": os.environ.get("OMP_NUM_THREADS", "default"),
-        "linking": linking,
-        "asked_type": asked_type_accuracy(ws),
-    }
+    linking: dict = {}
+    result: dict = {"root": str(args.root)}
+    if not args.asked_type_only:
+        gazetteer = extractor(ws)
+        gazetteer.extract([q["query"] for q in questions_of("val-human")[:8]])  # warm: model, tokenizer, caches
+        load = [round(x, 2) for x in os.getloadavg()]
+        linking = {split: linking_recall(ws, split, gazetteer) for split in HUMAN_SPLITS}
+        load_after = [round(x, 2) for x in os.getloadavg()]
+        result |= {
+            "load_average_1_5_15": {"before_linking": load, "after_linking": load_after},
+            "threads": os.environ.get("OMP_NUM_THREADS", "default"),
+            "linking": linking,
+        }
+    result["asked_type"] = asked_type_accuracy(ws)
     out = RESULTS / f"natural_questions_{args.label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     for split, found in linking.items():
