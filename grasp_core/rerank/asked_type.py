@@ -92,6 +92,12 @@ class AskedType:
     name_words: list[str] = field(default_factory=list)  # words of the node names with their type counts
     name_counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # [W, T] names per type
     name_window: int = 0  # request words per cue looked up in name_words (no view when name_words is empty)
+    _name_row: dict[str, int] = field(init=False, repr=False, compare=False)  # word -> row of name_counts
+    _name_shares: np.ndarray = field(init=False, repr=False, compare=False)  # [W, T] add-one-smoothed type shares
+
+    def __post_init__(self) -> None:  # once per model, not per question
+        self._name_row = {w: i for i, w in enumerate(self.name_words)}
+        self._name_shares = (self.name_counts + 1.0) / (self.name_counts + 1.0).sum(1, keepdims=True)
 
     def features(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         """[n, D + V (+ T)] inputs of the model: query vectors [n, D], the texts' request words and, with a name
@@ -101,7 +107,7 @@ class AskedType:
             raise ValueError(f"{len(vectors)} query vectors but {len(texts)} texts")
         views = [vectors, request_matrix(texts, self.vocabulary, self.window)]
         if self.name_words:
-            views.append(name_type_matrix(texts, self.name_words, self.name_counts, self.name_window))
+            views.append(name_type_matrix(texts, self._name_row, self._name_shares, self.name_window))
         return np.concatenate(views, axis=1)
 
     def proba(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
@@ -165,12 +171,10 @@ def name_type_counts(
     return words, np.stack([counts[w] for w in words]) if words else np.zeros((0, len(types)), np.float32)
 
 
-def name_type_matrix(texts: Sequence[str], words: Sequence[str], counts: np.ndarray, window: int) -> np.ndarray:
-    """float32 [n, T]: per text, the log of the mean add-one-smoothed type share of its request words (``window``
-    per cue) among the names holding them; zeros for a text none of whose request words is in ``words``."""
-    row = {w: i for i, w in enumerate(words)}
-    shares = (counts + 1.0) / (counts + 1.0).sum(1, keepdims=True)
-    out = np.zeros((len(texts), counts.shape[1]), np.float32)
+def name_type_matrix(texts: Sequence[str], row: dict[str, int], shares: np.ndarray, window: int) -> np.ndarray:
+    """float32 [n, T]: per text, the log of the mean type share (``shares[row[word]]``) of its request words
+    (``window`` per cue) among the names holding them; zeros for a text none of whose request words is in ``row``."""
+    out = np.zeros((len(texts), shares.shape[1]), np.float32)
     for i, text in enumerate(texts):
         hits = [row[w] for w in request_words(text, window) if w in row]
         if hits:
