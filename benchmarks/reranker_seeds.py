@@ -3,13 +3,14 @@
 Run: ``python benchmarks/reranker_seeds.py hpo --root dagster_home/artifacts [--seeds 5] [--profile cpu]``; writes
 ``benchmarks/results/reranker_seeds_<dataset>.json`` and prints a table.
 
-The reranker step's own inputs are rebuilt once from the artifacts (the training lists of
-``reranker_hard_negatives``, the served planner's fused lists of every evaluation split, the asked-type model and
-the feature matrices); then the reranker is trained as the step trains it (the profile's ``LTRConfig``, early
-stopping on val, the ``(w, k)`` grid on val) once per seed ``0 .. --seeds-1``, which changes only LightGBM's bagging
-and feature sampling. Each seed's Hit@1 and Hit@5 on every split (val and val-human select, test and test-human
-claim) are reported with their range over the seeds, and so is a bag: the mean score of all the seeds' models
-(grid on val as well). Seed 0 is the profile's default, so it reproduces the pipeline's ``served+rerank`` row.
+The reranker step's own inputs are rebuilt once from the artifacts by the step's own function
+(:func:`grasp_core.pipeline.reranker.ltr_data`, with the asked-type model the ``reranker`` artifact stored), and
+the served planner's fused lists of every evaluation split are added; then the reranker is trained as the step
+trains it (the profile's ``LTRConfig``, early stopping on val, the ``(w, k)`` grid on val) once per seed
+``0 .. --seeds-1``, which changes only LightGBM's bagging and feature sampling. Each seed's Hit@1 and Hit@5 on every
+split (val and val-human select, test and test-human claim) are reported with their range over the seeds, and so
+is a bag: the mean score of all the seeds' models (grid on val as well). Seed 0 is the profile's default, so it
+retrains the served model: its ``best_round`` and figures are the pipeline's ``served+rerank`` row.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.io import write_json
 from grasp_core.metrics import evaluate
-from grasp_core.pipeline.reranker import LISTS_FILE, _fit_asked_type, _inputs_of, served_inputs
+from grasp_core.pipeline.reranker import ltr_data, served_inputs
 from grasp_core.profiles import get_profile
+from grasp_core.rerank.asked_type import AskedType
 from grasp_core.rerank.inference import ValItem, fuse_reranked, select_rrf_params
-from grasp_core.rerank.ltr import labels_of, train_ranker
+from grasp_core.rerank.ltr import train_ranker
 
 RESULTS = Path(__file__).parent / "results"
 EVAL_SPLITS = ("val", "test", "val-human", "test-human")
@@ -41,25 +43,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args()
-    import pandas as pd
 
     ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
     if ws.reranker_kind != "ltr":
         raise SystemExit(f"the {args.profile} profile's reranker is {ws.reranker_kind!r}; this measures the ltr one")
     K, cfg = ws.profile.rerank.top_k, ws.profile.ltr
     t0 = time.perf_counter()
-    train_qids, train_inputs = _inputs_of(ws, pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE))
+    asked = AskedType.load(ws.art.require("reranker"))
+    if asked is None:
+        raise SystemExit("the reranker artifact holds no asked-type model: rematerialize `reranker` first")
+    data = ltr_data(ws, asked)
     present = set(ws.skb.queries["split"])
     splits = {s: served_inputs(ws, s, cfg.val_queries if s == "val" else None) for s in EVAL_SPLITS if s in present}
-    asked, _ = _fit_asked_type(ws)
-    features = ws.reranker_features(asked)
-    gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
-    train = (
-        features.build(train_inputs, K),
-        [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)],
-    )
-    matrices = {s: features.build(inputs, K) for s, (_, _, inputs, _) in splits.items()}
-    val = (matrices["val"], [labels_of(x.fused.node_ids[:K], g) for x, g in zip(splits["val"][2], splits["val"][3])])
+    matrices = {s: data.features.build(inputs, K) for s, (_, _, inputs, _) in splits.items()}
     setup_seconds = time.perf_counter() - t0
 
     def figures(scores_of) -> dict:
@@ -80,7 +76,7 @@ def main() -> None:
     runs, all_scores = {}, []
     for seed in range(args.seeds):
         t0 = time.perf_counter()
-        model = train_ranker(train, val, features.names, dataclasses.replace(cfg, seed=seed))
+        model = train_ranker(data.train, data.val, data.features.names, dataclasses.replace(cfg, seed=seed))
         scores = {
             s: [
                 np.asarray(model.booster.predict(X, num_iteration=model.best_round), np.float32)

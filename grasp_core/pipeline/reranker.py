@@ -13,6 +13,7 @@ import dataclasses
 import math
 import shutil
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,8 +24,11 @@ from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
 from grasp_core.pipeline.step import step
 from grasp_core.ranking import Ranking
-from grasp_core.rerank.features import RerankInput
+from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.rerank.weights import RRF_FILE
+
+if TYPE_CHECKING:
+    from grasp_core.rerank.asked_type import AskedType
 
 LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
 
@@ -130,30 +134,59 @@ def reranker_step(ws: Components, log_fn=None) -> dict:
     return _pair_step(ws, log_fn)
 
 
-def _ltr_step(ws: Components) -> dict:
-    from grasp_core.rerank.inference import ValItem, select_rrf_params
-    from grasp_core.rerank.ltr import labels_of, train_ranker
-    from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
+@dataclasses.dataclass(frozen=True)
+class LTRData:
+    """The ``ltr`` reranker's training inputs: the training lists and the val lists, their feature matrices and
+    graded labels (one matrix and one label vector per query), and the feature builder that made them."""
+
+    features: FeatureBuilder
+    train: tuple[list[np.ndarray], list[np.ndarray]]
+    val_inputs: list[RerankInput]
+    val_gold: list
+    val: tuple[list[np.ndarray], list[np.ndarray]]
+
+
+def ltr_data(ws: Components, asked: AskedType) -> LTRData:
+    """Rebuild the ``ltr`` step's inputs from the artifacts: the training lists ``reranker_hard_negatives`` stored,
+    the served planner's lists of the first ``LTRConfig.val_queries`` val questions, and their features with the
+    asked-type model ``asked``. The step and ``benchmarks/reranker_seeds.py`` both call this, so they train on the
+    same data."""
+    from grasp_core.rerank.ltr import labels_of
 
     K = ws.profile.rerank.top_k
     frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
     train_qids, train_inputs = _inputs_of(ws, frame)
     _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
-    asked, asked_metrics = _fit_asked_type(ws)
     features = ws.reranker_features(asked)
-    t0 = time.perf_counter()
     gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
-    train_X = features.build(train_inputs, K)
     train_y = [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)]
-    val_X = features.build(val_inputs, K)
     val_y = [labels_of(x.fused.node_ids[:K], g) for x, g in zip(val_inputs, val_gold)]
-    feature_seconds = time.perf_counter() - t0
+    return LTRData(
+        features,
+        (features.build(train_inputs, K), train_y),
+        val_inputs,
+        val_gold,
+        (features.build(val_inputs, K), val_y),
+    )
+
+
+def _ltr_step(ws: Components) -> dict:
+    from grasp_core.rerank.inference import ValItem, select_rrf_params
+    from grasp_core.rerank.ltr import train_ranker
+    from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
+
+    K = ws.profile.rerank.top_k
+    asked, asked_metrics = _fit_asked_type(ws)
     t0 = time.perf_counter()
-    trained = train_ranker((train_X, train_y), (val_X, val_y), features.names, ws.profile.ltr)
+    data = ltr_data(ws, asked)
+    features, val_inputs, val_gold = data.features, data.val_inputs, data.val_gold
+    data_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trained = train_ranker(data.train, data.val, features.names, ws.profile.ltr)
     train_seconds = time.perf_counter() - t0
     val_scores = [
         np.asarray(trained.booster.predict(X, num_iteration=trained.best_round)) if len(X) else np.zeros(0)
-        for X in val_X
+        for X in data.val[0]
     ]
     items = [ValItem(x.fused, s.astype(np.float32), g) for x, s, g in zip(val_inputs, val_scores, val_gold)]
     w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
@@ -177,7 +210,7 @@ def _ltr_step(ws: Components) -> dict:
     top, at = dict(list(trained.importance.items())[:15]), ws.profile.ltr.early_stopping_at
     return {
         "kind": "ltr",
-        "train_queries": len(train_inputs),
+        "train_queries": len(data.train[0]),
         "train_groups": trained.train_groups,
         "val_queries": len(val_inputs),
         "best_round": trained.best_round,
@@ -185,7 +218,7 @@ def _ltr_step(ws: Components) -> dict:
         "rrf_w": w if math.isfinite(w) else "inf (ranker order)",
         "rrf_k": k,
         **asked_metrics,
-        "feature_seconds": round(feature_seconds, 1),
+        "data_seconds": round(data_seconds, 1),
         "train_seconds": round(train_seconds, 1),
         "rrf_grid_md": markdown_table(grid.to_dict(orient="records"), ["w", "k", "hit@1", "mrr"]),
         "feature_importance_md": markdown_table(
@@ -202,7 +235,7 @@ def _ltr_step(ws: Components) -> dict:
     }
 
 
-def _fit_asked_type(ws: Components):
+def _fit_asked_type(ws: Components) -> tuple[AskedType, dict]:
     """The asked-type model on the training queries' gold types, with its accuracy on val (a metric)."""
     from grasp_core.rerank.asked_type import fit_asked_type
     from grasp_core.text.mfar import QUERY_MAX_TOKENS

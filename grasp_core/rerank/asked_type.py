@@ -19,7 +19,9 @@ A multinomial logistic regression on two views of the question, trained on the t
 
 It is a reranker feature (the candidate's type's probability), never a filter. Stored as ``asked_type.json``
 in the reranker artifact (types, vocabulary, weights, bias); prediction is one matrix product, so serving needs
-no sklearn. Training is deterministic (lbfgs, no sampling).
+no sklearn. Training is deterministic, the same model in every process: lbfgs with no sampling, run with one BLAS
+thread (a second splits the solver's dot products and moves the weights by ~0.03), on features that never depend
+on the order of a set (Python's string hashes, so a set's order, change from one process to the next).
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ def name_type_matrix(texts: Sequence[str], row: dict[str, int], shares: np.ndarr
     (``window`` per cue) among the names holding them; zeros for a text none of whose request words is in ``row``."""
     out = np.zeros((len(texts), shares.shape[1]), np.float32)
     for i, text in enumerate(texts):
-        hits = [row[w] for w in request_words(text, window) if w in row]
+        hits = sorted(row[w] for w in request_words(text, window) if w in row)  # a sum's order: a fixed one
         if hits:
             out[i] = np.log(shares[hits].mean(0))
     return out
@@ -194,6 +196,7 @@ def fit_asked_type(
     and the SKB's (node type, name or alias) pairs for the names view; a type no training query asks for gets
     probability ~0."""
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     keep = np.array([label in types for label in labels], bool)
     kept_texts = [t for t, k in zip(texts, keep) if k]
@@ -215,7 +218,8 @@ def fit_asked_type(
     if len(seen) < 2:  # one type only (or none): it is always the asked one
         bias[list(types).index(seen[0]) if seen else 0] = 0.0
         return dataclasses.replace(shell, weights=weights, bias=bias)
-    model = LogisticRegression(C=cfg.c, max_iter=cfg.max_iter).fit(x, y)
+    with threadpool_limits(limits=1, user_api="blas"):
+        model = LogisticRegression(C=cfg.c, max_iter=cfg.max_iter).fit(x, y)
     coef, intercept = model.coef_, model.intercept_
     if len(seen) == 2:  # sklearn keeps one row for two classes: class 1 vs class 0
         coef, intercept = np.stack([-coef[0] / 2, coef[0] / 2]), np.array([-intercept[0] / 2, intercept[0] / 2])

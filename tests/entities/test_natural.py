@@ -2,6 +2,9 @@
 weak links, an ambiguous alias keeps every owner, a term look-up answers the named node, the asked-type model."""
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -146,3 +149,35 @@ def test_a_request_noun_no_training_question_opens_with_is_read_by_its_types_amo
 
 def test_request_words_skip_stemmed_stopwords():
     assert request_words("What does Huntington disease do to a person?", 1) == {"huntington"}
+
+
+_FIT_IN_A_FRESH_PROCESS = """
+import hashlib, sys
+import numpy as np
+from grasp_core.rerank.asked_type import AskedTypeConfig, fit_asked_type
+rng = np.random.default_rng(0)
+words = ["rash", "gene", "syndrome", "fever", "protein", "disorder", "kinase", "pain", "receptor", "onset"]
+texts = [" ".join(rng.choice(words, 6)) + " which " + " ".join(rng.choice(words, 3)) for _ in range(300)]
+labels = ["disease" if t.count("gene") + t.count("kinase") < 2 else "gene/protein" for t in texts]
+names = [(t, " ".join(rng.choice(words, 2))) for t in ("disease", "gene/protein") for _ in range(40)]
+vectors = rng.normal(size=(len(texts), 32)).astype(np.float32)
+model = fit_asked_type(vectors, texts, labels, ["disease", "gene/protein"], AskedTypeConfig(cue_min_count=2), names)
+print(hashlib.sha256(model.weights.tobytes() + model.bias.tobytes()).hexdigest())
+"""
+
+
+def test_the_asked_type_fit_is_the_same_model_in_every_process():
+    """The served reranker's features read this model, and LightGBM's early-stopping round moves with the smallest
+    change in them: two processes with different string hashes (so sets in another order) and BLAS thread counts
+    fit bit-identical weights."""
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", _FIT_IN_A_FRESH_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": seed, "OPENBLAS_NUM_THREADS": threads},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed, threads in (("1", "1"), ("2", "2"), ("3", "2"))
+    }
+    assert len(digests) == 1, digests
