@@ -14,13 +14,15 @@ PARTITION_TAG = "dagster/partition"
 
 def step_seconds(dataset: str, instance: dg.DagsterInstance | None = None) -> dict[str, float]:
     """Seconds of the latest successful step of every asset of ``dataset`` (``asset`` or ``asset/round`` for the
-    RL rounds), from the STEP_SUCCESS events of the instance at $DAGSTER_HOME (default: the checkout's)."""
+    RL rounds), from the STEP_SUCCESS events of the instance at $DAGSTER_HOME (default: the checkout's). Steps that
+    are not an asset's (an asset check run as its own step, as ``dagster asset materialize`` does) are left out."""
     if instance is None:
         os.environ.setdefault("DAGSTER_HOME", str(Path(__file__).resolve().parent.parent / "dagster_home"))
         instance = dg.DagsterInstance.get()
     records = instance.get_event_records(
         dg.EventRecordsFilter(event_type=dg.DagsterEventType.STEP_SUCCESS), ascending=True
     )
+    assets = {"__".join(key.path) for key in instance.get_asset_keys()}  # an asset's step key
     partitions: dict[str, tuple[str | None, str | None]] = {}
     out: dict[str, float] = {}
     for record in records:  # oldest first: a later success of the same asset and partition replaces an earlier one
@@ -33,9 +35,9 @@ def step_seconds(dataset: str, instance: dg.DagsterInstance | None = None) -> di
                 tags.get(f"{PARTITION_TAG}/round"),
             )
         ds, round_key = partitions[entry.run_id]
-        if ds != dataset:
-            continue
         step = entry.dagster_event.step_key
+        if ds != dataset or step not in assets:
+            continue
         out[step if round_key is None else f"{step}/{round_key}"] = (
             entry.dagster_event.event_specific_data.duration_ms / 1000
         )

@@ -15,6 +15,11 @@ def slow(context: dg.AssetExecutionContext) -> None:
     time.sleep(SLEEP[context.partition_key])
 
 
+@dg.asset_check(asset=slow)
+def slow_is_done() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=True)
+
+
 @dg.asset(partitions_def=dataset_round_partitions)
 def per_round(context: dg.AssetExecutionContext) -> None:
     time.sleep(0.2)
@@ -35,3 +40,11 @@ def test_latest_success_per_asset_and_partition():
     assert step_seconds("hpo", instance)["slow"] < 1.0
     assert set(step_seconds("synth-mag", instance)) == {"slow"}
     assert step_seconds("synth-prime", instance) == {}
+
+
+def test_asset_checks_are_not_steps_of_an_asset():
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("dataset", ["hpo"])
+    result = dg.materialize([slow, slow_is_done], instance=instance, partition_key="hpo")
+    assert result.success and result.get_asset_check_evaluations()
+    assert set(step_seconds("hpo", instance)) == {"slow"}
