@@ -5,7 +5,8 @@ Run: ``python benchmarks/ann_recall.py EMBEDDINGS_DIR [--sizes 129375 1000000] [
 ``benchmarks/.cache/scale-synth-prime-full/artifacts/synth-prime/node_embeddings``). A node type with at least
 ``IndexConfig.hnsw_min_size`` (1,000,000) nodes gets an ``IndexHNSWFlat`` (M 32, efConstruction 200, efSearch 256)
 instead of an exact ``IndexFlatIP``; this measures what that costs in recall, with the product's own index
-constructor and parameters.
+constructor and parameters (the graph built on one thread, as the product builds it). The name index switches far
+sooner (``name_hnsw_min_size``); what that changes in linking is ``benchmarks/name_index_linking.py``.
 
 The corpus is the artifact's document vectors; a size beyond them is filled with vectors between two random real
 ones (``normalize(a * u + (1 - a) * v)``, ``a`` uniform in [0.25, 0.75]), which keeps the corpus on the documents'
@@ -28,7 +29,7 @@ import numpy as np
 
 from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.node_embeddings import load_node_embeddings
-from grasp_core.embed.vector_index import new_index
+from grasp_core.embed.vector_index import filled, new_index
 from grasp_core.io import write_json
 
 RESULTS = Path(__file__).parent / "results"
@@ -68,9 +69,9 @@ def measure(vectors: np.ndarray, queries: np.ndarray, cfg: IndexConfig) -> dict:
     exact.add(vectors)
     exact_build = time.perf_counter() - start
     start = time.perf_counter()
-    hnsw = new_index(dim, cfg.hnsw_min_size, cfg)  # the index a type of this size gets
+    hnsw = new_index(dim, cfg.hnsw_min_size, cfg, "doc")  # the document index a type of this size gets
     assert isinstance(hnsw, faiss.IndexHNSWFlat)
-    hnsw.add(vectors)
+    filled(hnsw, vectors)  # built as the product builds it (one thread)
     hnsw_build = time.perf_counter() - start
     _, exact_ids = exact.search(queries, 100)
     _, hnsw_ids = hnsw.search(queries, 100)

@@ -358,20 +358,27 @@ def test_parallel_branches_give_the_same_answers(trained):
         assert b.seconds["text"] > 0 and b.plan == a.plan
 
 
-def test_a_question_runs_the_encoder_once_for_the_text_branch_planner_and_reranker(trained, monkeypatch):
+def test_a_question_runs_the_encoder_once_per_text_across_the_stages(trained, monkeypatch):
+    """The text branch, the planner and the reranker read the question, the executor the extractor's mentions: each
+    token sequence runs through the model once per answer, and the answers are those of a question answered alone."""
     from grasp_core.embed.encoder import Encoder
     from grasp_core.retriever import GraspRetriever
 
     tmp, _ = trained
     retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke")
+    retriever.retrieve(["which drugs treat glaucoma?"])  # loads the parts; the executor's own memo stays cold
     question = "which genes are linked to night blindness?"
-    before = retriever.retrieve([question])[0]
     ran: list[list[str]] = []
     encode = Encoder._encode
     monkeypatch.setattr(Encoder, "_encode", lambda self, texts, *a: ran.append(list(texts)) or encode(self, texts, *a))
-    after = retriever.retrieve([question])[0]
-    assert [x.to_json() for x in after.answers] == [x.to_json() for x in before.answers] and after.answers
+    result = retriever.retrieve([question])[0]
+    assert result.answers and result.entity_table is not None and result.entity_table.rows
+    anchors = [row.mention for row in result.entity_table.rows if row.links]
     assert sum(question in texts for texts in ran) == 1, ran  # it was 3: mFAR, the planner and the reranker
+    assert anchors and all(sum(a in texts for texts in ran) == 1 for a in anchors), ran  # 2: extractor, executor
+    monkeypatch.undo()
+    alone = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke").retrieve([question])[0]
+    assert [x.to_json() for x in alone.answers] == [x.to_json() for x in result.answers]
 
 
 def test_the_answer_path_runs_one_blas_thread_and_a_question_alone_answers_as_in_a_batch(trained, monkeypatch):

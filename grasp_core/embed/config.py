@@ -33,7 +33,14 @@ class EncoderConfig:
 class IndexConfig:
     hnsw_min_size: int = field(
         default=1_000_000,
-        metadata={"help": "A node type with at least this many nodes gets an HNSW index; exact otherwise."},
+        metadata={"help": "A node type with at least this many nodes gets an HNSW document index; exact otherwise."},
+    )
+    name_hnsw_min_size: int = field(
+        default=10_000,
+        metadata={
+            "help": "A node type whose name index (names and aliases) has at least this many rows gets an HNSW name "
+            "index; exact otherwise. Every question's spans and mentions search it (docs/latency.md)."
+        },
     )
     hnsw_m: int = field(default=32, metadata={"help": "HNSW graph degree (faiss M)."})
     hnsw_ef_construction: int = field(default=200, metadata={"help": "HNSW candidate list size while building."})

@@ -18,12 +18,14 @@ questions served with it; importing :mod:`grasp_core` caps oneDNN at AVX-512 BF1
 does not, at a cost there: documents 4.8x and one query 1.6x slower (``benchmarks/batch_invariance.py``). MKL's float32 ``addmm`` there still varies with the
 row count in the last bits (the float32 test allows 1e-6).
 
-Inside :meth:`Encoder.remembering` (one batch of the answer path), a question (``encode(..., question=True)``)
-whose tokens (after truncation) were encoded before gets that vector: the text branch, the planner and the reranker read the same questions, which
-were encoded three times per question before (the planner at 64 tokens, the others at 512: one key for a question
-shorter than 64 tokens). The memo lives for that block only and in that context (a
-:class:`~contextvars.ContextVar`), so a question's vector never depends on what another call encoded, and it is
-kept per encoder object (a fine-tuned copy shares its original's ``identity``).
+Inside :meth:`Encoder.remembering` (one batch of the answer path), a text whose tokens (after truncation, at
+their padded length) were encoded before gets that vector: the text branch, the planner and the reranker read the
+same questions, which were encoded three times per question before (the planner at 64 tokens, the others at 512:
+one key for a question shorter than 64 tokens), and the executor's anchor texts are the mentions the extractor
+linked. Since a text is always computed at its own padded length, the vector it gets is the one it would get in any
+batch (bit-identical with the bfloat16 kernels this module allows; see above for MKL's float32). The memo lives for
+that block only and in that context (a :class:`~contextvars.ContextVar`), and it is kept per encoder object (a
+fine-tuned copy shares its original's ``identity``).
 """
 
 from __future__ import annotations
@@ -101,14 +103,11 @@ class Encoder:
         finally:
             _MEMO.reset(token)
 
-    def encode(
-        self, texts: Sequence[str], max_tokens: int, show_progress: bool = False, question: bool = False
-    ) -> np.ndarray:
-        """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order.
-        ``question``: the texts are a batch's questions, shared through :meth:`remembering` (a question's vector
-        then comes from the same batch of questions in every stage, never from a batch of other texts)."""
+    def encode(self, texts: Sequence[str], max_tokens: int, show_progress: bool = False) -> np.ndarray:
+        """Encode ``texts`` truncated at ``max_tokens`` tokens -> float32 [n, dim], L2-normalized, input order
+        (inside :meth:`remembering`, each token sequence once)."""
         texts = list(texts)
-        memo = _MEMO.get() if question else None
+        memo = _MEMO.get()
         if memo is None or not texts:
             return self._encode(texts, self.max_tokens(max_tokens), show_progress)
         max_tokens = self.max_tokens(max_tokens)

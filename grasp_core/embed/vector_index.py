@@ -4,9 +4,12 @@ The name index holds one vector per name and per alias (the SKB's ``aliases`` co
 owns it; a name search answers each node once, with its best vector's cosine (a node's name score is the
 max over its name and aliases), so a synonym or a lay term finds its node as its name does.
 
-Vectors are L2-normalized float32, so inner product is cosine. A type with fewer than
-``IndexConfig.hnsw_min_size`` nodes gets an exact ``IndexFlatIP``; a larger one an ``IndexHNSWFlat``
-(inner product metric). ``search`` answers with global node ids; a search over all nodes
+Vectors are L2-normalized float32, so inner product is cosine. A type's document index is an exact
+``IndexFlatIP`` below ``IndexConfig.hnsw_min_size`` nodes and an ``IndexHNSWFlat`` (inner product metric) from
+there; its name index likewise from ``IndexConfig.name_hnsw_min_size`` rows (10,000), far sooner, because every
+question searches it with its spans and mentions, and the exact scan is memory-bound: hpo's 41,498 phenotype names
+and aliases took 7-9 ms per search, HNSW 0.4-2 ms at the same top 3 (docs/latency.md). An HNSW index is built on
+one thread, so the same vectors give the same graph and the same answers in every run. ``search`` answers with global node ids; a search over all nodes
 (``node_type=None``) searches every type's index and merges the per-type top-k (exact, since each
 per-type top-k contains that type's share of the global top-k).
 
@@ -71,8 +74,7 @@ class NodeIndex:
                 rows = type_ids if kind == "doc" else _name_rows(type_ids, embeddings)
                 source = embeddings.doc if kind == "doc" else all_names
                 vectors = np.ascontiguousarray(source[rows], dtype=np.float32)
-                indexes[t, kind] = new_index(vectors.shape[1], len(rows), cfg)
-                indexes[t, kind].add(vectors)
+                indexes[t, kind] = filled(new_index(vectors.shape[1], len(rows), cfg, kind), vectors)
         return cls(ids, indexes, embeddings, cfg)
 
     def search(self, node_type: str | None, kind: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -213,13 +215,34 @@ def _most_rows(owner: np.ndarray) -> int:
     return int(np.bincount(owner).max()) if len(owner) else 1
 
 
-def new_index(dim: int, size: int, cfg: IndexConfig) -> faiss.Index:
-    """The empty index a node type of ``size`` vectors gets: exact below ``cfg.hnsw_min_size``, HNSW from it."""
-    if size < cfg.hnsw_min_size:
+def new_index(dim: int, size: int, cfg: IndexConfig, kind: str) -> faiss.Index:
+    """The empty ``kind`` index a node type with ``size`` vectors of that kind gets: exact below its threshold
+    (``cfg.name_hnsw_min_size`` for names, ``cfg.hnsw_min_size`` for documents), HNSW from it."""
+    if size < (cfg.name_hnsw_min_size if kind == "name" else cfg.hnsw_min_size):
         return faiss.IndexFlatIP(dim)
+    return hnsw_index(dim, cfg)
+
+
+def hnsw_index(dim: int, cfg: IndexConfig) -> faiss.IndexHNSWFlat:
+    """An empty inner-product HNSW index with ``cfg``'s graph degree and candidate list sizes."""
     index = faiss.IndexHNSWFlat(dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = cfg.hnsw_ef_construction
     index.hnsw.efSearch = cfg.hnsw_ef_search
+    return index
+
+
+def filled(index: faiss.Index, vectors: np.ndarray) -> faiss.Index:
+    """``index`` with ``vectors`` added; an HNSW graph is built on one thread (threads insert in a racing order, so
+    the graph, and then a search's answers, would differ from run to run)."""
+    if not isinstance(index, faiss.IndexHNSW):
+        index.add(vectors)
+        return index
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        index.add(vectors)
+    finally:
+        faiss.omp_set_num_threads(threads)
     return index
 
 

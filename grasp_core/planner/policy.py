@@ -185,7 +185,7 @@ class Featurizer:
         self, queries: Sequence[str], tables: Sequence[EntityTable], query_vectors: np.ndarray | None = None
     ) -> Featurized:
         if query_vectors is None:
-            query_vectors = self.encoder.encode(list(queries), self.cfg.max_query_tokens, question=True)
+            query_vectors = self.encoder.encode(list(queries), self.cfg.max_query_tokens)
         cands = [self.candidates(q, t) for q, t in zip(queries, tables)]
         width = max([len(c) for c in cands] + [1])
         b, dim, nf = len(cands), query_vectors.shape[1], len(FEATURES)

@@ -97,7 +97,7 @@ class CandidateDocumentBuilder:
         """Query vectors f32 [q, d] from the encoder that made the node vectors."""
         if self.encoder is None:
             raise GraspError("CandidateDocumentBuilder was made without an encoder; pass encoder= to embed queries")
-        return self.encoder.encode(list(queries), max_tokens=self.cfg.query_max_tokens, question=True)
+        return self.encoder.encode(list(queries), max_tokens=self.cfg.query_max_tokens)
 
     def build(self, query_vec: np.ndarray, node_ids: Sequence[int], tokenizer, prompt_tokens: int = 0) -> list[str]:
         """Documents of ``node_ids`` for one query, each fitting ``max_input_tokens - prompt_tokens``."""

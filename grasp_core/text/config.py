@@ -34,6 +34,14 @@ class MFARConfig:
     candidates_per_field: int = field(
         default=200, metadata={"help": "Top nodes kept per (field, scorer); their union is ranked."}
     )
+    dense_ann_min_nodes: int = field(
+        default=100_000,
+        metadata={
+            "help": "From this many nodes, a dense scorer's nominees come from an HNSW index over the field's "
+            "vectors (the profile's IndexConfig M and ef) and are then scored exactly; below, from the exact "
+            "product with every node, which grows with the node count (docs/scaling.md)."
+        },
+    )
     hard_negatives: int = field(default=16, metadata={"help": "Whole-document BM25 hard negatives per training query."})
     batch_size: int = field(default=32, metadata={"help": "Training queries per step (in-batch negatives)."})
     epochs: int = field(default=20, metadata={"help": "Maximum training epochs."})

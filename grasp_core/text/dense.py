@@ -25,7 +25,5 @@ class DenseRetriever:
     def rank(self, queries: Sequence[str], k: int = 100) -> list[Ranking]:
         if not len(queries):
             return []
-        scores, ids = self.index.search(
-            None, "doc", self.encoder.encode(list(queries), QUERY_MAX_TOKENS, question=True), k
-        )
+        scores, ids = self.index.search(None, "doc", self.encoder.encode(list(queries), QUERY_MAX_TOKENS), k)
         return [Ranking(i[i >= 0].astype(np.int64), s[i >= 0].astype(np.float32)) for s, i in zip(scores, ids)]

@@ -31,7 +31,10 @@ O(scorers × candidates), not O(corpus). The selection is vectorized over the ba
 scorer over its [queries, N] score matrix (ties broken by smaller node id, so a query's pool does not
 depend on the batch it is in), then one row-wise sort of the concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
 [queries, m, scorers] raw scores). A lexical scorer only nominates nodes with a positive score, a dense
-scorer only nodes that have the field.
+scorer only nodes that have the field. From ``dense_ann_min_nodes`` nodes (100,000: Prime's size, not hpo's) the
+exact product is the answer path's largest cost after the encoder, so a dense scorer's nominees come from an HNSW
+index over the field's vectors instead (built on one thread, saved with the index), and the union's raw dense scores
+are then computed exactly for the union only; training and serving share this path.
 
 Training. Contrastive cross-entropy: each training query takes one of its gold answers (a random one
 each epoch) as positive; the candidates are every positive and every hard negative in the batch (in-batch
@@ -55,14 +58,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
+import faiss
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.config import EncoderConfig, IndexConfig
 from grasp_core.embed.encoder import Encoder, load_encoder
 from grasp_core.embed.node_embeddings import texts_hash
-from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.embed.vector_index import NodeIndex, filled, hnsw_index
 from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.ranking import Ranking
@@ -109,6 +113,7 @@ class FieldIndex:
         dense: dict[str, np.ndarray],
         bm25: BM25Config,
         identity: str,
+        ann: dict[str, faiss.Index] | None = None,
     ):
         self.fields = fields
         self.lexical = lexical
@@ -116,6 +121,8 @@ class FieldIndex:
         self.bm25 = bm25
         self.identity = identity
         self.present = {f: np.abs(v).sum(1) > 0 for f, v in dense.items()}
+        self.ann = ann or {}  # dense fields whose nominees come from an HNSW index over the nodes that have them
+        self._ann_rows = {f: np.flatnonzero(self.present[f]) for f in self.ann}
         self.scorers = [(f, m) for f in fields for m in (LEXICAL, DENSE) if m == LEXICAL or f in dense]
 
     @property
@@ -169,14 +176,31 @@ class FieldIndex:
                 vectors = np.zeros((n, encoder.dim), np.float32)
                 vectors[rows] = _encode_cached([texts[f][i] for i in rows], encoder, cfg.field_max_tokens, work_dir)
             dense[f] = vectors.astype(np.float16).astype(np.float32)  # what save/load round-trips
-        return cls(list(texts), lexical, dense, cfg.bm25, encoder.identity)
+        ann = {}
+        if n >= cfg.dense_ann_min_nodes:
+            index_cfg = index.cfg if index is not None else IndexConfig()
+            for f, vectors in dense.items():
+                present = vectors[np.abs(vectors).sum(1) > 0]
+                ann[f] = filled(hnsw_index(vectors.shape[1], index_cfg), np.ascontiguousarray(present))
+        return cls(list(texts), lexical, dense, cfg.bm25, encoder.identity, ann)
 
     def raw_scores(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> list[np.ndarray]:
         """Per scorer (in ``self.scorers`` order): float32 [q, N] scores over the whole corpus."""
-        return [
-            self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
-            for f, m in self.scorers
-        ]
+        return [self._row_scores(s, query_tokens, query_vecs) for s in range(self.num_scorers)]
+
+    def _row_scores(self, scorer: int, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> np.ndarray:
+        f, m = self.scorers[scorer]
+        return self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
+
+    def _approximate(self, scorer: int) -> bool:
+        f, m = self.scorers[scorer]
+        return m == DENSE and f in self.ann
+
+    def ann_nominees(self, field: str, query_vecs: np.ndarray, k: int) -> np.ndarray:
+        """int64 [q, k]: each query's top ``k`` nodes having ``field`` by its HNSW index (``N`` where it found
+        fewer)."""
+        _, local = self.ann[field].search(np.ascontiguousarray(query_vecs, np.float32), k)
+        return np.where(local >= 0, self._ann_rows[field][np.maximum(local, 0)], self.num_nodes)
 
     def scores_at(
         self, query_tokens: Sequence[Sequence[str]], query_vecs: torch.Tensor, node_ids: np.ndarray
@@ -227,17 +251,29 @@ class FieldIndex:
         the union is a row-wise sort of the concatenated nominees with duplicates and ineligible picks
         pushed to the end as padding.
         """
-        scores = self.raw_scores(query_tokens, query_vecs)
+        scorers = range(self.num_scorers)
+        scores = [None if self._approximate(s) else self._row_scores(s, query_tokens, query_vecs) for s in scorers]
         q, n = len(query_vecs), self.num_nodes
         k = min(per_field, n)
-        picks = [self.nominees(s, values, k) for s, values in enumerate(scores)]
+        picks = [
+            self.nominees(s, values, k) if values is not None else self.ann_nominees(self.scorers[s][0], query_vecs, k)
+            for s, values in enumerate(scores)
+        ]
         ids = np.sort(np.concatenate(picks, axis=1), axis=1) if picks else np.zeros((q, 0), np.int64)
         ids[:, 1:][ids[:, 1:] == ids[:, :-1]] = n  # duplicates become padding
         ids = np.sort(ids, axis=1)
         ids = ids[:, : int((ids < n).sum(1).max(initial=0))]
         pad = ids == n
         safe = np.where(pad, 0, ids)
-        raw = np.stack([np.take_along_axis(s, safe, 1) for s in scores], axis=-1)
+        raw = np.stack(
+            [
+                np.take_along_axis(values, safe, 1)
+                if values is not None
+                else np.stack([self.dense[self.scorers[s][0]][row] @ v for row, v in zip(safe, query_vecs)])
+                for s, values in enumerate(scores)
+            ],
+            axis=-1,
+        )
         raw[pad] = 0
         return Pools(np.where(pad, -1, ids).astype(np.int64), raw.astype(np.float32))
 
@@ -248,11 +284,14 @@ class FieldIndex:
             self.lexical[f].save(sub)
             if f in self.dense:
                 np.save(sub / "dense.npy", self.dense[f].astype(np.float16))
+            if f in self.ann:
+                faiss.write_index(self.ann[f], str(sub / "dense.hnsw"))
         write_json(
             path / "fields.json",
             {
                 "fields": self.fields,
                 "dense_fields": list(self.dense),
+                "ann_fields": list(self.ann),
                 "bm25": asdict(self.bm25),
                 "identity": self.identity,
             },
@@ -261,7 +300,7 @@ class FieldIndex:
     @classmethod
     def load(cls, path: Path) -> FieldIndex:
         meta = read_json(path / "fields.json")
-        lexical, dense = {}, {}
+        lexical, dense, ann = {}, {}, {}
         for i, f in enumerate(meta["fields"]):
             sub = path / f"field_{i:03d}"
             lexical[f] = LexicalIndex.load(sub)
@@ -269,9 +308,11 @@ class FieldIndex:
                 continue
             try:
                 dense[f] = np.load(sub / "dense.npy").astype(np.float32)
-            except (OSError, ValueError) as exc:
-                raise CorruptArtifactError(f"{sub / 'dense.npy'}: unreadable ({exc}); rebuild the mFAR index") from exc
-        return cls(meta["fields"], lexical, dense, BM25Config(**meta["bm25"]), meta["identity"])
+                if f in meta.get("ann_fields", []):
+                    ann[f] = faiss.read_index(str(sub / "dense.hnsw"))
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise CorruptArtifactError(f"{sub}: dense vectors unreadable ({exc}); rebuild the mFAR index") from exc
+        return cls(meta["fields"], lexical, dense, BM25Config(**meta["bm25"]), meta["identity"], ann)
 
 
 def _top_k_ids(values: torch.Tensor, k: int, floor: float = float("-inf")) -> torch.Tensor:
@@ -345,7 +386,7 @@ class MFARRetriever:
         self.cfg = cfg
 
     def encode_queries(self, queries: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:
-        return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS, question=True)
+        return tokenize(queries, self.fields.bm25), self.encoder.encode(list(queries), QUERY_MAX_TOKENS)
 
     def pools(self, queries: Sequence[str]) -> tuple[np.ndarray, Pools]:
         """Query vectors [q, d] and the queries' candidate pools."""

@@ -55,22 +55,24 @@ def test_encode_truncates_at_max_tokens(encoder):
     assert not np.allclose(encoder.encode([long], 8), encoder.encode([long], 256), atol=1e-3)
 
 
-def test_a_batch_of_questions_is_encoded_once_per_token_sequence_while_remembering(encoder, monkeypatch):
-    """The answer path's stages read the same questions (text branch and reranker at 512 tokens, the planner at 64):
-    inside ``remembering`` the model runs once per question, with the vectors it gives outside the block."""
+def test_each_token_sequence_is_encoded_once_while_remembering(encoder, monkeypatch):
+    """The answer path's stages read the same questions (text branch and reranker at 512 tokens, the planner at 64)
+    and the executor re-reads the extractor's mentions: inside ``remembering`` the model runs once per token
+    sequence, with the vectors it gives outside the block."""
     questions = ["which genes cause night blindness?", "a drug approved for topical ocular use in adults " * 8]
     plain = {limit: encoder.encode(questions, limit) for limit in (512, 64)}
+    alone = encoder.encode(["retina"], 64)
     ran: list[list[str]] = []
     encode = encoder._encode
     monkeypatch.setattr(encoder, "_encode", lambda texts, *a: ran.append(list(texts)) or encode(texts, *a))
     with Encoder.remembering():
         for limit in (512, 64, 512):
-            np.testing.assert_array_equal(encoder.encode(questions, limit, question=True), plain[limit])
-        encoder.encode(["retina", "retina"], 64)  # not questions: encoded every time, never remembered
-        encoder.encode(["retina"], 64)
+            np.testing.assert_array_equal(encoder.encode(questions, limit), plain[limit])
+        np.testing.assert_array_equal(encoder.encode(["retina", questions[0], "retina"], 64)[0], alone[0])
+        encoder.encode(["retina"], 512)  # one token sequence at both limits
     # the short question is one token sequence at both limits; the long one is cut at 64, so it is another
-    assert ran == [questions, [questions[1]], ["retina", "retina"], ["retina"]]
-    encoder.encode(questions[:1], 512, question=True)  # after the block nothing is remembered
+    assert ran == [questions, [questions[1]], ["retina"]]
+    encoder.encode(questions[:1], 512)  # after the block nothing is remembered
     assert ran[-1] == questions[:1]
 
 

@@ -91,9 +91,17 @@ def test_large_types_use_hnsw_with_high_recall(tmp_path):
         pd.DataFrame({"src": [], "rel": [], "dst": []}),
         pd.DataFrame(),
     )
-    index = NodeIndex.build(skb, emb, IndexConfig(hnsw_min_size=1000))
+    index = NodeIndex.build(skb, emb, IndexConfig(hnsw_min_size=1000, name_hnsw_min_size=1000))
     assert isinstance(index.indexes["big", "name"], faiss.IndexHNSW)
     assert isinstance(index.indexes["small", "name"], faiss.IndexFlat)
+    names_only = NodeIndex.build(skb, emb, IndexConfig(name_hnsw_min_size=1000))  # the name index switches alone
+    assert isinstance(names_only.indexes["big", "name"], faiss.IndexHNSW)
+    assert isinstance(names_only.indexes["big", "doc"], faiss.IndexFlat)
+    # built on one thread: the same vectors give the same graph, byte for byte
+    assert (
+        faiss.serialize_index(names_only.indexes["big", "name"]).tobytes()
+        == faiss.serialize_index(index.indexes["big", "name"]).tobytes()
+    )
     q = vectors[rng.choice(n - 10, 50)] + 0.1 * rng.standard_normal((50, 16)).astype(np.float32)
     _, ids = index.search("big", "name", q, 10)
     _, exact = brute_force(vectors, np.arange(n - 10), q, 10)

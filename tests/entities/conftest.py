@@ -93,6 +93,6 @@ class CountingEncoder:
     def __init__(self, encoder):
         self.encoder, self.dim, self.calls = encoder, encoder.dim, []
 
-    def encode(self, texts, max_tokens, show_progress=False, question=False):
+    def encode(self, texts, max_tokens, show_progress=False):
         self.calls.append(list(texts))
-        return self.encoder.encode(texts, max_tokens, question=question)
+        return self.encoder.encode(texts, max_tokens)

@@ -233,7 +233,7 @@ class StandInEncoder:
     def __init__(self):
         self.calls = []
 
-    def encode(self, texts, max_tokens, show_progress=False, question=False):
+    def encode(self, texts, max_tokens, show_progress=False):
         self.calls.append(list(texts))
         vectors = np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts])
         return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)

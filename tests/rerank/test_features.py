@@ -24,7 +24,7 @@ class FixedQueryEncoder:
     dim, identity = 2, "fixed-2d"
 
     @staticmethod
-    def encode(texts, max_tokens, question=False):
+    def encode(texts, max_tokens):
         return np.tile(np.array([1.0, 0.0], np.float32), (len(texts), 1))
 
 

@@ -8,6 +8,7 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
+from grasp_core.text.bm25 import tokenize
 from grasp_core.text.config import MFARConfig
 from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids, _trainable_copy, train_mfar
 from tests.text.conftest import tiny_skb
@@ -58,6 +59,15 @@ def test_dense_fields_none_embeds_every_field_and_unknown_fields_are_refused(enc
     np.testing.assert_array_equal(fields.present["review"], products)
     np.testing.assert_allclose(fields.dense["name"], index.vectors("name", np.arange(skb.num_nodes)), atol=1e-3)
     assert np.abs(fields.dense["review"][products]).sum() > 0 and not fields.dense["review"][~products].any()
+    # with HNSW nominees (review: only the products are in its index) the pools are the exact ones
+    approx = FieldIndex.build(
+        skb, index, encoder, MFARConfig(dense_fields=None, dense_ann_min_nodes=0), work_dir=tmp_path / "fields"
+    )
+    assert approx.ann["review"].ntotal == products.sum() < skb.num_nodes
+    queries = ["a kettle that reviewers liked", "Acme toaster"]
+    tokens, vecs = tokenize(queries, fields.bm25), encoder.encode(queries, 512)
+    for a, b in zip(approx.candidates(tokens, vecs, 4), fields.candidates(tokens, vecs, 4)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     with pytest.raises(GraspError, match="unknown fields \\['colour'\\]"):
         FieldIndex.build(skb, index, encoder, MFARConfig(dense_fields=("doc", "colour")))
     with pytest.raises(GraspError, match="pass the NodeIndex"):
@@ -128,6 +138,30 @@ def test_vectorized_candidates_match_a_per_query_reference(trained, skb, per_fie
         retriever.fields.candidates(tokens, vecs, per_field),
     )
     np.testing.assert_array_equal(pool.ids[pool.valid], ref_ids)
+
+
+def test_from_dense_ann_min_nodes_dense_nominees_come_from_hnsw_and_are_scored_exactly(
+    trained, skb, node_index, encoder, tmp_path
+):
+    """At the threshold each dense field gets an HNSW index over the nodes that have it; on a corpus this small its
+    search is exhaustive, so the pools are the exact ones, their dense scores computed exactly for the union; the
+    index round-trips."""
+    exact = trained[0]
+    fields = FieldIndex.build(skb, node_index, encoder, replace(CFG, dense_ann_min_nodes=skb.num_nodes))
+    assert set(fields.ann) == {"doc", "name"} and not exact.fields.ann  # below the threshold: exact products
+    assert all(fields.ann[f].ntotal == fields.present[f].sum() for f in fields.ann)
+    queries = skb.queries["query"].tolist() + ["zzz unmatched words"]
+    tokens, vecs = exact.encode_queries(queries)
+    approx, reference = fields.candidates(tokens, vecs, 5), exact.fields.candidates(tokens, vecs, 5)
+    np.testing.assert_array_equal(approx.ids, reference.ids)
+    np.testing.assert_allclose(approx.raw, reference.raw, rtol=1e-6, atol=1e-6)
+    (tmp_path / "fields").mkdir()
+    fields.save(tmp_path / "fields")
+    loaded = FieldIndex.load(tmp_path / "fields")
+    assert set(loaded.ann) == {"doc", "name"}
+    again = loaded.candidates(tokens, vecs, 5)
+    np.testing.assert_array_equal(again.ids, approx.ids)
+    np.testing.assert_array_equal(again.raw, approx.raw)
 
 
 def test_candidates_are_the_union_of_per_scorer_tops(trained, skb, encoder):

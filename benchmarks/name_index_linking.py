@@ -1,0 +1,117 @@
+"""What the HNSW name index changes in entity linking, and what it saves per question, against the exact index.
+
+Run: ``python benchmarks/name_index_linking.py hpo [--root DIR] [--questions 100]``; writes
+``benchmarks/results/name_index_linking_<dataset>.json``.
+
+From the dataset's node embeddings, both name indexes are built with the product's constructor: the exact one
+(``IndexFlatIP`` for every type) and the one ``IndexConfig()`` builds (HNSW for a type whose names and aliases reach
+``name_hnsw_min_size`` rows). The profile's gazetteer extracts and links every question of the evaluation splits
+with each; per split it reports the share of linked mentions whose links (node ids, per type, in order) are
+identical, of mentions whose best link is, and of questions whose whole entity table is (mentions, types and
+linked ids; the cosines differ in their last bits, since HNSW and the exact scan sum a dot product differently). Then the first
+``--questions`` test questions are extracted one at a time with each index, interleaved, the median kept: the time
+of the extraction stage as the answer path runs it (one BLAS thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.embed.config import IndexConfig
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.entities.gazetteer import GazetteerExtractor
+from grasp_core.entities.table import EntityRow, EntityTable
+from grasp_core.io import write_json
+from grasp_core.math_threads import answer_threads
+from grasp_core.profiles import get_profile
+
+RESULTS = Path(__file__).parent / "results"
+SPLITS = ("val", "val-human", "test", "test-human")
+
+
+def agreement(exact: list[EntityTable], ann: list[EntityTable]) -> dict:
+    rows = same_links = same_best = same_tables = 0
+    for a, b in zip(exact, ann, strict=True):
+        same_tables += [_ids(r) for r in a.rows] == [_ids(r) for r in b.rows]
+        for ra, rb in zip(a.rows, b.rows, strict=True):
+            if not ra.links:
+                continue
+            rows += 1
+            same_links += _ids(ra)[-1] == _ids(rb)[-1]
+            best_a = max((link for ls in ra.links.values() for link in ls), key=lambda x: x.score, default=None)
+            best_b = max((link for ls in rb.links.values() for link in ls), key=lambda x: x.score, default=None)
+            same_best += (best_a and best_a.node_id) == (best_b and best_b.node_id)
+    return {
+        "questions": len(exact),
+        "linked_mentions": rows,
+        "same_links": round(same_links / max(rows, 1), 4),
+        "same_best_link": round(same_best / max(rows, 1), 4),
+        "same_tables": round(same_tables / max(len(exact), 1), 4),
+    }
+
+
+def _ids(row: EntityRow) -> tuple:
+    """What a row says apart from the cosines' last bits (HNSW and the exact scan sum a dot product differently)."""
+    return row.mention, row.types, {t: [link.node_id for link in ls] for t, ls in row.links.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", default=None)
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--questions", type=int, default=100)
+    args = parser.parse_args()
+    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    cfg = IndexConfig()
+    built, seconds = {}, {}
+    for name, index_cfg in (("exact", dataclasses.replace(cfg, name_hnsw_min_size=2**62)), ("hnsw", cfg)):
+        start = time.perf_counter()
+        built[name] = NodeIndex.build(ws.graph, ws.embeddings, index_cfg)
+        seconds[name] = round(time.perf_counter() - start, 1)
+        print(f"[names] {name} index built in {seconds[name]} s", flush=True)
+    kinds = {
+        t: type(built["hnsw"].indexes[t, "name"]).__name__ + f" ({built['hnsw'].indexes[t, 'name'].ntotal} rows)"
+        for t in built["hnsw"].node_types
+    }
+    extractors = {n: GazetteerExtractor(ws.graph, i, ws.encoder, ws.profile.gazetteer) for n, i in built.items()}
+    splits = {}
+    for split in SPLITS:
+        questions = ws.split(split)["query"].tolist()
+        if not questions:
+            continue
+        tables = {n: e.extract(questions) for n, e in extractors.items()}
+        splits[split] = agreement(tables["exact"], tables["hnsw"])
+        print(f"[names] {split}: {splits[split]}", flush=True)
+    test = ws.split("test")["query"].tolist()[: args.questions]
+    times: dict[str, list[float]] = {n: [] for n in extractors}
+    with answer_threads():
+        for e in extractors.values():
+            e.extract(test[:3])  # warm-up
+        for q in test:
+            for n, e in extractors.items():
+                start = time.perf_counter()
+                e.extract([q])
+                times[n].append(time.perf_counter() - start)
+    result = {
+        "dataset": args.dataset,
+        "config": dataclasses.asdict(cfg),
+        "name_indexes": kinds,
+        "build_seconds": seconds,
+        "agreement": splits,
+        "extraction_ms_p50": {n: round(float(np.median(t)) * 1000, 2) for n, t in times.items()},
+        "timed_questions": len(test),
+    }
+    print(f"[names] extraction p50 ms: {result['extraction_ms_p50']}", flush=True)
+    write_json(RESULTS / f"name_index_linking_{args.dataset}.json", result)
+
+
+if __name__ == "__main__":
+    main()
