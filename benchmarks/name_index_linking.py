@@ -1,11 +1,11 @@
 """What the HNSW name index changes in entity linking, and what it saves per question, against the exact index.
 
-Run: ``python benchmarks/name_index_linking.py hpo [--root DIR] [--questions 100]``; writes
+Run: ``python benchmarks/name_index_linking.py hpo [--root DIR] [--hnsw-from 10000] [--questions 100]``; writes
 ``benchmarks/results/name_index_linking_<dataset>.json``.
 
 From the dataset's node embeddings, both name indexes are built with the product's constructor: the exact one
-(``IndexFlatIP`` for every type) and the one ``IndexConfig()`` builds (HNSW for a type whose names and aliases reach
-``name_hnsw_min_size`` rows). The profile's gazetteer extracts and links every question of the evaluation splits
+(``IndexFlatIP`` for every type) and an HNSW one (HNSW for a type whose names and aliases reach ``--hnsw-from`` rows,
+the rest of ``IndexConfig()`` as it is). The profile's gazetteer extracts and links every question of the evaluation splits
 with each; per split it reports the share of linked mentions whose links (node ids, per type, in order) are
 identical, of mentions whose best link is, and of questions whose whole entity table is (mentions, types and
 linked ids; the cosines differ in their last bits, since HNSW and the exact scan sum a dot product differently). Then the first
@@ -68,9 +68,10 @@ def main() -> None:
     parser.add_argument("--root", default=None)
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--hnsw-from", type=int, default=10_000, help="name-index rows from which a type gets HNSW")
     args = parser.parse_args()
     ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
-    cfg = IndexConfig()
+    cfg = dataclasses.replace(IndexConfig(), name_hnsw_min_size=args.hnsw_from)
     built, seconds = {}, {}
     for name, index_cfg in (("exact", dataclasses.replace(cfg, name_hnsw_min_size=2**62)), ("hnsw", cfg)):
         start = time.perf_counter()

@@ -6,10 +6,12 @@ max over its name and aliases), so a synonym or a lay term finds its node as its
 
 Vectors are L2-normalized float32, so inner product is cosine. A type's document index is an exact
 ``IndexFlatIP`` below ``IndexConfig.hnsw_min_size`` nodes and an ``IndexHNSWFlat`` (inner product metric) from
-there; its name index likewise from ``IndexConfig.name_hnsw_min_size`` rows (10,000), far sooner, because every
-question searches it with its spans and mentions, and the exact scan is memory-bound: hpo's 41,498 phenotype names
-and aliases took 7-9 ms per search, HNSW 0.4-2 ms at the same top 3 (docs/latency.md). An HNSW index is built on
-one thread, so the same vectors give the same graph and the same answers in every run. ``search`` answers with global node ids; a search over all nodes
+there; its name index likewise from ``IndexConfig.name_hnsw_min_size`` rows (100,000), sooner, because every
+question searches it with its spans and mentions and the exact scan is memory-bound (hpo's 41,498 phenotype names
+and aliases: 7-9 ms a search, HNSW 0.4-2 ms). Not sooner still: at hpo's size HNSW saved 11 ms of extraction a
+question, changed 0-2% of the links and, through the pipeline trained on them, gave lower validation Hit@1
+(``benchmarks/name_index_linking.py``, ``benchmarks/validation_scores.py``; docs/latency.md). An HNSW index is
+built on one thread, so the same vectors give the same graph and the same answers in every run. ``search`` answers with global node ids; a search over all nodes
 (``node_type=None``) searches every type's index and merges the per-type top-k (exact, since each
 per-type top-k contains that type's share of the global top-k).
 

@@ -1,0 +1,61 @@
+"""The served answers on the validation splits, for choosing between two builds of a dataset without its test splits.
+
+Run: ``python benchmarks/validation_scores.py hpo --root DIR --label NAME``; writes
+``benchmarks/results/validation_<dataset>_<label>.json``.
+
+The evaluation (``eval_metrics``) scores ``test`` and ``test-human`` only, the splits claims are made on. A choice
+between two settings whose effect runs through the whole pipeline (an index, a threshold) is made here instead:
+:class:`~grasp_core.retriever.GraspRetriever` answers every question of ``val`` and ``val-human`` (when the dataset
+has them) through the served path, with and without the reranker, and Hit@1, Hit@5 and MRR are written per split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+from grasp_core.components import Components
+from grasp_core.io import write_json
+from grasp_core.metrics import evaluate
+from grasp_core.retriever import GraspRetriever
+
+RESULTS = Path(__file__).parent / "results"
+SPLITS = ("val", "val-human")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", required=True, help="an artifact root with the dataset's finished DAG")
+    parser.add_argument("--label", required=True, help="names the build in the results file")
+    args = parser.parse_args()
+    result: dict = {"dataset": args.dataset, "root": args.root, "label": args.label, "splits": {}}
+    retrievers = {
+        "served+rerank": GraspRetriever.from_artifacts(args.dataset, args.root),
+        "served": GraspRetriever.from_artifacts(args.dataset, args.root, rerank=False),
+    }
+    ws: Components = retrievers["served"].ws
+    result["commit"] = _commit(Path(args.root))
+    for split in SPLITS:
+        frame = ws.split(split)
+        if frame.empty:
+            continue
+        gold = ws.answers(frame["qid"])
+        result["splits"][split] = {"queries": len(frame)}
+        for setting, retriever in retrievers.items():
+            rankings = [r.ranking for r in retriever.retrieve(frame["query"].tolist())]
+            metrics = evaluate(rankings, gold, ws.skb.num_nodes)
+            result["splits"][split][setting] = {m: round(metrics[m], 2) for m in ("hit@1", "hit@5", "mrr")}
+        print(f"[val] {split}: {result['splits'][split]}", flush=True)
+    write_json(RESULTS / f"validation_{args.dataset}_{args.label}.json", result)
+
+
+def _commit(root: Path) -> str | None:
+    """The commit of the checkout the artifact root lies in (None outside one)."""
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+if __name__ == "__main__":
+    main()
