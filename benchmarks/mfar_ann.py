@@ -14,16 +14,15 @@ one at a time both ways, interleaved, with one BLAS thread as on the answer path
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
+import interleaved
 import numpy as np
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import write_json
-from grasp_core.math_threads import answer_threads
 from grasp_core.metrics import evaluate
 from grasp_core.profiles import get_profile
 from grasp_core.text.mfar import FieldIndex, MFARRetriever
@@ -59,17 +58,8 @@ def main() -> None:
         row["same_top10"] = round(float(np.mean(same)), 4)
         result["splits"][split] = row
         print(f"[mfar-ann] {split}: {row}", flush=True)
-    times: dict[str, list[float]] = {n: [] for n in retrievers}
     test = ws.split("test")["query"].tolist()[: args.questions]
-    with answer_threads():
-        for r in retrievers.values():
-            r.rank(test[:2])  # warm-up
-        for q in test:
-            for name, r in retrievers.items():
-                start = time.perf_counter()
-                r.rank([q])
-                times[name].append(time.perf_counter() - start)
-    result["rank_ms_p50"] = {n: round(float(np.median(t)) * 1000, 2) for n, t in times.items()}
+    result["rank_ms_p50"] = interleaved.p50_ms({n: r.rank for n, r in retrievers.items()}, test)
     result["timed_questions"] = len(test)
     print(f"[mfar-ann] one question, p50 ms: {result['rank_ms_p50']}", flush=True)
     write_json(RESULTS / f"mfar_ann_{args.dataset}.json", result)

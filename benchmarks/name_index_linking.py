@@ -20,7 +20,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-import numpy as np
+import interleaved
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
@@ -29,7 +29,6 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.table import EntityRow, EntityTable
 from grasp_core.io import write_json
-from grasp_core.math_threads import answer_threads
 from grasp_core.profiles import get_profile
 
 RESULTS = Path(__file__).parent / "results"
@@ -92,22 +91,13 @@ def main() -> None:
         splits[split] = agreement(tables["exact"], tables["hnsw"])
         print(f"[names] {split}: {splits[split]}", flush=True)
     test = ws.split("test")["query"].tolist()[: args.questions]
-    times: dict[str, list[float]] = {n: [] for n in extractors}
-    with answer_threads():
-        for e in extractors.values():
-            e.extract(test[:3])  # warm-up
-        for q in test:
-            for n, e in extractors.items():
-                start = time.perf_counter()
-                e.extract([q])
-                times[n].append(time.perf_counter() - start)
     result = {
         "dataset": args.dataset,
         "config": dataclasses.asdict(cfg),
         "name_indexes": kinds,
         "build_seconds": seconds,
         "agreement": splits,
-        "extraction_ms_p50": {n: round(float(np.median(t)) * 1000, 2) for n, t in times.items()},
+        "extraction_ms_p50": interleaved.p50_ms({n: e.extract for n, e in extractors.items()}, test, warm_up=3),
         "timed_questions": len(test),
     }
     print(f"[names] extraction p50 ms: {result['extraction_ms_p50']}", flush=True)
