@@ -12,11 +12,10 @@ has them) through the served path, with and without the reranker, and Hit@1, Hit
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 
 from grasp_core.components import Components
-from grasp_core.io import write_json
+from grasp_core.io import read_json, write_json
 from grasp_core.metrics import evaluate
 from grasp_core.retriever import GraspRetriever
 
@@ -36,7 +35,7 @@ def main() -> None:
         "served": GraspRetriever.from_artifacts(args.dataset, args.root, rerank=False),
     }
     ws: Components = retrievers["served"].ws
-    result["commit"] = _commit(Path(args.root))
+    result["commit"] = read_json(ws.art.require("eval_metrics") / "metrics.json")["commit"]  # the build's
     for split in SPLITS:
         frame = ws.split(split)
         if frame.empty:
@@ -49,12 +48,6 @@ def main() -> None:
             result["splits"][split][setting] = {m: round(metrics[m], 2) for m in ("hit@1", "hit@5", "mrr")}
         print(f"[val] {split}: {result['splits'][split]}", flush=True)
     write_json(RESULTS / f"validation_{args.dataset}_{args.label}.json", result)
-
-
-def _commit(root: Path) -> str | None:
-    """The commit of the checkout the artifact root lies in (None outside one)."""
-    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or None
 
 
 if __name__ == "__main__":

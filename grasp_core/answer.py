@@ -221,7 +221,8 @@ class AnswerPath:
         """Answer a batch. ``text``, ``tables`` and ``plans`` are stage outputs the caller already holds (one per
         query); ``explain`` adds the ``ltr`` reranker's top feature contributions. The stages share one encoding
         of each text (:meth:`Encoder.remembering`): the text branch, the planner and the reranker read the same
-        questions, the executor the extractor's mentions. OpenBLAS runs one thread meanwhile (:mod:`grasp_core.math_threads`: faster, same answers)."""
+        questions, the executor the extractor's mentions. OpenBLAS runs one thread meanwhile
+        (:mod:`grasp_core.math_threads`: faster, same answers)."""
         queries = check_queries(queries)
         with Encoder.remembering(), answer_threads():
             return self._answer(queries, text, tables, plans, explain)

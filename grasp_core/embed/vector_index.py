@@ -11,9 +11,10 @@ question searches it with its spans and mentions and the exact scan is memory-bo
 and aliases: 7-9 ms a search, HNSW 0.4-2 ms). Not sooner still: at hpo's size HNSW saved 11 ms of extraction a
 question, changed 0-2% of the links and, through the pipeline trained on them, gave lower validation Hit@1
 (``benchmarks/name_index_linking.py``, ``benchmarks/validation_scores.py``; docs/latency.md). An HNSW index is
-built on one thread, so the same vectors give the same graph and the same answers in every run. ``search`` answers with global node ids; a search over all nodes
-(``node_type=None``) searches every type's index and merges the per-type top-k (exact, since each
-per-type top-k contains that type's share of the global top-k).
+built on one thread, so the same vectors give the same graph and the same answers in every run.
+
+``search`` answers with global node ids; a search over all nodes (``node_type=None``) searches every type's index
+and merges the per-type top-k (exact, since each per-type top-k contains that type's share of the global top-k).
 
 Speed (``benchmarks/faiss_vs_torch.py``, results in ``benchmarks/results/faiss_vs_torch.json``): faiss-cpu
 1.15.1 only uses BLAS (one matrix product) when a batch has at least

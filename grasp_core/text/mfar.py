@@ -120,7 +120,7 @@ class FieldIndex:
         self.dense = dense  # only the fields with a dense scorer
         self.bm25 = bm25
         self.identity = identity
-        self.present = {f: np.abs(v).sum(1) > 0 for f, v in dense.items()}
+        self.present = {f: _present(v) for f, v in dense.items()}
         self.ann = ann or {}  # dense fields whose nominees come from an HNSW index over the nodes that have them
         self._ann_rows = {f: np.flatnonzero(self.present[f]) for f in self.ann}
         self.scorers = [(f, m) for f in fields for m in (LEXICAL, DENSE) if m == LEXICAL or f in dense]
@@ -180,8 +180,8 @@ class FieldIndex:
         if n >= cfg.dense_ann_min_nodes:
             index_cfg = index.cfg if index is not None else IndexConfig()
             for f, vectors in dense.items():
-                present = vectors[np.abs(vectors).sum(1) > 0]
-                ann[f] = filled(hnsw_index(vectors.shape[1], index_cfg), np.ascontiguousarray(present))
+                present = np.ascontiguousarray(vectors[_present(vectors)])
+                ann[f] = filled(hnsw_index(vectors.shape[1], index_cfg), present)
         return cls(list(texts), lexical, dense, cfg.bm25, encoder.identity, ann)
 
     def raw_scores(self, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> list[np.ndarray]:
@@ -192,11 +192,7 @@ class FieldIndex:
         f, m = self.scorers[scorer]
         return self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
 
-    def _approximate(self, scorer: int) -> bool:
-        f, m = self.scorers[scorer]
-        return m == DENSE and f in self.ann
-
-    def ann_nominees(self, field: str, query_vecs: np.ndarray, k: int) -> np.ndarray:
+    def _ann_nominees(self, field: str, query_vecs: np.ndarray, k: int) -> np.ndarray:
         """int64 [q, k]: each query's top ``k`` nodes having ``field`` by its HNSW index (``N`` where it found
         fewer)."""
         _, local = self.ann[field].search(np.ascontiguousarray(query_vecs, np.float32), k)
@@ -251,14 +247,18 @@ class FieldIndex:
         the union is a row-wise sort of the concatenated nominees with duplicates and ineligible picks
         pushed to the end as padding.
         """
-        scorers = range(self.num_scorers)
-        scores = [None if self._approximate(s) else self._row_scores(s, query_tokens, query_vecs) for s in scorers]
         q, n = len(query_vecs), self.num_nodes
         k = min(per_field, n)
-        picks = [
-            self.nominees(s, values, k) if values is not None else self.ann_nominees(self.scorers[s][0], query_vecs, k)
-            for s, values in enumerate(scores)
-        ]
+        scores: list[np.ndarray | None] = []  # a scorer's [q, N] row scores; None for HNSW nominees
+        picks = []
+        for s, (f, m) in enumerate(self.scorers):
+            if m == DENSE and f in self.ann:
+                scores.append(None)
+                picks.append(self._ann_nominees(f, query_vecs, k))
+            else:
+                row = self._row_scores(s, query_tokens, query_vecs)
+                scores.append(row)
+                picks.append(self.nominees(s, row, k))
         ids = np.sort(np.concatenate(picks, axis=1), axis=1) if picks else np.zeros((q, 0), np.int64)
         ids[:, 1:][ids[:, 1:] == ids[:, :-1]] = n  # duplicates become padding
         ids = np.sort(ids, axis=1)
@@ -269,8 +269,8 @@ class FieldIndex:
             [
                 np.take_along_axis(values, safe, 1)
                 if values is not None
-                else np.stack([self.dense[self.scorers[s][0]][row] @ v for row, v in zip(safe, query_vecs)])
-                for s, values in enumerate(scores)
+                else np.stack([self.dense[f][row] @ v for row, v in zip(safe, query_vecs)])
+                for (f, _), values in zip(self.scorers, scores)
             ],
             axis=-1,
         )
@@ -313,6 +313,11 @@ class FieldIndex:
             except (OSError, ValueError, RuntimeError) as exc:
                 raise CorruptArtifactError(f"{sub}: dense vectors unreadable ({exc}); rebuild the mFAR index") from exc
         return cls(meta["fields"], lexical, dense, BM25Config(**meta["bm25"]), meta["identity"], ann)
+
+
+def _present(vectors: np.ndarray) -> np.ndarray:
+    """bool [N]: the nodes that have the field (a node without it has the zero vector)."""
+    return np.abs(vectors).sum(1) > 0
 
 
 def _top_k_ids(values: torch.Tensor, k: int, floor: float = float("-inf")) -> torch.Tensor:
