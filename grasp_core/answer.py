@@ -47,6 +47,7 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.math_threads import answer_threads
 from grasp_core.plan.trace import Trace
+from grasp_core.planner.chooser import Executed
 from grasp_core.planner.inference import PlanAttempt, check_plan
 from grasp_core.planner.kind import Planner
 from grasp_core.ranking import BRANCHES, Ranking, fusion
@@ -247,7 +248,9 @@ class AnswerPath:
                 pending = self._text_pool.submit(contextvars.copy_context().run, self.rank_text, queries, clock)
             else:
                 text_stage = self.rank_text(queries, clock)
-        extraction = planning = execution = None
+        extraction: ExtractionStage | None = None
+        planning: PlanningStage | None = None
+        execution: ExecutionStage | None = None
         if branches != "text":
             if tables is not None:
                 extraction = ExtractionStage(_check(list(tables), n, "entity tables"))
@@ -255,9 +258,14 @@ class AnswerPath:
                 extraction = self.extract(queries, clock)
             if plans is not None:
                 planning = self.given_plans(_check(list(plans), n, "plans"), extraction.tables)
+            elif getattr(self.planner, "chooser", None) is not None:  # it chooses among executed candidates
+                if pending is not None:
+                    text_stage, pending = pending.result(), None
+                planning, execution = self.choose(queries, extraction.tables, text_stage.rankings, clock)
             else:
                 planning = self.plan(queries, extraction.tables, clock)
-            execution = self.execute(queries, extraction.tables, planning, clock)
+            if execution is None:
+                execution = self.execute(queries, extraction.tables, planning, clock)
         if pending is not None:
             text_stage = pending.result()
         graph = execution.rankings if execution else [Ranking.empty()] * n
@@ -290,6 +298,32 @@ class AnswerPath:
             cuts = [planner.read(q, t) for q, t in zip(queries, tables)]
             attempts = planner.plan([c.text for c in cuts], tables)
         return PlanningStage(attempts, [c.note for c in cuts])
+
+    def choose(
+        self, queries: list[str], tables: list[EntityTable], text: list[Ranking], clock: _Clock
+    ) -> tuple[PlanningStage, ExecutionStage]:
+        """Planning and execution in one: the planner's shortlisted candidates are executed, it picks one with
+        their results (:meth:`PlanPolicy.choose <grasp_core.planner.policy.PlanPolicy.choose>`); the time spent
+        executing is charged to ``execution``, the rest to ``planning``."""
+        planner = self.planner
+        executing = 0.0
+
+        def run(pairs: Sequence[tuple[int, str]]) -> list[Executed]:
+            nonlocal executing
+            t0 = time.perf_counter()
+            out = self.ws.executor.execute_batch(
+                [p for _, p in pairs], [queries[i] for i, _ in pairs], [tables[i] for i, _ in pairs]
+            )
+            executing += time.perf_counter() - t0
+            return [Executed(r, t.candidates, t) for r, t in out]
+
+        t0 = time.perf_counter()
+        cuts = [planner.read(q, t) for q, t in zip(queries, tables)]
+        attempts, chosen = planner.choose([c.text for c in cuts], tables, text, run, self.ws.profile.reward)  # type: ignore[attr-defined]
+        clock.charge("planning", time.perf_counter() - t0 - executing)
+        clock.charge("execution", executing)
+        planning = PlanningStage(attempts, [c.note for c in cuts])
+        return planning, ExecutionStage([c.ranking for c in chosen], [c.trace for c in chosen])
 
     def given_plans(self, plans: list[str], tables: list[EntityTable]) -> PlanningStage:
         schema = self.ws.skb.schema
@@ -335,6 +369,9 @@ class _Clock:
         try:
             yield
         finally:
-            share = (time.perf_counter() - t0) / max(1, len(self.seconds))
-            for s in self.seconds:
-                s[stage] += share
+            self.charge(stage, time.perf_counter() - t0)
+
+    def charge(self, stage: str, seconds: float) -> None:
+        share = seconds / max(1, len(self.seconds))
+        for s in self.seconds:
+            s[stage] += share

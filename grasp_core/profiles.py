@@ -31,7 +31,7 @@ from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.candidates import CandidateConfig
 from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
 from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
-from grasp_core.planner.policy_config import PolicyConfig
+from grasp_core.planner.policy_config import ChooserConfig, PolicyConfig
 from grasp_core.planner.reward import RewardConfig
 from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
 from grasp_core.rerank.asked_type import AskedTypeConfig
@@ -71,6 +71,7 @@ class Profile:
     planner: str = "lm"  # lm: a language model writes the plan (paper) | policy: selects a candidate plan (cpu)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     policy_train: PolicyTrainSettings = field(default_factory=PolicyTrainSettings)
+    chooser: ChooserConfig = field(default_factory=ChooserConfig)
     planner_model: PlannerModelConfig = field(default_factory=PlannerModelConfig)
     sft: SFTSettings = field(default_factory=SFTSettings)
     inference: InferenceSettings = field(default_factory=InferenceSettings)

@@ -102,7 +102,7 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
             GATE_CHECK,
             asset=PLANNER,
             blocking=True,
-            description="validation fused Hit@1 rose above the round's starting planner (a tie fails)",
+            description="validation fused Hit@1 rose above the round's starting planner, on the selecting and the held-out validation queries (a tie fails)",
         )
     ],
     **ROUND,
@@ -112,14 +112,14 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
     r = round_of(context)
 
     def gate(result: dict) -> list[dg.AssetCheckResult]:
-        gate = Gate(result["val_fused_hit1"], result["previous_val_fused_hit1"])
-        return [
-            dg.AssetCheckResult(
-                check_name=GATE_CHECK,
-                passed=gate.passed,
-                metadata={"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous},
-            )
-        ]
+        gate = Gate(
+            result["val_fused_hit1"],
+            result["previous_val_fused_hit1"],
+            result.get("heldout_fused_hit1"),
+            result.get("previous_heldout_fused_hit1"),
+        )
+        metadata = {k: v for k, v in gate.to_json().items() if k != "passed" and v is not None}
+        return [dg.AssetCheckResult(check_name=GATE_CHECK, passed=gate.passed, metadata=metadata)]
 
     return run_step(
         context,

@@ -16,11 +16,15 @@ import pandas as pd
 import torch
 
 from grasp_core.components import Components
+from grasp_core.embed.encoder import Encoder
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, read_json, write_json
+from grasp_core.pipeline.asked_type import ASKED_MAX_TOKENS, fit_asked_type_model
 from grasp_core.pipeline.planner_inputs import VAL_FILE, load_reward_table, load_teacher_plans, planner_env, round_start
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.rft_samples import write_rft_samples
+from grasp_core.planner.chooser import Executed, PlanChooser, Shortlist, shortlists
+from grasp_core.planner.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy import PlanPolicy, load_policy, new_policy, path_keys
 from grasp_core.planner.policy_train import (
     Outcomes,
@@ -33,6 +37,7 @@ from grasp_core.planner.policy_train import (
 from grasp_core.planner.rl import best_positive_samples, informative_queries, rl_queries
 from grasp_core.planner.rounds import Gate
 from grasp_core.ranking import Ranking
+from grasp_core.rerank.asked_type import AskedType
 
 
 class PolicyData:
@@ -45,7 +50,9 @@ class PolicyData:
         taught = teacher[teacher["qid"].isin(train)]
         self.teacher = {int(q): p for q, p in zip(taught["qid"], taught["plan"]) if p}
         self.train_qids = [int(q) for q in taught["qid"]]
-        self.val_qids = ws.split("val")["qid"].astype(int).head(ws.profile.grpo.val_queries).tolist()
+        val = ws.split("val")["qid"].astype(int).head(ws.profile.grpo.val_queries).tolist()
+        # every other validation query selects (checkpoints, the chooser's k); the rest only checks the gate
+        self.val_qids, self.heldout_qids = val[0::2], val[1::2]
         self.outcomes = Outcomes(self.env, read_executed(ws))
         self.policy = policy or self._new_policy()
         self.x_train = self._featurize(self.train_qids)
@@ -69,7 +76,28 @@ class PolicyData:
         return self.policy.featurizer([env.queries[q] for q in qids], [env.tables[q] for q in qids])
 
     def validate(self) -> float:
+        """Greedy fused Hit@1 on the selecting validation queries (checkpoint selection)."""
         return validation_hit1(self.policy, self.x_val, self.val_qids, self.outcomes)
+
+    def heldout(self) -> float:
+        """Greedy fused Hit@1 on the held-out validation queries (the gate's second reading)."""
+        return validation_hit1(self.policy, self._featurize(self.heldout_qids), self.heldout_qids, self.outcomes)
+
+    def shortlists(self, qids: list[int], asked: AskedType, k: int) -> tuple[list[Shortlist], list[np.ndarray]]:
+        """The policy's shortlists of ``qids`` executed (each plan once, :class:`Outcomes`) and their labels."""
+        env, weights = self.env, self.ws.profile.reward
+        x = self._featurize(qids)
+        texts = [env.queries[q] for q in qids]
+        with torch.no_grad():
+            logits = self.policy.head(x).numpy()
+        probs = asked.proba(np.asarray(self.ws.encoder.encode(texts, ASKED_MAX_TOKENS)), texts)
+
+        def run(pairs):
+            return [Executed(r, n) for r, n in self.outcomes.get([(qids[i], p) for i, p in pairs])]
+
+        lists = shortlists(logits, x, probs, [env.text[q] for q in qids], run, k, weights)
+        labels = [fused_hit1_labels(s, env.text[q], env.gold[q], weights) for q, s in zip(qids, lists)]
+        return lists, labels
 
     def sft_targets(self):
         return sft_targets(self.x_train, self.train_qids, self.teacher, self.outcomes, self.ws.profile.policy_train)
@@ -100,10 +128,39 @@ def executed_frame(qids, taught) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "plan", "node_ids", "scores", "n_candidates"])
 
 
-def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, extra: dict | None = None) -> None:
+def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, heldout: float, extra: dict | None = None) -> None:
     with atomic_dir(path) as tmp:
         policy.save(tmp, ws.profile.teacher, extra)
-        write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1})
+        write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1, "heldout_fused_hit1": heldout})
+
+
+def train_chooser(data: PolicyData) -> tuple[PlanChooser, dict]:
+    """The plan chooser of ``data.policy``: fit on every training query's executed shortlist, ``k`` chosen on the
+    selecting validation queries, read on the held-out ones."""
+    ws, cfg = data.ws, data.ws.profile.chooser
+    t0 = time.perf_counter()
+    with Encoder.remembering():
+        asked, asked_metrics = fit_asked_type_model(ws)
+        kmax = max(cfg.shortlist)
+        train_q = [int(q) for q in ws.split("train")["qid"] if data.env.gold.get(int(q))]
+        lists, labels = data.shortlists(train_q, asked, kmax)
+        booster = fit_chooser(lists, labels, cfg)
+        val_lists, val_labels = data.shortlists(data.val_qids, asked, kmax)
+        k, by_k = choose_k(booster, val_lists, val_labels, cfg.shortlist)
+        held_lists, held_labels = data.shortlists(data.heldout_qids, asked, kmax)
+    heldout = hit1(held_lists, held_labels, picks(booster, held_lists, k))
+    oracle = 100.0 * float(np.mean([lab.max(initial=0) > 0 for lab in val_labels]))
+    return PlanChooser(booster, k, asked, ASKED_MAX_TOKENS), {
+        "chooser_k": k,
+        "chooser_val_by_k": {str(key): round(v, 2) for key, v in by_k.items()},
+        "chooser_val_fused_hit1": by_k[k],
+        "chooser_heldout_fused_hit1": heldout,
+        "chooser_val_oracle": round(oracle, 2),
+        "chooser_train_queries": len(train_q),
+        "chooser_train_positive_share": round(float(np.mean([lab.max(initial=0) for lab in labels])), 4),
+        "chooser_seconds": round(time.perf_counter() - t0, 1),
+        **asked_metrics,
+    }
 
 
 class PolicyKind:
@@ -129,7 +186,8 @@ class PolicyKind:
         cfg = ws.profile.policy_train
         x = data.x_train.select(keep)
         result = fit(data.policy, x, targets[keep], cfg, cfg.epochs, cfg.learning_rate, data.validate, log_fn)
-        _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], {"stage": "sft"})
+        heldout = data.heldout()
+        _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], heldout, {"stage": "sft"})
         losses = result["history"]
         sel = result["selection"]
         return {
@@ -139,7 +197,9 @@ class PolicyKind:
             "best_epoch": result["best_epoch"],
             "final_loss": losses[-1]["loss"],
             "val_fused_hit1": result["best_val_fused_hit1"],
+            "heldout_fused_hit1": heldout,
             "val_queries": len(data.val_qids),
+            "heldout_queries": len(data.heldout_qids),
             "seconds": round(time.perf_counter() - t0, 1),
             "loss_curve_png": line_plot(
                 {"train loss": ([h["epoch"] for h in losses], [h["loss"] for h in losses])},
@@ -181,9 +241,12 @@ class PolicyKind:
         }
 
     def round(self, ws: Components, round_key: str, log_fn=None) -> dict:
-        """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO; gated on val."""
+        """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO, then the plan
+        chooser trained on the fused reward of every training query's executed shortlist (exhaustive execution: at
+        this size every shortlisted plan runs; GRPO samples); gated on the selecting and held-out validation."""
         start = round_start(ws, round_key)
-        previous = read_json(start / VAL_FILE)["val_fused_hit1"]
+        start_val = read_json(start / VAL_FILE)
+        previous, previous_heldout = start_val["val_fused_hit1"], start_val.get("heldout_fused_hit1")
         samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
         data = PolicyData(ws, self.load(ws, start))
         cfg, rl = ws.profile.policy_train, ws.profile.rl
@@ -229,11 +292,18 @@ class PolicyKind:
             grpo_log,
         )
         grpo_seconds = time.perf_counter() - t1
-        val = grpo["best_val_fused_hit1"]
+        val, heldout, chooser_info = grpo["best_val_fused_hit1"], None, {}
+        if ws.profile.chooser.enabled:
+            data.policy.chooser, chooser_info = train_chooser(data)
+            val, heldout = chooser_info["chooser_val_fused_hit1"], chooser_info["chooser_heldout_fused_hit1"]
+        else:
+            data.policy.chooser = None
+            heldout = data.heldout()
+        gate = Gate(val, previous, heldout, previous_heldout)
         with atomic_dir(ws.art.path("planner", round_key)) as tmp:
             data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
-            write_json(tmp / VAL_FILE, {"val_fused_hit1": val})
-            Gate(val, previous).write(tmp)
+            write_json(tmp / VAL_FILE, {"val_fused_hit1": val, "heldout_fused_hit1": heldout})
+            gate.write(tmp)
         hist, sel = grpo["history"], grpo["selection"]
         return {
             "round": round_key,
@@ -242,8 +312,12 @@ class PolicyKind:
             "rft_val_fused_hit1": rft["best_val_fused_hit1"],
             "grpo_queries": len(grpo_rows),
             "best_step": grpo["best_step"],
+            "grpo_val_fused_hit1": grpo["best_val_fused_hit1"],
             "val_fused_hit1": val,
             "previous_val_fused_hit1": previous,
+            "heldout_fused_hit1": heldout,
+            "previous_heldout_fused_hit1": previous_heldout,
+            **chooser_info,
             "rft_seconds": round(rft_seconds, 1),
             "grpo_seconds": round(grpo_seconds, 1),
             "reward_png": line_plot(

@@ -21,6 +21,7 @@ import pandas as pd
 from grasp_core.answer import AnswerOptions, AnswerPath
 from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER, RERANKER, Components
 from grasp_core.io import atomic_dir, write_json
+from grasp_core.pipeline.asked_type import fit_asked_type_model
 from grasp_core.pipeline.plots import bar_plot, line_plot, markdown_table
 from grasp_core.pipeline.step import step
 from grasp_core.ranking import Ranking
@@ -176,7 +177,7 @@ def _ltr_step(ws: Components) -> dict:
     from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
 
     K = ws.profile.rerank.top_k
-    asked, asked_metrics = _fit_asked_type(ws)
+    asked, asked_metrics = fit_asked_type_model(ws)
     t0 = time.perf_counter()
     data = ltr_data(ws, asked)
     features, val_inputs, val_gold = data.features, data.val_inputs, data.val_gold
@@ -233,24 +234,6 @@ def _ltr_step(ws: Components) -> dict:
         ),
         "path": str(ws.art.path("reranker")),
     }
-
-
-def _fit_asked_type(ws: Components) -> tuple[AskedType, dict]:
-    """The asked-type model on the training queries' gold types, with its accuracy on val (a metric)."""
-    from grasp_core.rerank.asked_type import fit_asked_type
-    from grasp_core.text.mfar import QUERY_MAX_TOKENS
-
-    types, gold = list(ws.skb.schema.node_types), ws.skb.query_target_types()
-    out = {}
-    for split in ("train", "val"):
-        rows = (ws.skb.queries["split"] == split).to_numpy()
-        # the query vectors the reranker's features read (mFAR's encoder and token limit)
-        texts = ws.skb.queries["query"][rows].tolist()
-        out[split] = (np.asarray(ws.encoder.encode(texts, QUERY_MAX_TOKENS)), texts, gold[rows].tolist())
-    asked = fit_asked_type(*out["train"], types, ws.profile.asked_type, ws.skb.type_names())
-    vectors, texts, labels = out["val"]
-    accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors, texts), labels)])) if labels else 0.0
-    return asked, {"asked_type_val_accuracy": round(100 * accuracy, 1)}
 
 
 def _pair_step(ws: Components, log_fn=None) -> dict:

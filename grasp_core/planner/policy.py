@@ -39,27 +39,13 @@ from grasp_core.errors import GraspError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
+from grasp_core.planner.chooser import Executed, PlanChooser, Run, shortlists
 from grasp_core.planner.inference import PlanAttempt
-from grasp_core.planner.policy_config import HEADS, PolicyConfig
+from grasp_core.planner.policy_config import FEATURES, HEADS, PolicyConfig
+from grasp_core.ranking import FusionWeights, Ranking
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, cut_to_tokens
 
-FEATURES = (
-    "abstain",
-    "zero_hop",
-    "term_lookup",
-    "hops",
-    "two_anchors",
-    "doc_mode",
-    "link_cosine",
-    "log_degree",
-    "role_anchor",
-    "role_target",
-    "row_best_type",
-    "mention_share",
-    "verbal_cosine",
-    "path_known",
-)
 META = "policy.json"
 WEIGHTS = "policy.pt"
 
@@ -248,10 +234,12 @@ class Featurizer:
 
 
 class PlanPolicy:
-    """A trained policy with its featurizer: the planner object of the ``policy`` planner kind."""
+    """A trained policy with its featurizer: the planner object of the ``policy`` planner kind. With a
+    :class:`~grasp_core.planner.chooser.PlanChooser` (the RL rounds train one) it plans by :meth:`choose`: the
+    policy shortlists, the executed results decide."""
 
-    def __init__(self, head: PolicyHead, featurizer: Featurizer):
-        self.head, self.featurizer = head.eval(), featurizer
+    def __init__(self, head: PolicyHead, featurizer: Featurizer, chooser: PlanChooser | None = None):
+        self.head, self.featurizer, self.chooser = head.eval(), featurizer, chooser
 
     @property
     def cfg(self) -> PolicyConfig:
@@ -276,6 +264,35 @@ class PlanPolicy:
             for p, j in zip(x.plans, best)
         ]
 
+    def choose(
+        self,
+        queries: Sequence[str],
+        tables: Sequence[EntityTable],
+        text: Sequence[Ranking],
+        run: Run,
+        weights: FusionWeights,
+        k: int | None = None,
+    ) -> tuple[list[PlanAttempt], list[Executed]]:
+        """Per query, the chooser's pick among the policy's ``k`` best candidates (default: the chooser's own k)
+        and ABSTAIN, executed by ``run``; the pick's result comes back with it (no second execution)."""
+        if self.chooser is None:
+            raise GraspError("this policy has no plan chooser: plan() it, or train it in an RL round")
+        x = self.featurizer(queries, tables)
+        with torch.no_grad():
+            logits = self.head(x).numpy()
+        asked = self.chooser.asked_proba(self.featurizer.encoder, queries)
+        lists = shortlists(logits, x, asked, text, run, k or self.chooser.k, weights)
+        attempts, chosen = [], []
+        for plans, s in zip(x.plans, lists):
+            if not s.rows:
+                attempts.append(PlanAttempt("", False, "no_candidates", 1))
+                chosen.append(Executed(Ranking.empty(), 0))
+                continue
+            pick = self.chooser.pick(s.features)
+            attempts.append(PlanAttempt(plans[s.rows[pick]], True, None, 1))
+            chosen.append(s.executed[pick])
+        return attempts, chosen
+
     def save(self, out_dir: Path, cand_cfg: CandidateConfig, extra: dict | None = None) -> None:
         """Write the head and what rebuilds its featurizer (the caller writes ``out_dir`` atomically)."""
         torch.save(self.head.state_dict(), Path(out_dir) / WEIGHTS)
@@ -288,6 +305,8 @@ class PlanPolicy:
             **(extra or {}),
         }
         write_json(Path(out_dir) / META, meta)
+        if self.chooser is not None:
+            self.chooser.save(out_dir)
 
 
 def new_policy(
@@ -308,4 +327,5 @@ def load_policy(path: str | Path, schema: Schema, encoder) -> PlanPolicy:
     cfg, cand = PolicyConfig(**meta["config"]), CandidateConfig(**meta["candidates"])
     policy = new_policy(schema, encoder, cand, meta["paths"], cfg)
     policy.head.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
+    policy.chooser = PlanChooser.load(path)
     return policy

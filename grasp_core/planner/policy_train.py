@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.policy import Featurized, PlanPolicy
@@ -52,16 +53,20 @@ def one_torch_thread() -> Iterator[None]:
 class Outcomes:
     """Executed plans per query — (graph ranking, candidate count) — running each (query, plan) at most once."""
 
+    CHUNK = 1024  # plans executed per batch (a progress bar counts them)
+
     def __init__(self, env: PlannerEnv, known: dict[tuple[int, str], tuple[Ranking, int]] | None = None):
         self.env, self.known = env, dict(known or {})
 
     def get(self, pairs: Sequence[tuple[int, str]]) -> list[tuple[Ranking, int]]:
         todo = list(dict.fromkeys(p for p in pairs if p[1] != ABSTAIN and p not in self.known))
-        if todo:
+        chunks = range(0, len(todo), self.CHUNK)
+        for start in tqdm(chunks, desc="execute plans", unit="chunk", disable=None if len(chunks) > 1 else True):
+            part = todo[start : start + self.CHUNK]
             results = self.env.executor.execute_batch(
-                [p for _, p in todo], [self.env.queries[q] for q, _ in todo], [self.env.tables[q] for q, _ in todo]
+                [p for _, p in part], [self.env.queries[q] for q, _ in part], [self.env.tables[q] for q, _ in part]
             )
-            self.known.update((key, (r, t.candidates)) for key, (r, t) in zip(todo, results))
+            self.known.update((key, (r, t.candidates)) for key, (r, t) in zip(part, results))
         return [(Ranking.empty(), 0) if p == ABSTAIN else self.known[(q, p)] for q, p in pairs]
 
     def rewards(self, pairs: Sequence[tuple[int, str]], table: RewardTable) -> np.ndarray:

@@ -2,8 +2,10 @@
 
 Round 1 starts from the SFT planner, each later round from the previous round's kept planner. A round
 writes its planner whatever its score, with a gate file: the validation fused Hit@1 it reached and the one
-of the planner it started from. The gate passes when validation fused Hit@1 rose (strictly: a round whose best
-checkpoint only ties its start did not learn anything validation can see, so it fails). A round never
+of the planner it started from, on the validation queries that select checkpoints and on a held-out part of
+validation that selects nothing. The gate passes when fused Hit@1 rose on both (strictly: a round whose best
+checkpoint only ties its start did not learn anything validation can see, and a rise on the selecting queries
+alone is what selection overfits). A round never
 starts from a planner whose gate failed, and the served planner is the last round whose gate passed (else
 the SFT planner).
 """
@@ -21,24 +23,42 @@ GATE_FILE = "gate.json"
 
 @dataclass(frozen=True)
 class Gate:
-    val_fused_hit1: float  # the round's kept planner
-    previous: float  # the planner the round started from
+    val_fused_hit1: float  # the round's kept planner, on the validation queries that selected it
+    previous: float  # the planner the round started from, on the same queries
+    heldout_fused_hit1: float | None = None  # the round's planner on the held-out validation queries
+    heldout_previous: float | None = None  # its start on them
 
     @property
     def passed(self) -> bool:
-        """The gate rule: validation fused Hit@1 rose above the round's start (a tie fails)."""
-        return self.val_fused_hit1 > self.previous
+        """The gate rule: validation fused Hit@1 rose above the round's start (a tie fails), and on the held-out
+        validation queries, which chose nothing, it rose too (what selection overfits does not pass)."""
+        rose = self.val_fused_hit1 > self.previous
+        if self.heldout_fused_hit1 is None or self.heldout_previous is None:
+            return rose
+        return rose and self.heldout_fused_hit1 > self.heldout_previous
+
+    def to_json(self) -> dict:
+        return {
+            "val_fused_hit1": self.val_fused_hit1,
+            "previous": self.previous,
+            "heldout_fused_hit1": self.heldout_fused_hit1,
+            "heldout_previous": self.heldout_previous,
+            "passed": self.passed,
+        }
 
     def write(self, planner_dir: Path) -> None:
-        write_json(
-            planner_dir / GATE_FILE,
-            {"val_fused_hit1": self.val_fused_hit1, "previous": self.previous, "passed": self.passed},
-        )
+        write_json(planner_dir / GATE_FILE, self.to_json())
 
     @classmethod
     def read(cls, planner_dir: Path) -> Gate:
         data = read_json(planner_dir / GATE_FILE)
-        return cls(float(data["val_fused_hit1"]), float(data["previous"]))
+        heldout, heldout_previous = data.get("heldout_fused_hit1"), data.get("heldout_previous")
+        return cls(
+            float(data["val_fused_hit1"]),
+            float(data["previous"]),
+            None if heldout is None else float(heldout),
+            None if heldout_previous is None else float(heldout_previous),
+        )
 
 
 def previous_round(round_key: str) -> str | None:

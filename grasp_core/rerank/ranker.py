@@ -28,25 +28,25 @@ MODEL_FILE, FEATURES_FILE = "ranker.txt", "features.json"
 TOP_CONTRIBUTIONS = 3
 
 
-def load_booster(path: Path) -> lgb.Booster:
-    """The LightGBM model at ``path``; a missing, malformed or unreadable file raises a one-line
-    CorruptArtifactError. The text is checked first (:func:`check_model_text`): LightGBM itself aborts the
+def load_booster(path: Path, asset: str = "reranker") -> lgb.Booster:
+    """The LightGBM model at ``path`` (in ``asset``'s artifact); a missing, malformed or unreadable file raises a
+    one-line CorruptArtifactError. The text is checked first (:func:`check_model_text`): LightGBM itself aborts the
     process on some malformed models and silently loads others."""
     if not path.is_file():
-        raise CorruptArtifactError(f"{path}: the reranker model file is missing; rematerialize the reranker asset")
+        raise CorruptArtifactError(f"{path}: the model file is missing; rematerialize the {asset} asset")
     try:
         text = path.read_bytes()
         check_model_text(text)
     except (OSError, ValueError) as exc:
         raise CorruptArtifactError(
-            f"{path}: corrupt reranker model ({exc}); rematerialize the reranker asset"
+            f"{path}: corrupt model ({exc}); rematerialize the {asset} asset"
         ) from None
     try:
         return lgb.Booster(model_str=text.decode())
     except lgb.basic.LightGBMError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "unreadable"
         raise CorruptArtifactError(
-            f"{path}: corrupt reranker model ({first}); rematerialize the reranker asset"
+            f"{path}: corrupt model ({first}); rematerialize the {asset} asset"
         ) from None
 
 

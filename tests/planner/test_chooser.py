@@ -1,0 +1,144 @@
+"""The plan chooser: learning from the reward of executed plans, choosing with what a plan returns, the gate."""
+
+import numpy as np
+import pytest
+import torch
+
+from grasp_core.embed.config import EncoderConfig
+from grasp_core.embed.encoder import load_encoder
+from grasp_core.planner.chooser import Executed, PlanChooser, Shortlist, feature_names, shortlist, shortlists
+from grasp_core.planner.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
+from grasp_core.planner.policy import load_policy, new_policy, path_keys
+from grasp_core.planner.policy_config import ChooserConfig, PolicyConfig
+from grasp_core.planner.rounds import Gate
+from grasp_core.ranking import Ranking
+
+NAMES = feature_names()
+COL = {n: i for i, n in enumerate(NAMES)}
+FAST = ChooserConfig(n_estimators=60, min_child_samples=5)
+
+
+def _task(n: int, seed: int) -> tuple[list[Shortlist], list[np.ndarray], list[np.ndarray]]:
+    """Questions of 6 candidates each. The teacher annotates the candidate with the highest link cosine (what an
+    imitation learner can see); the reward goes to the one whose graph list agrees with the text branch's first
+    answer, which the teacher's annotation says nothing about: imitation cannot win."""
+    rng = np.random.default_rng(seed)
+    lists, rewards, teacher = [], [], []
+    for _ in range(n):
+        f = np.zeros((6, len(NAMES)), np.float32)
+        f[:, COL["policy_logit"]] = rng.normal(size=6)
+        f[:, COL["policy_rank"]] = np.argsort(np.argsort(-f[:, COL["policy_logit"]]))
+        f[:, COL["plan_link_cosine"]] = rng.uniform(0.5, 1.0, 6)
+        f[:, COL["text_top1_in_graph"]] = rng.uniform(0.0, 0.4, 6)
+        win = int(rng.integers(6))
+        f[win, COL["text_top1_in_graph"]] = 1.0
+        lists.append(Shortlist(list(range(6)), f, [Executed(Ranking.empty(), 0)] * 6))
+        rewards.append(np.eye(6)[win])
+        teacher.append(np.eye(6)[int(np.argmax(f[:, COL["plan_link_cosine"]]))])
+    return lists, rewards, teacher
+
+
+def test_the_chooser_trained_on_rewards_beats_the_one_trained_on_the_teachers_choice():
+    train, train_rewards, train_teacher = _task(300, 0)
+    test, test_rewards, _ = _task(200, 1)
+    learned = fit_chooser(train, train_rewards, FAST)
+    imitated = fit_chooser(train, train_teacher, FAST)
+    by_reward = hit1(test, test_rewards, picks(learned, test, 6))
+    by_imitation = hit1(test, test_rewards, picks(imitated, test, 6))
+    assert by_reward >= 90.0 and by_imitation <= 35.0  # chance is 1 in 6
+
+
+def test_k_is_chosen_on_validation_and_the_smallest_wins_a_tie():
+    lists, rewards, _ = _task(200, 2)
+    booster = fit_chooser(lists, rewards, FAST)
+    k, by_k = choose_k(booster, lists, rewards, (1, 3, 6))
+    assert set(by_k) == {1, 3, 6} and k == 6 and by_k[6] > by_k[3] > by_k[1] - 1e-9
+    # where every k ties (no question has a rewarded candidate), the smallest k is kept
+    flat = [np.zeros(6) for _ in lists]
+    assert choose_k(booster, lists, flat, (3, 1, 6))[0] == 1
+
+
+def test_the_shortlist_is_the_policys_best_k_plus_abstain():
+    logits = np.array([0.1, 2.0, -1.0, 1.5, 0.0])
+    mask = np.array([True, True, True, True, False])
+    plans = ['{"abstain":true}', "a", "b", "c", "d"]
+    assert shortlist(logits, mask, plans, 2) == [1, 3, 0]  # abstain appended
+    assert shortlist(logits, mask, plans, 3) == [1, 3, 0]  # abstain is among the best 3 already
+    assert shortlist(logits, mask, ["a", "b", "c", "d", "e"], 2) == [1, 3]  # no abstain offered
+
+
+@pytest.mark.parametrize(
+    ("val", "previous", "heldout", "heldout_previous", "passes"),
+    [
+        (50.0, 45.0, 48.0, 44.0, True),  # rose on both
+        (50.0, 45.0, 44.0, 44.0, False),  # rose where it was selected, tied on the held-out queries
+        (50.0, 45.0, 43.0, 44.0, False),  # selection overfit: lower on the held-out queries
+        (45.0, 45.0, 48.0, 44.0, False),  # a tie on the selecting queries
+        (50.0, 45.0, None, None, True),  # a start without a held-out reading (an older checkpoint)
+    ],
+)
+def test_the_gate_refuses_a_round_that_does_not_beat_its_start_on_held_out_validation(
+    val, previous, heldout, heldout_previous, passes, tmp_path
+):
+    gate = Gate(val, previous, heldout, heldout_previous)
+    assert gate.passed is passes
+    gate.write(tmp_path)
+    assert Gate.read(tmp_path) == gate
+
+
+def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_same(world, tmp_path):
+    """On the tiny world with the real encoder and executor: the pick's result is the executed plan's own, and a
+    saved policy with its chooser chooses the same after loading."""
+    torch.manual_seed(0)
+    encoder = load_encoder(EncoderConfig())
+    cfg = world.teacher.cfg
+    probe = new_policy(world.skb.schema, encoder, cfg, [], PolicyConfig())
+    keys = sorted(
+        {
+            k
+            for q in world.train
+            for c in probe.featurizer.candidates(world.queries[q], world.tables[q])
+            if c
+            for k in path_keys(c)
+        }
+    )
+    policy = new_policy(world.skb.schema, encoder, cfg, keys, PolicyConfig())
+    env = world.env()
+
+    def lists_of(qids):
+        x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
+        with torch.no_grad():
+            logits = policy.head(x).numpy()
+
+        def run(pairs):
+            out = env.executor.execute_batch(
+                [p for _, p in pairs],
+                [world.queries[qids[i]] for i, _ in pairs],
+                [world.tables[qids[i]] for i, _ in pairs],
+            )
+            return [Executed(r, t.candidates) for r, t in out]
+
+        lists = shortlists(logits, x, None, [env.text[q] for q in qids], run, 4, env.reward_cfg)
+        return lists, [fused_hit1_labels(s, env.text[q], world.gold[q], env.reward_cfg) for q, s in zip(qids, lists)]
+
+    lists, labels = lists_of(world.train)
+    assert all(len(s.rows) <= 5 for s in lists) and sum(len(s.rows) for s in lists) > len(lists)
+    policy.chooser = PlanChooser(fit_chooser(lists, labels, FAST), 4, None, 64)
+    qids = world.val[:16]
+    queries, tables = [world.queries[q] for q in qids], [world.tables[q] for q in qids]
+    text = [env.text[q] for q in qids]
+
+    def run(pairs):
+        out = env.executor.execute_batch(
+            [p for _, p in pairs], [queries[i] for i, _ in pairs], [tables[i] for i, _ in pairs]
+        )
+        return [Executed(r, t.candidates, t) for r, t in out]
+
+    attempts, chosen = policy.choose(queries, tables, text, run, env.reward_cfg)
+    again = env.executor.execute_batch([a.text for a in attempts], queries, tables)
+    for (ranking, _), c in zip(again, chosen):
+        assert ranking.node_ids.tolist() == c.ranking.node_ids.tolist()
+    policy.save(tmp_path, cfg)
+    loaded = load_policy(tmp_path, world.skb.schema, encoder)
+    assert loaded.chooser is not None and loaded.chooser.k == 4
+    assert [a.text for a in loaded.choose(queries, tables, text, run, env.reward_cfg)[0]] == [a.text for a in attempts]
