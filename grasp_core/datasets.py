@@ -22,6 +22,7 @@ import pandas as pd
 from grasp_core.errors import UnknownDatasetError
 from grasp_core.home import LOCATION, grasp_home
 from grasp_core.skb.format import SKB, read_skb
+from grasp_core.textnorm import normalize
 
 SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
 STARK = ("amazon", "mag", "prime")
@@ -46,6 +47,13 @@ class DatasetConfig:
         metadata={
             "help": "queries synthesized for hpo, synth-* and user SKBs that ship none (train/val/test 60/20/20; "
             "a small user SKB may give fewer)"
+        },
+    )
+    intent_queries: int = field(
+        default=400,
+        metadata={
+            "help": "look-up and several-findings questions in search-box registers added to train/val of hpo and "
+            "synth-* (grasp_core/skb/intent_queries.py); 0: none"
         },
     )
     term_queries: int = field(
@@ -185,11 +193,15 @@ def user_dir(name: str, cfg: DatasetConfig = DatasetConfig()) -> Path:
     return Path(cfg.user_skb_root) / name
 
 
+HELD_OUT = ("test", "test-human", "val-human")  # splits no generated training question may repeat
+
+
 def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -> pd.DataFrame:
     """The dataset's queries: synthesized (hpo, synth-*), those the source ships (STaRK, user SKBs), or for a user
     SKB that ships none, synthesized from its schema.
 
-    Synthesized sets also get term look-up queries in train/val (:mod:`grasp_core.skb.term_queries`); hpo also gets
+    Synthesized sets also get term look-up queries (:mod:`grasp_core.skb.term_queries`) and search-box look-ups and
+    findings lists (:mod:`grasp_core.skb.intent_queries`) in train/val; hpo also gets
     its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.skb.human_queries`).
     """
     if name not in ("hpo", *SYNTHETIC):
@@ -205,21 +217,23 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
             paraphrase_url=cfg.paraphrase_url,
             paraphrase_model=cfg.paraphrase_model,
         )
+    from grasp_core.skb.intent_queries import intent_queries
     from grasp_core.skb.term_queries import term_queries
 
     terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=cfg.n_queries)
+    intents = intent_queries(graph, cfg.intent_queries, cfg.seed, first_qid=cfg.n_queries + len(terms))
     if name == "hpo":
         from grasp_core.skb.hpo import hpo_queries
         from grasp_core.skb.human_queries import human_queries
 
-        parts = [
-            hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed),
-            terms,
-            human_queries(graph),
-            human_queries(graph, split="val-human"),
-        ]
+        held = [human_queries(graph), human_queries(graph, split="val-human")]
+        parts = [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, intents, *held]
     else:
         from grasp_core.skb.querygen import synthesize_queries
 
-        parts = [synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms]
-    return pd.concat([p for p in parts if len(p)], ignore_index=True)
+        parts = [synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, intents]
+    queries = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    # a generated training question never repeats a held-out one (test, test-human, val-human)
+    held_out = set(queries.loc[queries["split"].isin(HELD_OUT), "query"].map(normalize))
+    generated = queries["qid"].isin(intents["qid"]) & queries["query"].map(normalize).isin(held_out)
+    return queries[~generated].reset_index(drop=True)

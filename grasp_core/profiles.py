@@ -110,7 +110,7 @@ def _cpu() -> Profile:
         dataset=DatasetConfig(scale="small", n_queries=3000),
         # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (1.6x)
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
-        teacher=CandidateConfig(max_candidates=16, pair_anchors=3),  # cpu: fewer executed candidates per query
+        teacher=CandidateConfig(max_candidates=16),  # cpu: fewer executed candidates per query
         # cpu: a ~1.4M-parameter model (besides embeddings) so that SFT on 500 plans fits minutes on 2 cores
         planner_model=PlannerModelConfig(
             tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2, intermediate_size=384)
@@ -185,7 +185,7 @@ def _smoke() -> Profile:
     cpu = _cpu()
     return cpu.replace(
         name="smoke",
-        dataset=DatasetConfig(scale="tiny", n_queries=120),
+        dataset=DatasetConfig(scale="tiny", n_queries=120, intent_queries=40),
         planner_model=PlannerModelConfig(
             tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128),
             vocab_size=1024,
@@ -225,7 +225,7 @@ def _gpu_smoke() -> Profile:
         device="cpu",
         # gpu-smoke: 60 queries and 12 term look-ups (smoke: 120 and 300): every validation and test pass decodes
         # under a per-query grammar, so the splits' sizes are most of the run's time
-        dataset=dataclasses.replace(smoke.dataset, n_queries=60, term_queries=12),
+        dataset=dataclasses.replace(smoke.dataset, n_queries=60, term_queries=12, intent_queries=0),
         encoder=dataclasses.replace(gpu.encoder, device="cpu", dtype="float32", batch_size=16),
         mfar=dataclasses.replace(gpu.mfar, epochs=2),  # gpu-smoke: (gpu: ≤ 20, early stopping)
         teacher=smoke.teacher,

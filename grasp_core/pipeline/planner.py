@@ -230,7 +230,7 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
 
 @step(
     "planner",
-    reads=TRAINING_READS,
+    reads=(*TRAINING_READS, "asked_type", "chooser"),
 )
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     return planner_kind(ws).round(ws, round_key, log_fn)

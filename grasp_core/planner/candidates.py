@@ -5,8 +5,9 @@ For each target type asked for (``docs/design.md``, "The cpu planner"):
   name-mode bindings, for "what is the term for …" questions);
 - **single-anchor metapath plans**: one per (entity-table row, linked type, metapath to the target type), in name
   mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type, term look-ups included);
-- **pairwise intersections**: for the first ``pair_anchors`` rows that have a one-hop name-mode plan, every two
-  of those plans meeting at ``target`` ("both X and Y" questions);
+- **intersections**: every two, three … (up to ``max_intersection``) one-hop name-mode plans of different rows
+  meeting at ``target``, among the first ``pair_anchors`` rows' first such plans ("both X and Y") and among the
+  first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?");
 - the **zero-hop plan** (dense search of the target type by the query).
 
 Plans reference entity-table rows (``ref``), so they are the ordinary plan JSON. The policy adds one more choice,
@@ -15,6 +16,7 @@ Plans reference entity-table rows (``ref``), so they are the ordinary plan JSON.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,7 +45,10 @@ class CandidateConfig:
     paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
     max_candidates: int = field(default=40, metadata={"help": "single-anchor plans kept per target type"})
     pair_anchors: int = field(
-        default=4, metadata={"help": "rows whose one-hop plans are combined pairwise into intersections"}
+        default=4, metadata={"help": "rows whose one-hop plans are combined into intersections (pairs and larger)"}
+    )
+    max_intersection: int = field(
+        default=4, metadata={"help": "most one-hop plans one intersection joins ('several findings: which disease?')"}
     )
     min_link_score: float = field(
         default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
@@ -94,21 +99,26 @@ def single_anchor_plans(
     return plans
 
 
-def intersect(plan_a: dict, plan_b: dict, query: str, table: EntityTable) -> dict | None:
-    """Two single-anchor plans on different rows meeting at ``target`` (None when they share the row)."""
-    ra, rb = plan_a["anchors"][0]["ref"], plan_b["anchors"][0]["ref"]
-    if ra == rb:
+def intersect(plans: Sequence[dict], query: str, table: EntityTable) -> dict | None:
+    """Single-anchor plans on different rows meeting at ``target`` ("X, Y and Z: which …?"), anchors ``a1 … an``
+    in order (None when two share a row)."""
+    refs = [p["anchors"][0]["ref"] for p in plans]
+    if len(set(refs)) < len(refs):
         return None
-    n_inter = sum(1 for h in plan_a["hops"] if h["to"] != "target")
-    rename = {"a1": "a2", **{f"x{i}": f"x{i + n_inter}" for i in range(1, 4)}}
-    hops_b = [
-        {**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])} for h in plan_b["hops"]
-    ]
+    anchors, hops, inter = [], [], 0  # inter: intermediate variables named so far
+    for i, plan in enumerate(plans, 1):
+        rename = {"a1": f"a{i}", **{f"x{j}": f"x{j + inter}" for j in range(1, 4)}}
+        hops += [
+            {**h, "from": rename.get(h["from"], h["from"]), "to": rename.get(h["to"], h["to"])} for h in plan["hops"]
+        ]
+        anchors.append({**plan["anchors"][0], "var": f"a{i}"})
+        inter += sum(1 for h in plan["hops"] if h["to"] != "target")
+    mentions = [table.require_row(r).mention for r in refs]
     return {
-        "target": plan_a["target"],
-        "anchors": [plan_a["anchors"][0], {**plan_b["anchors"][0], "var": "a2"}],
-        "hops": plan_a["hops"] + hops_b,
-        "relevance_text": relevance_text(query, [table.require_row(ra).mention, table.require_row(rb).mention]),
+        "target": plans[0]["target"],
+        "anchors": anchors,
+        "hops": hops,
+        "relevance_text": relevance_text(query, mentions),
     }
 
 
@@ -134,18 +144,22 @@ def candidate_plans(
     for target in target_types:
         singles = single_anchor_plans(schema, table, query, target, cfg)[: cfg.max_candidates]
         firsts: dict[str, dict] = {}  # row -> its first one-hop name-mode plan
+        by_edge: dict[tuple[str, str], dict[str, dict]] = {}  # (anchor type, relation) -> row -> its plan
         for p in singles:
-            ref = p["anchors"][0]["ref"]
-            if len(p["hops"]) == 1 and p["anchors"][0]["match_mode"] == "name" and ref not in firsts:  # not a look-up
-                firsts[ref] = p
-        sources = list(firsts.values())[: cfg.pair_anchors]
-        pairs = [
-            x
-            for i in range(len(sources))
-            for j in range(i + 1, len(sources))
-            if (x := intersect(sources[i], sources[j], query, table))
-        ]
-        out += singles + pairs + [zero_hop_plan(query, target)]
+            anchor = p["anchors"][0]
+            if len(p["hops"]) == 1 and anchor["match_mode"] == "name":  # not a look-up
+                firsts.setdefault(anchor["ref"], p)
+                by_edge.setdefault((anchor["type"], p["hops"][0]["rel"]), {}).setdefault(anchor["ref"], p)
+        groups: dict[str, dict] = {}
+        # each row's first plan with the others' ("X and Y": mixed relations), then rows over one relation
+        # ("findings X, Y and Z: which disease?")
+        for sources in [list(firsts.values()), *(list(ps.values()) for ps in by_edge.values())]:
+            sources = sources[: cfg.pair_anchors]
+            for size in range(2, min(cfg.max_intersection, len(sources)) + 1):
+                for combo in itertools.combinations(sources, size):
+                    if (x := intersect(combo, query, table)) is not None:
+                        groups.setdefault(json_text(x), x)
+        out += singles + list(groups.values()) + [zero_hop_plan(query, target)]
     return out
 
 

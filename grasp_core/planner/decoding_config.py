@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class PlanGrammarConfig:
-    max_anchors: int = field(default=3, metadata={"help": "Most anchors in one plan."})
+    max_anchors: int = field(
+        default=4, metadata={"help": "Most anchors in one plan (the cpu candidates intersect up to 4 findings)."}
+    )
     max_hops: int = field(default=3, metadata={"help": "Most hops on one anchor's path to the target."})
     text_anchors: bool = field(
         default=True, metadata={"help": "Allow free-text doc-mode anchors besides refs to entity-table rows."}

@@ -38,16 +38,12 @@ def load_booster(path: Path, asset: str = "reranker") -> lgb.Booster:
         text = path.read_bytes()
         check_model_text(text)
     except (OSError, ValueError) as exc:
-        raise CorruptArtifactError(
-            f"{path}: corrupt model ({exc}); rematerialize the {asset} asset"
-        ) from None
+        raise CorruptArtifactError(f"{path}: corrupt model ({exc}); rematerialize the {asset} asset") from None
     try:
         return lgb.Booster(model_str=text.decode())
     except lgb.basic.LightGBMError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "unreadable"
-        raise CorruptArtifactError(
-            f"{path}: corrupt model ({first}); rematerialize the {asset} asset"
-        ) from None
+        raise CorruptArtifactError(f"{path}: corrupt model ({first}); rematerialize the {asset} asset") from None
 
 
 _PER_INTERNAL = (

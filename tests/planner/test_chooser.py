@@ -1,13 +1,18 @@
 """The plan chooser: learning from the reward of executed plans, choosing with what a plan returns, the gate."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
 from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
+from grasp_core.entities.table import EntityRow, EntityTable, Link
+from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
 from grasp_core.planner.chooser import Executed, PlanChooser, Shortlist, feature_names, shortlist, shortlists
 from grasp_core.planner.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
+from grasp_core.planner.inference import check_plan
 from grasp_core.planner.policy import load_policy, new_policy, path_keys
 from grasp_core.planner.policy_config import ChooserConfig, PolicyConfig
 from grasp_core.planner.rounds import Gate
@@ -142,3 +147,39 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
     loaded = load_policy(tmp_path, world.skb.schema, encoder)
     assert loaded.chooser is not None and loaded.chooser.k == 4
     assert [a.text for a in loaded.choose(queries, tables, text, run, env.reward_cfg)[0]] == [a.text for a in attempts]
+
+
+def test_a_three_finding_question_ranks_the_disease_with_all_three_above_one_with_two(world):
+    """Three phenotypes in one question: the three-way intersection is a candidate, and executed it ranks a disease
+    that has all three above one that has two (which it leaves out)."""
+    skb = world.skb
+    types = skb.nodes["type"].astype(str).to_numpy()
+    e = skb.edges[skb.edges["rel"] == "phenotype present"]
+    has: dict[int, set[int]] = {}
+    for s, d in zip(e["src"], e["dst"]):
+        disease, finding = (s, d) if types[s] == "disease" else (d, s)
+        has.setdefault(int(disease), set()).add(int(finding))
+    found = next(
+        (d, trio, other)
+        for d, fs in sorted(has.items())
+        for trio in itertools.combinations(sorted(fs), 3)
+        for other, gs in sorted(has.items())
+        if other != d and len(gs & set(trio)) == 2
+    )
+    disease, trio, partial = found
+    names = skb.nodes["name"].astype(str).tolist()
+    rows = tuple(
+        EntityRow(
+            f"E{i}", names[f], "anchor", ("effect/phenotype",), {"effect/phenotype": (Link(f, names[f], 1.0, 3),)}
+        )
+        for i, f in enumerate(trio, 1)
+    )
+    query = f"{names[trio[0]]}, {names[trio[1]]} and {names[trio[2]]}: which disease?"
+    table = EntityTable(rows)
+    plans = candidate_plans(skb.schema, table, query, ["disease"], CandidateConfig())
+    triples = [p for p in plans if len(p["anchors"]) == 3]
+    assert triples and all(check_plan(json_text(p), skb.schema, table) is None for p in triples)
+    present = next(p for p in triples if {h["rel"] for h in p["hops"]} == {"phenotype present"})
+    ranking, trace = world.executor.execute_batch([json_text(present)], [query], [table])[0]
+    assert trace.error is None
+    assert ranking.rank_of([disease]) is not None and ranking.rank_of([partial]) is None

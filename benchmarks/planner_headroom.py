@@ -1,0 +1,179 @@
+"""Where the ``cpu`` planner stands among its own candidates: every candidate it chooses from, executed and fused.
+
+Run: ``python benchmarks/planner_headroom.py hpo --root dagster_home/artifacts [--splits val test]
+[--planner planner:2] [--tag after]``; writes ``benchmarks/results/planner_headroom_<dataset>[_<tag>].json`` and
+prints a table. Without ``--planner`` it reads the served planner (the last round whose gate passed).
+
+For each question of a split, every candidate of the planner (``Featurizer.candidates`` plus ABSTAIN) is executed
+by the dataset's executor and fused with the stored text ranking (RRF, the profile's weights), as the answer path
+does. Reported (fused Hit@1, %): text alone; the policy's greedy choice; the planner's choice (its chooser over its
+shortlist when it has one, else greedy); the oracle within the policy's top 1/3/5/10 (+ ABSTAIN); and the oracle
+over all candidates (some candidate puts a gold answer first). The planner's losses to the oracle are broken down by
+the first rule that applies: it abstained -> ``abstained``; a winning candidate has its target type -> ``wrong
+relation path`` when none of those has its path, else ``wrong anchor row`` when a same-path winner uses another
+entity-table row, else ``other match mode``; else ``planned when abstaining wins`` when ABSTAIN wins; else ``wrong
+target type``. The planner reads the question as the policy does (its first 64 tokens; hpo questions are shorter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from grasp_core.artifacts import Artifacts
+from grasp_core.components import Components
+from grasp_core.io import write_json
+from grasp_core.pipeline.planner_inputs import planner_env
+from grasp_core.plan.model import ABSTAIN
+from grasp_core.planner.chooser import Executed, feature_names, shortlists
+from grasp_core.planner.chooser_train import fused_hit1_labels, picks
+from grasp_core.planner.policy import path_keys
+from grasp_core.planner.policy_train import Outcomes
+from grasp_core.profiles import get_profile
+
+RESULTS = Path(__file__).parent / "results"
+ALL = 10_000  # a shortlist longer than any candidate list: every candidate
+
+
+def _commit() -> str:
+    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return run.stdout.strip() or "unknown"
+
+
+def _shape(plan: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(target type, path keys, anchor rows, match modes) of a plan text; ABSTAIN: (None, (), (), ())."""
+    if plan == ABSTAIN:
+        return None, (), (), ()
+    p = json.loads(plan)
+    return (
+        p["target"]["type"],
+        tuple(path_keys(p)),
+        tuple(a["ref"] for a in p["anchors"]),
+        tuple(a["match_mode"] for a in p["anchors"]),
+    )
+
+
+def loss_cause(chosen: str, winners: list[str]) -> str:
+    """Why a losing choice lost to the winning candidates (the rule in the module docstring)."""
+    if chosen == ABSTAIN:
+        return "abstained"
+    c = _shape(chosen)
+    same_type = [_shape(w) for w in winners if w != ABSTAIN and _shape(w)[0] == c[0]]
+    if same_type:
+        same_path = [w for w in same_type if w[1] == c[1]]
+        if not same_path:
+            return "wrong relation path"
+        return "wrong anchor row" if any(w[2] != c[2] for w in same_path) else "other match mode"
+    return "planned when abstaining wins" if ABSTAIN in winners else "wrong target type"
+
+
+def measure(ws: Components, planner_name: str, split: str) -> dict:
+    policy = ws.planner(ws.art.require(*planner_name.split(":")))
+    env = planner_env(ws)
+    qids = ws.split(split)["qid"].astype(int).tolist()
+    qids = [q for q in qids if env.gold.get(q)]
+    outcomes = Outcomes(env)
+    x = policy.featurizer([env.queries[q] for q in qids], [env.tables[q] for q in qids])
+    with torch.no_grad():
+        logits = policy.head(x).numpy()
+    chooser = policy.chooser
+    asked = chooser.asked_proba(policy.featurizer.encoder, [env.queries[q] for q in qids]) if chooser else None
+
+    def run(pairs):
+        return [Executed(r, n) for r, n in outcomes.get([(qids[i], p) for i, p in pairs])]
+
+    t0 = time.perf_counter()
+    lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, ws.profile.reward)
+    labels = [fused_hit1_labels(s, env.text[q], env.gold[q], ws.profile.reward) for q, s in zip(qids, lists)]
+    seconds = time.perf_counter() - t0
+    rank_col, abstain_col = feature_names().index("policy_rank"), feature_names().index("plan_abstain")
+    greedy = [int(np.argmin(s.features[:, rank_col])) if len(s.rows) else None for s in lists]
+    chosen = picks(chooser.booster, lists, chooser.k) if chooser else greedy  # type: ignore[arg-type]
+
+    def rate(hits) -> float:
+        return round(100.0 * float(np.mean(hits)), 2)
+
+    def hit(i, c) -> bool:
+        return c is not None and labels[i][c] > 0
+
+    def oracle_within(k: int) -> float:
+        return rate(
+            [
+                bool(np.any(lab[(s.features[:, rank_col] < k) | (s.features[:, abstain_col] > 0)] > 0))
+                if len(s.rows)
+                else False
+                for s, lab in zip(lists, labels)
+            ]
+        )
+
+    causes: Counter = Counter()
+    for i, (s, lab, c) in enumerate(zip(lists, labels, chosen)):
+        if hit(i, c) or not lab.any() or c is None:
+            continue
+        plans = x.plans[i]
+        winners = [plans[s.rows[j]] for j in np.flatnonzero(lab > 0)]
+        causes[loss_cause(plans[s.rows[c]], winners)] += 1
+    text_hit = [env.text[q].rank_of(env.gold[q]) == 1 for q in qids]
+    return {
+        "queries": len(qids),
+        "candidates_per_query": round(float(np.mean([len(s.rows) for s in lists])), 1),
+        "winning_candidates_per_query": round(float(np.mean([lab.sum() for lab in labels])), 1),
+        "fused_hit1": {
+            "text alone": rate(text_hit),
+            "policy greedy": rate([hit(i, c) for i, c in enumerate(greedy)]),
+            "planner (served choice)": rate([hit(i, c) for i, c in enumerate(chosen)]),
+            **{f"oracle within top {k}": oracle_within(k) for k in (1, 3, 5, 10)},
+            "oracle over all candidates": rate([bool(lab.any()) for lab in labels]),
+        },
+        "chooser_k": chooser.k if chooser else None,
+        "losses_to_oracle": dict(causes.most_common()),
+        "execute_seconds": round(seconds, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", type=Path, required=True, help="a finished pipeline's artifact root")
+    parser.add_argument("--splits", nargs="+", default=["val", "test"])
+    parser.add_argument("--planner", default=None, help="sft_adapter or planner:<round> (default: the served one)")
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--tag", default=None, help="suffix of the results file (before/after)")
+    args = parser.parse_args()
+    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    if ws.profile.planner != "policy":
+        raise SystemExit(f"the {args.profile} profile's planner is {ws.profile.planner!r}; this measures the policy")
+    name = args.planner
+    if name is None:
+        label, path = ws.final_planner()
+        name = "sft_adapter" if label == "sft" else f"planner:{path.name}"
+    out = {
+        "dataset": args.dataset,
+        "planner": name,
+        "commit": _commit(),
+        "date": datetime.date.today().isoformat(),
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+        "splits": {s: measure(ws, name, s) for s in args.splits},
+    }
+    out["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
+    suffix = f"_{args.tag}" if args.tag else ""
+    write_json(RESULTS / f"planner_headroom_{args.dataset}{suffix}.json", out)
+    for split, m in out["splits"].items():
+        print(f"{args.dataset} {split} ({m['queries']} questions, {m['candidates_per_query']} candidates each)")
+        for key, value in m["fused_hit1"].items():
+            print(f"  {key:<28} {value:6.2f}")
+        print(f"  losses to the oracle: {m['losses_to_oracle']}")
+
+
+if __name__ == "__main__":
+    main()
