@@ -196,6 +196,21 @@ def test_retrieve_answers_every_test_query_as_the_evaluation_ranked_it(trained):
     assert assert_retrieve_answers_as_evaluated(ws) == {"test": len(ws.split("test"))}
 
 
+def test_a_bare_entity_name_returns_that_entity_first(trained):
+    """A name typed alone asks for that node: the trained system answers it first (ten names of distinct types,
+    names no other node shares)."""
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", profile="smoke")
+    nodes = retriever.ws.skb.nodes
+    unique = nodes[~nodes["name"].str.lower().duplicated(keep=False) & (nodes["name"].str.split().str.len() <= 4)]
+    picked = unique.groupby("type").head(2).head(10)
+    results = retriever.retrieve(picked["name"].tolist(), k=5)
+    firsts = [r.answers[0].node_id if r.answers else None for r in results]
+    assert firsts == picked["node_id"].tolist()
+
+
 def test_retriever_explains_and_batch_retrieval_returns_known_keys(trained, capsys):
     tmp, _ = trained
     from grasp_assets.cli import main
