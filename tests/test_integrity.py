@@ -194,5 +194,7 @@ def test_a_malformed_lightgbm_model_is_refused_before_lightgbm_reads_it(tmp_path
     bad = MALFORMED[case](text)
     assert bad != text
     (tmp_path / "ranker.txt").write_bytes(bad)
-    with pytest.raises(CorruptArtifactError, match=r"ranker.txt: corrupt model \(.*\); rematerialize the reranker asset"):
+    with pytest.raises(
+        CorruptArtifactError, match=r"ranker.txt: corrupt model \(.*\); rematerialize the reranker asset"
+    ):
         load_booster(tmp_path / "ranker.txt")

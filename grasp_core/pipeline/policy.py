@@ -292,7 +292,8 @@ class PolicyKind:
             grpo_log,
         )
         grpo_seconds = time.perf_counter() - t1
-        val, heldout, chooser_info = grpo["best_val_fused_hit1"], None, {}
+        chooser_info: dict
+        val, chooser_info = grpo["best_val_fused_hit1"], {}
         if ws.profile.chooser.enabled:
             data.policy.chooser, chooser_info = train_chooser(data)
             val, heldout = chooser_info["chooser_val_fused_hit1"], chooser_info["chooser_heldout_fused_hit1"]
