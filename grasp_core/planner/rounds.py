@@ -3,9 +3,9 @@
 Round 1 starts from the SFT planner, each later round from the previous round's kept planner. A round
 writes its planner whatever its score, with a gate file: the validation fused Hit@1 it reached and the one
 of the planner it started from, on the validation queries that select checkpoints and on a held-out part of
-validation that selects nothing. The gate passes when fused Hit@1 rose on both (strictly: a round whose best
-checkpoint only ties its start did not learn anything validation can see, and a rise on the selecting queries
-alone is what selection overfits). A round never
+validation that selects nothing. The gate passes when fused Hit@1 rose on the held-out part (strictly: a round
+that only ties its start did not learn anything validation can see) and did not fall on the selecting part; a
+rise on the selecting queries alone is what selection overfits, and does not pass. A round never
 starts from a planner whose gate failed, and the served planner is the last round whose gate passed (else
 the SFT planner).
 """
@@ -30,12 +30,12 @@ class Gate:
 
     @property
     def passed(self) -> bool:
-        """The gate rule: validation fused Hit@1 rose above the round's start (a tie fails), and on the held-out
-        validation queries, which chose nothing, it rose too (what selection overfits does not pass)."""
-        rose = self.val_fused_hit1 > self.previous
+        """The gate rule: fused Hit@1 rose above the round's start (a tie fails) on the held-out validation queries,
+        which chose nothing, and did not fall on the selecting ones (a rise selection overfits does not pass). A
+        start without a held-out reading: it rose on validation."""
         if self.heldout_fused_hit1 is None or self.heldout_previous is None:
-            return rose
-        return rose and self.heldout_fused_hit1 > self.heldout_previous
+            return self.val_fused_hit1 > self.previous
+        return self.heldout_fused_hit1 > self.heldout_previous and self.val_fused_hit1 >= self.previous
 
     def to_json(self) -> dict:
         return {

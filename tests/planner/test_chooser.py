@@ -78,8 +78,10 @@ def test_the_shortlist_is_the_policys_best_k_plus_abstain():
         (50.0, 45.0, 48.0, 44.0, True),  # rose on both
         (50.0, 45.0, 44.0, 44.0, False),  # rose where it was selected, tied on the held-out queries
         (50.0, 45.0, 43.0, 44.0, False),  # selection overfit: lower on the held-out queries
-        (45.0, 45.0, 48.0, 44.0, False),  # a tie on the selecting queries
+        (45.0, 45.0, 48.0, 44.0, True),  # rose on the held-out queries, tied on the selecting ones
+        (44.0, 45.0, 48.0, 44.0, False),  # fell on the selecting queries
         (50.0, 45.0, None, None, True),  # a start without a held-out reading (an older checkpoint)
+        (45.0, 45.0, None, None, False),
     ],
 )
 def test_the_gate_refuses_a_round_that_does_not_beat_its_start_on_held_out_validation(
