@@ -200,16 +200,19 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
     """The dataset's queries: synthesized (hpo, synth-*), those the source ships (STaRK, user SKBs), or for a user
     SKB that ships none, synthesized from its schema.
 
-    Synthesized sets also get term look-up queries (:mod:`grasp_core.skb.term_queries`) and search-box look-ups and
-    findings lists (:mod:`grasp_core.skb.intent_queries`) in train/val; hpo also gets
+    Synthesized sets (a user SKB's included) also get term look-up queries (:mod:`grasp_core.skb.term_queries`) and
+    search-box look-ups and findings lists (:mod:`grasp_core.skb.intent_queries`) in train/val; hpo also gets
     its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.skb.human_queries`).
     """
+    from grasp_core.skb.intent_queries import intent_queries
+    from grasp_core.skb.term_queries import term_queries
+
     if name not in ("hpo", *SYNTHETIC):
         if name in STARK or len(graph.queries):
             return graph.queries
         from grasp_core.skb.generic_queries import synthesize_generic
 
-        return synthesize_generic(
+        base = synthesize_generic(
             graph,
             n_queries=cfg.n_queries,
             seed=cfg.seed,
@@ -217,21 +220,22 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
             paraphrase_url=cfg.paraphrase_url,
             paraphrase_model=cfg.paraphrase_model,
         )
-    from grasp_core.skb.intent_queries import intent_queries
-    from grasp_core.skb.term_queries import term_queries
-
-    terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=cfg.n_queries)
-    intents = intent_queries(graph, cfg.intent_queries, cfg.seed, first_qid=cfg.n_queries + len(terms))
-    if name == "hpo":
+        first = int(base["qid"].max()) + 1 if len(base) else 0
+    elif name == "hpo":
         from grasp_core.skb.hpo import hpo_queries
-        from grasp_core.skb.human_queries import human_queries
 
-        held = [human_queries(graph), human_queries(graph, split="val-human")]
-        parts = [hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, intents, *held]
+        base, first = hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), cfg.n_queries
     else:
         from grasp_core.skb.querygen import synthesize_queries
 
-        parts = [synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), terms, intents]
+        base, first = synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), cfg.n_queries
+    terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=first)
+    intents = intent_queries(graph, cfg.intent_queries, cfg.seed, first_qid=first + len(terms))
+    parts = [base, terms, intents]
+    if name == "hpo":
+        from grasp_core.skb.human_queries import human_queries
+
+        parts += [human_queries(graph), human_queries(graph, split="val-human")]
     queries = pd.concat([p for p in parts if len(p)], ignore_index=True)
     # a generated training question never repeats a held-out one (test, test-human, val-human)
     held_out = set(queries.loc[queries["split"].isin(HELD_OUT), "query"].map(normalize))

@@ -185,7 +185,7 @@ def _smoke() -> Profile:
     cpu = _cpu()
     return cpu.replace(
         name="smoke",
-        dataset=DatasetConfig(scale="tiny", n_queries=120, intent_queries=40),
+        dataset=DatasetConfig(scale="tiny", n_queries=120, term_queries=40, intent_queries=40),
         planner_model=PlannerModelConfig(
             tiny=TinyModelConfig(hidden_size=64, num_layers=2, intermediate_size=128),
             vocab_size=1024,

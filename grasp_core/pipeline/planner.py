@@ -67,8 +67,10 @@ def make_teacher(ws: Components):
 
 # What every planner-training step reads: the answer path (fused with the text branch and, for validation, the
 # reranker) and every planner setting, since the planner kind is chosen from the profile in one place.
-TRAINING_READS = (
+TRAINING_READS = (  # every training step runs through its planner kind, whose rounds train the chooser
     *EXECUTOR,
+    "asked_type",
+    "chooser",
     *EXTRACTOR,
     *PLANNER,
     *FUSED_TEXT,
@@ -230,7 +232,7 @@ def rft_samples_step(ws: Components, round_key: str) -> dict:
 
 @step(
     "planner",
-    reads=(*TRAINING_READS, "asked_type", "chooser"),
+    reads=TRAINING_READS,
 )
 def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
     return planner_kind(ws).round(ws, round_key, log_fn)

@@ -123,7 +123,7 @@ def test_rows_are_a_valid_test_human_split(hpo):
 
 
 def test_hpo_queries_carry_the_test_human_split_apart_from_the_synthetic_ones(hpo):
-    queries = build_queries("hpo", hpo, DatasetConfig(n_queries=30, term_queries=0))
+    queries = build_queries("hpo", hpo, DatasetConfig(n_queries=30, term_queries=0, intent_queries=0))
     human_splits = queries["split"].isin(["test-human", "val-human"])
     synth, human = queries[~human_splits], queries[queries["split"] == "test-human"]
     assert len(synth) == 30 and len(human) == len(load_questions())
