@@ -49,6 +49,12 @@ def _pipeline(args: argparse.Namespace) -> None:
     )
 
 
+RESULTS_PAGE_HEAD = (
+    "# Results\n\nEvery setting, ablation, latency stage and step time of each dataset, rendered by `grasp report` "
+    "from the results files (do not edit: rerun the command in the README's Results section).\n\n"
+)
+
+
 def _report(args: argparse.Namespace) -> None:
     from grasp_assets.run_records import step_seconds
     from grasp_core.report import (
@@ -59,7 +65,7 @@ def _report(args: argparse.Namespace) -> None:
         write_results,
     )
 
-    parts, tests = [], []
+    parts, tests, by_dataset = [], [], {}
     for dataset in [*args.datasets, *args.recorded]:
         if dataset in args.recorded:  # an earlier run's documents, rendered again as they are
             results = recorded_results(Path(args.results_dir), dataset)
@@ -69,6 +75,7 @@ def _report(args: argparse.Namespace) -> None:
             for path in write_results(results, args.results_dir):
                 print(f"wrote {path}", file=sys.stderr)
         parts.append(dataset_report(results))
+        by_dataset[dataset] = results
         tests += [results["test"]] if "test" in results else []
     text = "\n\n".join(parts)
     if len(args.datasets) + len(args.recorded) > 1:
@@ -77,11 +84,11 @@ def _report(args: argparse.Namespace) -> None:
         from grasp_core.io import atomic_file
 
         with atomic_file(args.out) as handle:
-            handle.write(text + "\n")
+            handle.write(RESULTS_PAGE_HEAD + text + "\n")
     if args.readme:
-        from grasp_core.report import replace_readme_block
+        from grasp_core.report import replace_readme_block, summary_report
 
-        replace_readme_block(args.readme, text)
+        replace_readme_block(args.readme, summary_report(by_dataset))
     print(text)
 
 
@@ -113,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "as they are (their artifacts need not exist here)",
     )
     report.add_argument("--out", default=None, help="also write the markdown to this file")
-    report.add_argument("--readme", default=None, help="also put the tables into this README's results block")
+    report.add_argument(
+        "--readme",
+        default=None,
+        help="also put the summary tables (the answer path's Hit@1 per dataset and split, learned vs fixed parts) "
+        "into this README's results block; --out takes the full tables",
+    )
     report.add_argument(
         "--results-dir",
         default=str(RESULTS_DIR),

@@ -5,15 +5,28 @@ datasets with Stouffer-combined McNemar p-values."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
-from grasp_core.eval.results import SPLITS, build_results, compared, read_per_query, render_markdown
+from grasp_core.eval.results import (
+    SERVED,
+    SPLITS,
+    build_results,
+    compared,
+    markdown_table,
+    read_per_query,
+    render_markdown,
+)
 from grasp_core.eval.significance import stouffer
 from grasp_core.io import atomic_file, is_complete, read_json
 
 EVALUATION_ASSETS = ("eval_metrics", "ablations")  # the assets whose per-query rows make up the settings
+# the README's summary: the answer path's stages, and the learned parts against what they replace
+HEADLINE = (("text", "text alone"), ("served", "GRASP"), ("served+rerank", "GRASP + reranker"))
+UPPER_BOUND = "teacher"
+LEARNED_VS_FIXED = ("sft", "fixed-ratio fusion", "router", "no entity table")
 README_BEGIN, README_END = "<!-- results:begin (grasp report --readme) -->", "<!-- results:end -->"
 
 
@@ -23,6 +36,7 @@ def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) ->
     latency_dir = art.path("latency")
     latency = read_json(latency_dir / "latency.json")["stages"] if is_complete(latency_dir) else {}
     dirs = [art.path(a) for a in EVALUATION_ASSETS if is_complete(art.path(a))]
+    evaluated = datetime.fromtimestamp((art.require("eval_metrics") / "metrics.json").stat().st_mtime, UTC)
     out = {}
     for split in SPLITS:
         rows = read_per_query(dirs, split)
@@ -35,8 +49,25 @@ def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) ->
                 split=split,
                 latency=latency if split == "test" else None,
                 steps=steps if split == "test" else None,
-            )
+            ) | {"machine": machine(), "date": evaluated.date().isoformat()}
     return out
+
+
+def machine() -> str:
+    """This machine in a few words: cores, CPU model, memory (what a reader needs to compare times)."""
+    import os
+    import platform
+
+    model, mem_gib = platform.processor() or platform.machine(), None
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        model = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
+        kib = next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line)
+        mem_gib = round(int(kib) / 2**20)
+    except (OSError, StopIteration):
+        pass
+    memory = f", {mem_gib} GiB" if mem_gib else ""
+    return f"{os.cpu_count()} cores, {model}{memory}"
 
 
 def results_path(out_dir: Path, dataset: str, split: str) -> Path:
@@ -81,11 +112,20 @@ def cross_dataset_report(docs: Sequence[dict]) -> str:
     p-values combined across datasets by Stouffer's method, signed by the direction of each difference."""
     if not docs:
         return "(no dataset has its evaluation built yet)"
+    names = ", ".join(f"`{d['dataset']}`" for d in docs)
+    head = (
+        "### Settings across datasets (test Hit@1; McNemar p vs `served`, or `served+rerank` vs `served`; "
+        f"Stouffer across {names})\n\n"
+    )
+    return head + cross_dataset_table(docs)
+
+
+def cross_dataset_table(docs: Sequence[dict], settings: Sequence[str] | None = None) -> str:
+    """The table of :func:`cross_dataset_report`, over ``settings`` (default: every setting of any dataset)."""
     names = [d["dataset"] for d in docs]
-    settings = list(dict.fromkeys(s for d in docs for s in d["settings"]))
-    header = ["setting", *names, "Stouffer p"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for setting in settings:
+    every = list(dict.fromkeys(s for d in docs for s in d["settings"]))
+    rows = []
+    for setting in every if settings is None else [s for s in settings if s in every]:
         cells, tests = [], []
         for d in docs:
             if setting not in d["settings"]:
@@ -100,12 +140,68 @@ def cross_dataset_report(docs: Sequence[dict]) -> str:
             cells.append(f"{hit1:.1f} (p {p:.3g})")
             tests.append((p, hit1 - d["settings"][ref]["hit@1"]))
         combined = f"{stouffer([p for p, _ in tests], [s for _, s in tests]):.3g}" if tests else "—"
-        lines.append("| " + " | ".join([setting, *cells, combined]) + " |")
-    head = (
-        f"### Settings across datasets (test Hit@1; McNemar p vs `served`, or `served+rerank` vs `served`; "
-        f"Stouffer across {', '.join(f'`{n}`' for n in names)})\n\n"
+        rows.append([setting, *cells, combined])
+    return markdown_table(["setting", *names, "Stouffer p"], rows)
+
+
+def _caption(docs: Sequence[Mapping], what: str) -> str:
+    """One line under a table: the files it was rendered from, and each dataset's commit, machine and date."""
+    files = ", ".join(f"`{results_path(Path('.'), d['dataset'], d['split'])}`" for d in docs)
+    origin: dict[str, Mapping] = {}
+    for d in docs:
+        origin.setdefault(d["dataset"], d)
+    where = "; ".join(
+        f"{name}: commit {d['commit']}, "
+        + (f"{d['machine']}, {d['date']}" if d.get("machine") else "machine and date not recorded")
+        for name, d in origin.items()
     )
-    return head + "\n".join(lines)
+    return f"*{what} `grasp report` rendered it from {files} (in `--results-dir`). {where}.*"
+
+
+def summary_report(results: Mapping[str, Mapping[str, dict]]) -> str:
+    """The README's results: for every dataset and split, Hit@1 along the answer path (text alone → GRASP →
+    reranked), Hit@5 reranked, the oracle-guided teacher as an upper bound and the warm p50; then, on the test
+    splits, what the learned parts are worth against the fixed alternatives (Hit@1, McNemar p vs GRASP, and
+    Stouffer across datasets). The full tables are what :func:`dataset_report` renders."""
+    docs = [doc for by_split in results.values() for doc in by_split.values()]
+    if not docs:
+        return "(no dataset has its evaluation built yet)"
+    header = ["dataset", "split", "questions", *(label for _, label in HEADLINE), "Hit@5 reranked"]
+    header += ["teacher (upper bound)", "p50 ms"]
+    rows = []
+    for d in docs:
+        s, p50 = d["settings"], d["latency"].get("total", {}).get("p50")
+        cells = [f"{s[k]['hit@1']:.1f}" if k in s else "—" for k, _ in HEADLINE]
+        rows.append(
+            [
+                f"`{d['dataset']}`",
+                d["split"],
+                d["n_queries"],
+                *cells,
+                f"{s['served+rerank']['hit@5']:.1f}" if "served+rerank" in s else "—",
+                f"{s[UPPER_BOUND]['hit@1']:.1f}" if UPPER_BOUND in s else "—",
+                f"{1000 * p50:.0f}" if p50 else "—",
+            ]
+        )
+    tests = [by_split["test"] for by_split in results.values() if "test" in by_split]
+    parts = [
+        "Hit@1 in percent on every question of each split; p50: one warm question, all stages (the `latency` asset).",
+        "",
+        markdown_table(header, rows),
+        "",
+        _caption(docs, "Along the answer path."),
+    ]
+    if tests:
+        parts += [
+            "",
+            "What the learned parts are worth: test Hit@1 of GRASP with one part replaced (p: McNemar vs GRASP; "
+            "Stouffer across datasets, signed by the direction of each difference).",
+            "",
+            cross_dataset_table(tests, (SERVED, *LEARNED_VS_FIXED)),
+            "",
+            _caption(tests, "Learned vs fixed."),
+        ]
+    return "\n".join(parts)
 
 
 def replace_readme_block(readme: Path, rendered: str) -> None:

@@ -109,7 +109,7 @@ def compared(results: dict) -> dict[str, tuple[str, float]]:
     return out
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -128,7 +128,7 @@ def render_markdown(results: dict, level: int = 3) -> str:
         f"{h} `{results['dataset']}`, {results['split']} split ({results['n_queries']} queries; "
         f"profile `{results['profile']}`, commit {results['commit']})\n",
         "Hit@1, Hit@5, Recall@20, MRR in percent; p: two-sided McNemar on per-query Hit@1.\n",
-        _table(
+        markdown_table(
             ["setting", "hit@1", "hit@5", "recall@20", "mrr", "McNemar p"],
             (
                 [
@@ -143,7 +143,7 @@ def render_markdown(results: dict, level: int = 3) -> str:
     if results["latency"]:
         parts.append(f"\n{h}# Latency per single query (seconds)\n")
         parts.append(
-            _table(
+            markdown_table(
                 ["stage", "mean", "p50", "p95"],
                 ([s, *(f"{v[k]:.3f}" for k in ("mean", "p50", "p95"))] for s, v in results["latency"].items()),
             )
@@ -151,5 +151,5 @@ def render_markdown(results: dict, level: int = 3) -> str:
     if results["steps"]:
         total = sum(results["steps"].values())
         parts.append(f"\n{h}# Step times (Dagster run records, latest success per asset; sum {_minutes(total)})\n")
-        parts.append(_table(["asset", "time"], ([a, _minutes(s)] for a, s in results["steps"].items())))
+        parts.append(markdown_table(["asset", "time"], ([a, _minutes(s)] for a, s in results["steps"].items())))
     return "\n".join(parts)

@@ -2,6 +2,7 @@
 datasets."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -12,7 +13,14 @@ from grasp_core.eval.results import build_results, per_query_file, per_query_row
 from grasp_core.eval.significance import mcnemar, stouffer
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.ranking import Ranking
-from grasp_core.report import cross_dataset_report, dataset_report, dataset_results, recorded_results, write_results
+from grasp_core.report import (
+    cross_dataset_report,
+    dataset_report,
+    dataset_results,
+    recorded_results,
+    summary_report,
+    write_results,
+)
 
 N_NODES = 50
 
@@ -101,6 +109,7 @@ def test_dataset_results_read_every_evaluation_asset_and_write_one_file_per_spli
         write_json(tmp / "latency.json", {"queries": 3, "stages": {"total": {"mean": 1.0, "p50": 1.0, "p95": 2.0}}})
     results = dataset_results(art, steps={"eval_metrics": 12.0})
     assert list(results) == ["test", "test-human"]
+    assert results["test"]["machine"].startswith(f"{os.cpu_count()} cores") and len(results["test"]["date"]) == 10
     assert list(results["test"]["settings"]) == ["text", "served", "sft", "teacher"]
     assert results["test"]["steps"] == {"eval_metrics": 12.0} and results["test"]["latency"]["total"]["p95"] == 2.0
     human = results["test-human"]
@@ -139,3 +148,35 @@ def test_readme_block_is_replaced_and_a_readme_without_one_is_refused(tmp_path):
     (tmp_path / "other.md").write_text("# no block\n")
     with pytest.raises(GraspError, match="has no results block"):
         replace_readme_block(tmp_path / "other.md", "x")
+
+
+def test_the_readme_summary_follows_the_answer_path_and_names_where_each_figure_comes_from():
+    test = build_results(
+        frame(text=TEXT, served=SERVED, **{"served+rerank": RERANK}, sft=TEXT, teacher=RERANK),
+        dataset="hpo",
+        profile="cpu",
+        commit="abc1234",
+        split="test",
+        latency={"total": {"mean": 0.5, "p50": 0.25, "p95": 0.9}},
+    ) | {"machine": "2 cores, AMD EPYC, 24 GiB", "date": "2026-12-05"}
+    human = build_results(
+        frame(text=TEXT, served=SERVED), dataset="hpo", profile="cpu", commit="abc1234", split="test-human"
+    )
+    old = build_results(
+        frame(text=TEXT, served=SERVED), dataset="synth-mag", profile="cpu", commit="def5678", split="test"
+    )
+    md = summary_report({"hpo": {"test": test, "test-human": human}, "synth-mag": {"test": old}})
+    rows = [line for line in md.splitlines() if line.startswith("| `")]
+    assert (
+        rows[0]
+        == f"| `hpo` | test | 20 | 30.0 | 70.0 | 75.0 | {test['settings']['served+rerank']['hit@5']:.1f} | 75.0 | 250 |"
+    )
+    assert rows[1] == "| `hpo` | test-human | 20 | 30.0 | 70.0 | — | — | — | — |"
+    assert "hpo: commit abc1234, 2 cores, AMD EPYC, 24 GiB, 2026-12-05" in md
+    assert "synth-mag: commit def5678, machine and date not recorded" in md
+    assert "`pipeline_hpo_test-human.json`" in md
+    learned = [line for line in md.splitlines() if line.startswith("| sft |")]
+    assert learned == [
+        f"| sft | 30.0 (p {test['mcnemar']['served vs sft']:.3g}) | — | {stouffer([test['mcnemar']['served vs sft']], [-40.0]):.3g} |"
+    ]
+    assert summary_report({}) == "(no dataset has its evaluation built yet)"
