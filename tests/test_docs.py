@@ -90,3 +90,19 @@ def test_the_docs_index_lists_every_doc_and_every_link_resolves():
     for doc in [README, *DOCS]:
         for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", _prose(doc.read_text())):
             assert (doc.parent / link).exists(), f"{doc.name} links to {link}, which does not exist"
+
+
+def test_the_cli_reference_names_every_command():
+    import argparse
+
+    from grasp_assets.cli import build_parser
+
+    def commands(parser: argparse.ArgumentParser, prefix: str) -> list[str]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [prefix]
+        return [c for name, sub in subs[0].choices.items() for c in commands(sub, f"{prefix} {name}")]
+
+    reference = (ROOT / "docs" / "cli.md").read_text()
+    missing = [c for c in commands(build_parser(), "grasp") if f"`{c}" not in reference]
+    assert not missing, f"docs/cli.md does not describe {missing}"
