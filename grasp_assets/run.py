@@ -190,7 +190,7 @@ def _run_stage(
 
 def _stage_context() -> multiprocessing.context.ForkServerContext:
     """Stage children fork from a server process that imported the code location once (torch, transformers,
-    dagster: ~10 s per child under spawn); the server holds no thread, connection or state of the caller."""
+    dagster: seconds per child under spawn); the server holds no thread, connection or state of the caller."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["grasp_assets.definitions"])  # no effect once the server runs
     return ctx

@@ -21,9 +21,9 @@ API (stable; :mod:`grasp_assets` builds data versions and staleness on it):
   with ``deep``, its hash; a mismatch raises a one-line :class:`~grasp_core.errors.CorruptArtifactError`
   naming the file. A deep check of one unchanged manifest is done once per process (then cached).
 
-The hash is xxHash's XXH3-128 (:mod:`xxhash`): 10-14 GB/s against 0.6-0.7 GB/s for BLAKE2b and 1.5 GB/s for
-SHA-256 on this machine (``benchmarks/results/incremental_embeddings.json``, ``hash_gbps``), which keeps a
-deep check of everything a cold ``grasp query`` loads small. It detects corruption, not tampering.
+The hash is xxHash's XXH3-128 (:mod:`xxhash`): several times faster than BLAKE2b and SHA-256
+(``benchmarks/results/incremental_embeddings.json``, ``hash_gbps``), which keeps a deep check of everything a
+cold ``grasp query`` loads small. It detects corruption, not tampering.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ downloaded elsewhere (nothing downloads at run time here). In every profile the 
 when ``$GRASP_TEACHER_URL`` names an OpenAI-compatible endpoint (model ``$GRASP_TEACHER_MODEL``), else the
 programmatic teacher does; the LLM extractor (``extractor="llm"``) asks ``$GRASP_EXTRACTOR_URL``.
 
-The `cpu` profile rescales what must shrink to run end to end on 2 cores in about 20 minutes, and says so
-field by field below (``# cpu:`` comments).
+The `cpu` profile rescales what must shrink for the whole pipeline to run end to end on 2 cores (its step times
+are in ``benchmarks/results/pipeline_hpo.json``, ``steps``), and says so field by field below (``# cpu:``
+comments).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def _cpu() -> Profile:
         name="cpu",
         **_endpoints(),
         dataset=DatasetConfig(scale="small", n_queries=3000),
-        # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (1.6x)
+        # cpu: MiniLM's own limit is 256 tokens (paper: 512); bfloat16 where the CPU computes it natively (faster:
+        # benchmarks/results/embedding_throughput.json)
         encoder=EncoderConfig(doc_max_tokens=256, dtype="auto"),
         teacher=CandidateConfig(max_candidates=16),  # cpu: fewer executed candidates per query
         # cpu: a ~1.4M-parameter model (besides embeddings) so that SFT on 500 plans fits minutes on 2 cores
@@ -118,10 +120,10 @@ def _cpu() -> Profile:
         # cpu: the sft, inference and planner_model values serve the tiny LM planner (planner="lm", tests)
         sft=SFTSettings(
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
-            # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). Measured on hpo, 200 val
-            # queries, SFT alone, fused Hit@1 (text alone 46.0): batch 32 x 6 epochs (96 steps) 30.0 (the planner collapses
-            # onto one metapath), batch 8 x 5 epochs 47.0, batch 16 x 10 epochs 52.0; batch 32 x 10 epochs gave 33.0 on
-            # 100 val queries in session 2's main job. So: batch 16 x 10 epochs (~320 steps, as many tokens as batch 32)
+            # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). On hpo's validation (SFT
+            # alone, fused Hit@1), few large batches let the planner collapse onto one metapath, below the text branch
+            # alone, and of the settings tried batch 16 x 10 epochs scored best. So: batch 16 x 10 epochs (~320 steps,
+            # as many tokens as batch 32)
             epochs=10.0,
             use_lora=False,  # cpu: from scratch, so all weights train (docs/design.md)
             per_device_batch=16,
@@ -138,7 +140,8 @@ def _cpu() -> Profile:
         # cpu: the planner is the plan-selection policy on the frozen MiniLM (docs/design.md, "The cpu planner"); the
         # tiny from-scratch LM stays for tests of the LM path. Measured on hpo: docs/planner.md
         planner="policy",
-        # cpu: executing every candidate costs ~0.5 s per training query on 2 cores: 1,000 of them (paper: all)
+        # cpu: executing every candidate of a training query makes the teacher step the planner's largest cost on
+        # 2 cores (benchmarks/results/planner_policy_hpo.json, `seconds`): 1,000 of them (paper: all)
         policy_train=PolicyTrainSettings(train_queries=1000),
         # cpu: the policy's RFT continues from the round's start for 10 epochs at a third of the SFT's learning rate
         # (paper: retrain from the base for the SFT's epochs); every training query takes part (paper: all)
@@ -149,12 +152,12 @@ def _cpu() -> Profile:
             max_steps=150,  # cpu: (paper: ≤ 200)
             save_every=25,  # cpu: (paper: 50)
         ),
-        # cpu: 128-token reranker inputs (paper: 2048): every reranker pass costs about half of what 256 tokens did
+        # cpu: 128-token reranker inputs (paper: 2048): a cross-encoder pass's cost grows with its input length
         cross_encoder=CrossEncoderScorerConfig(max_length=128),
         reranker_docs=DocumentConfig(max_input_tokens=128),
         # cpu: G=8, 1 epoch, validated once, at the end (paper: G=24, 3 epochs, every half epoch, and the base model).
         # The cross-encoder's scoring head is new, so the base model is not a candidate; each validation
-        # (100 queries x K=50) is the reranker step's largest cost (3 min at 256 tokens, measured)
+        # (100 queries x K=50) is the reranker step's largest cost
         reranker_train=RerankerTrainConfig(group_size=8, epochs=1, checkpoint_every_epochs=1.0, validate_base=False),
     )
 

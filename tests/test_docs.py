@@ -62,7 +62,7 @@ def test_every_quoted_figure_equals_its_results_file(doc):
     for number, name, path, unit in FIGURE.findall(doc.read_text()):
         shown = float(number.replace(",", ""))
         decimals = len(number.split(".")[1]) if "." in number else 0
-        value = float(_value(json.loads((RESULTS / name).read_text()), path)) * UNITS[unit]
+        value = float(_value(json.loads((RESULTS / name).read_text()), path)) * UNITS[unit or None]
         assert round(value, decimals) == pytest.approx(shown), f"{doc.name}: {number} quotes {name} {path} = {value}"
 
 

@@ -39,8 +39,9 @@ class IndexConfig:
         default=100_000,
         metadata={
             "help": "A node type whose name index (names and aliases) has at least this many rows gets an HNSW name "
-            "index; exact otherwise. Every question's spans and mentions search it; at hpo's 41,498 rows HNSW "
-            "saved 11 ms a question but lost validation Hit@1, so it starts at 100,000 (docs/latency.md)."
+            "index; exact otherwise. Every question's spans and mentions search it; at hpo's size HNSW was "
+            "faster but the pipeline retrained on its links lost validation Hit@1, so it starts at 100,000 "
+            "(docs/latency.md)."
         },
     )
     hnsw_m: int = field(default=32, metadata={"help": "HNSW graph degree (faiss M)."})
@@ -50,6 +51,6 @@ class IndexConfig:
         default=1,
         metadata={
             "help": "faiss.cvar.distance_compute_blas_threshold: query batches at least this large use BLAS "
-            "(measured fastest at 1 for batches of 64; see benchmarks/faiss_vs_torch.py)."
+            "(fastest at 1 for batches of 64: benchmarks/results/faiss_vs_torch.json)."
         },
     )

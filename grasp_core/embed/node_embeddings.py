@@ -16,7 +16,7 @@ The name index searches names and aliases together (a node's name score is the m
 
 Building is incremental: a vector of the previous artifact in ``out_dir`` (when it verifies against its
 manifest) is reused for every row whose (encoder identity, token limit, text hash) it was encoded with, so
-editing 1% of the node texts re-encodes ~1% of them (``benchmarks/incremental_embeddings.py``); a reused
+editing a few node texts re-encodes only those (``benchmarks/results/incremental_embeddings.json``); a reused
 vector is the stored float16 row itself, and :meth:`Encoder.encode` computes a text alone the same as in any
 batch, so the result equals a full rebuild. It is also resumable: the texts left to encode are encoded in
 chunks, each saved under ``.<out_dir>.work/`` next to ``out_dir`` with a file name derived from a hash of

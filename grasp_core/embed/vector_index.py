@@ -7,23 +7,22 @@ max over its name and aliases), so a synonym or a lay term finds its node as its
 Vectors are L2-normalized float32, so inner product is cosine. A type's document index is an exact
 ``IndexFlatIP`` below ``IndexConfig.hnsw_min_size`` nodes and an ``IndexHNSWFlat`` (inner product metric) from
 there; its name index likewise from ``IndexConfig.name_hnsw_min_size`` rows (100,000), sooner, because every
-question searches it with its spans and mentions and the exact scan is memory-bound (hpo's 41,498 phenotype names
-and aliases: 7-9 ms a search, HNSW 0.4-2 ms). Not sooner still: at hpo's size HNSW saved 11 ms of extraction a
-question, changed 0-2% of the links and, through the pipeline trained on them, gave lower validation Hit@1
-(``benchmarks/name_index_linking.py``, ``benchmarks/validation_scores.py``; docs/latency.md). An HNSW index is
-built on one thread, so the same vectors give the same graph and the same answers in every run.
+question searches it with its spans and mentions and the exact scan is memory-bound. Not sooner still: at hpo's
+size HNSW name indexes made extraction faster and left almost every link unchanged, but the pipeline retrained on
+those links scored lower on validation (``benchmarks/results/name_index_linking_hpo.json``,
+``benchmarks/results/validation_hpo_names-*.json``; ``docs/latency.md``). An HNSW index is built on one thread, so
+the same vectors give the same graph and the same answers in every run.
 
 ``search`` answers with global node ids; a search over all nodes (``node_type=None``) searches every type's index
 and merges the per-type top-k (exact, since each per-type top-k contains that type's share of the global top-k).
 
-Speed (``benchmarks/faiss_vs_torch.py``, results in ``benchmarks/results/faiss_vs_torch.json``): faiss-cpu
-1.15.1 only uses BLAS (one matrix product) when a batch has at least
-``faiss.cvar.distance_compute_blas_threshold`` queries; in this build the default is 128000 (not the 20
-of older releases), so every realistic batch ran the per-query scan. Measured on 2 shared cores, 384-d, top 100
-(minimum of 30 runs): 64 queries against 130k vectors took 238 ms with the threshold at 1, 1,406 ms at the
-default, 441 ms with torch matmul+topk; single queries against 130k took 47 / 52 / 50 ms.
-So faiss stays the index and ``IndexConfig.blas_threshold`` = 1 is applied (process-wide: faiss has one
-global) whenever an index is built or loaded.
+Speed: faiss-cpu only uses BLAS (one matrix product) when a batch has at least
+``faiss.cvar.distance_compute_blas_threshold`` queries; in the faiss build this project pins the default is
+128000 (not the 20 of older releases), so every realistic batch would run the per-query scan. With the threshold
+at 1 a batch is one matrix product, faster than both the per-query scan and torch's matmul + topk, and a single
+query against a large index costs about the same either way (``benchmarks/faiss_vs_torch.py`` →
+``benchmarks/results/faiss_vs_torch.json``). So faiss stays the index and ``IndexConfig.blas_threshold`` = 1 is
+applied (process-wide: faiss has one global) whenever an index is built or loaded.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Built from :func:`~grasp_core.graph.store.edge_groups`, the same edges both grap
 endpoint types match no declared pair of its relation is in neither). Each edge is listed under both of its
 ends, so walking a node's list is an undirected hop. Node ids are row numbers (``SKB.nodes.node_id`` is
 ``0..n-1``). The lists are laid out by node type, then node id, so the lists of one type's nodes are one
-contiguous block: a hop into a type reads only that block. At synth-prime ``full`` (8.1M edges) the arrays
-take 101 MiB and build in ~2.5 s (``benchmarks/plan_execution.py``), once per executor.
+contiguous block: a hop into a type reads only that block. The arrays are built once per executor, before the
+first question; their size and build time at Prime's scale are in ``benchmarks/results/plan_execution.json``
+(``adjacency_mib``, ``adjacency_build_s``).
 """
 
 from __future__ import annotations

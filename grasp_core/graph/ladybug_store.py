@@ -9,18 +9,18 @@ counts). Loading derives one parquet file per node type (``id`` INT64 primary ke
 A complete store is immutable: it is always reopened read-only (a read-write open checkpoints the file on close,
 which would change it under its manifest), and ``load`` rebuilds it into a new directory.
 
-Engine behaviour this module works around (measured on synth-prime ``full``, ``benchmarks/plan_execution.py``):
+Engine behaviour this module works around (found on synth-prime ``full`` with ``benchmarks/plan_execution.py``;
+load speed in ``benchmarks/results/plan_execution.json``, ``load_edges_per_s``):
 - Node tables hold only ``id``, no ``name``: the engine carries a node variable through ``WITH`` as a struct of
-  all its properties and groups ``max(s)`` by it, so a string column made every traversal hop ~2.5x slower.
-  Names live in the SKB, which is where every caller reads them.
-- Loading: ``COPY`` is the whole cost (~0.8M edges/s per large relation on the shared 2 cores, where the
-  numpy grouping and parquet writing take ~1.5 s of ~13 s for Prime's 8.1M edges); the load database runs
-  without auto-checkpoints, which checkpointed after many of the 34 ``COPY`` statements (~2.5 s), and
-  checkpoints once at the end. ``COPY`` straight from Arrow tables measured no faster than from parquet.
+  all its properties and groups ``max(s)`` by it, so a string column made every traversal hop much
+  slower. Names live in the SKB, which is where every caller reads them.
+- Loading: ``COPY`` is nearly the whole cost (the numpy grouping and parquet writing are a small part); the load
+  database runs without auto-checkpoints, which checkpointed after many of the ``COPY`` statements, and
+  checkpoints once at the end. ``COPY`` straight from Arrow tables was no faster than from parquet.
 - ``Connection.execute(text, params)`` keeps every distinct query text's prepared statement, with the state of
-  its operators, in an unbounded cache: with one text per plan the buffer pool filled up after ~20 plans and
-  every later query failed ("buffer pool is full"). :meth:`LadybugStore.run` prepares each parametrised
-  query itself and drops the statement after use (planning costs a few ms).
+  its operators, in an unbounded cache: with one text per plan the buffer pool filled up after ~20 plans
+  and every later query failed ("buffer pool is full"). :meth:`LadybugStore.run` prepares each parametrised
+  query itself and drops the statement after use (preparing is cheap next to the query).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Semantics: a target node's anchor score is the sum of the binding scores of the 
 path (one binding per anchor), maximised over paths; edges are undirected and may be walked more than once
 (every hop is its own ``MATCH`` clause, so neither engine applies relationship uniqueness across hops).
 
-Query shape, chosen for the embedded engine's planner (measured: an ``UNWIND $b MATCH ({id: b.id})`` form
-is a cross product there, 20x slower):
+Query shape, chosen for the embedded engine's planner (an ``UNWIND $b MATCH ({id: b.id})`` form is a cross
+product there, far slower):
 
 1. The first anchor of the plan starts the *main chain* (its path to ``target``): its bindings are matched
    with ``WHERE a.id IN $ids`` and joined to their scores, one row per binding.
@@ -36,9 +36,9 @@ through its ``id`` uniqueness constraint (``UNWIND $b AS w MATCH (a:L {id: w.id}
 there); LadybugDB cannot evaluate a variable inside a node property map ("Cannot evaluate expression with
 type VARIABLE") and uses the ``IN`` + join form. (b) Each main-chain hop carries a join hint in the ladybug
 dialect, ``HINT (v JOIN e) JOIN w``: without it the engine's planner (which cannot estimate a frontier's
-size) often scanned the whole relationship table and hash-joined it with the frontier, 5-8x slower on
-synth-prime ``full`` (e.g. 1.2-1.8 s -> 0.23 s for a two-hop ``expression present`` walk). Neo4j expands
-from bound nodes by itself. Everything else is the same text.
+size) often scanned the whole relationship table and hash-joined it with the frontier, several times slower on
+synth-prime ``full`` than expanding from the frontier. Neo4j expands from bound nodes by itself. Everything else
+is the same text.
 
 The ``neo4j`` dialect is the text for any Bolt server. ArcadeDB's OpenCypher engine (the server the tests start,
 :mod:`grasp_core.graph.bolt_server`) runs it unchanged, so there is no third dialect: 30 random plans x 2 caps equal

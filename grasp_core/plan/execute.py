@@ -73,8 +73,9 @@ class ExecutionConfig:
     traversal: Literal["arrays", "store"] = field(
         default="arrays",
         metadata={
-            "help": "arrays = walk the graph's adjacency lists in process (traverse p95 9 ms at Prime scale vs 161 ms "
-            "in LadybugDB); store = run the plan's Cypher query on the graph store. Same results."
+            "help": "arrays = walk the graph's adjacency lists in process (much faster than LadybugDB at Prime "
+            "scale: benchmarks/results/plan_execution.json); store = run the plan's Cypher query on the graph "
+            "store. Same results."
         },
     )
     max_frontier: int | None = field(
@@ -95,7 +96,8 @@ class PlanExecutor:
         self.skb, self.index, self.encoder, self.store, self.cfg = skb, index, encoder, store, cfg
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._memo: dict[str, np.ndarray] = {}
-        # the graph's adjacency lists, built once with the executor (synth-prime full: ~2.5 s, 101 MiB)
+        # the graph's adjacency lists, built once with the executor (size and build time at Prime's scale:
+        # benchmarks/results/plan_execution.json)
         self.adjacency = Adjacency.build(skb) if cfg.traversal == "arrays" else None
 
     def execute(

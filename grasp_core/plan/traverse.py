@@ -9,8 +9,9 @@ hop takes, for every node of the hop's end type, the best score among its neighb
 
 A hop either pushes the frontier's scores to its neighbours (``np.maximum.at``; work = the frontier's degree
 sum) or pulls, for every node of the hop's end type, its best neighbour score (one gather over that type's
-adjacency block plus ``np.maximum.reduceat``; work = the block's size, ~2x cheaper per edge), whichever is less
-work: a hop over all 2.7M ``synergistic interaction`` edges of synth-prime ``full`` takes ~12 ms.
+adjacency block plus ``np.maximum.reduceat``; work = the block's size, cheaper per edge than a push), whichever is
+less work, so that even a hop over every edge of Prime's largest relation stays a small part of a question (plan
+execution at Prime's scale: ``benchmarks/results/plan_execution.json``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from grasp_core.graph.adjacency import Adjacency, Relation
 from grasp_core.plan.model import TARGET, Plan
 
-PULL_PER_PUSH = 2  # a pulled list entry costs about half a pushed one (~2.2 vs ~5 ns on synth-prime full)
+PULL_PER_PUSH = 2  # a pulled list entry costs about half a pushed one (a timing on synth-prime full)
 
 
 def traverse(

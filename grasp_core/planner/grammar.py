@@ -21,8 +21,8 @@ accepts (:func:`grasp_core.planner.prompt.canonical_plan_json` writes the same f
 
 The path rules are parameterized by (anchor, depth, current type, target type, hops left); the anchor rules by
 (anchor index, target type, refs already used). Only rules that can complete a plan are written, so decoding
-never walks into a dead end. On the synthetic Prime schema (10 types, 18 relations) a query's grammar has
-~2,000 rules and is generated and compiled in ~0.1 s.
+never walks into a dead end. A query's grammar is small enough to generate and compile per query; its size and
+compile time per schema are in ``benchmarks/results/constrained_decoding.json`` (``grammar_size``).
 
 Decoding: :class:`PlanLogitsProcessor` applies the grammar to transformers generation with llguidance (the
 library vLLM uses for guided decoding: a vLLM server takes :attr:`PlanGrammar.lark` as-is). A plan still
@@ -366,7 +366,8 @@ _TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def ll_tokenizer(tokenizer: Any, eos_ids: list[int] | None = None) -> LLTokenizer:
-    """llguidance's view of a fast transformers tokenizer (built once, ~1 s, while the tokenizer lives)."""
+    """llguidance's view of a fast transformers tokenizer (costly to build, so built once while the tokenizer
+    lives)."""
     eos = list(dict.fromkeys([*(eos_ids or []), tokenizer.eos_token_id]))
     cached = _TOKENIZERS.get(tokenizer)
     if cached is None or cached[0] != eos:
@@ -394,7 +395,7 @@ class PlanLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, grammars: list[PlanGrammar], tokenizer: LLTokenizer, n: int = 1, record: bool = False):
-        # llguidance.torch runs torch.compile when imported (~5 s on 2 cores): only decoding pays for it, not every
+        # llguidance.torch runs torch.compile when imported (seconds on 2 cores): only decoding pays for it, not every
         # process that reads plans (a cold `grasp query` with the cpu profile's policy planner never decodes)
         from llguidance.torch import allocate_token_bitmask, fill_next_token_bitmask
 

@@ -1,7 +1,7 @@
 """The ``cpu`` planner model: a small Qwen3-architecture causal LM built from a config, trained from scratch.
 
-A ~4M-parameter model of this shape was measured learning the plan format in minutes on two cores
-(``docs/decisions.md``), where a pretrained 135M model with LoRA was 35× slower per token. The defaults give ~2.4M
+A ~4M-parameter model of this shape learns the plan format in minutes on two cores, where a pretrained 135M
+model with LoRA is far slower per token (``docs/decisions.md``). The defaults give ~2.4M
 non-embedding parameters plus ``vocab × hidden`` tied embeddings (~4M at a 6k vocabulary).
 """
 

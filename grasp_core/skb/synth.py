@@ -352,7 +352,7 @@ def _sample_relation(rng, r: RelationSpec, src: _Pool, dst: _Pool, frac: float, 
 
 
 def _sorted_unique(x: np.ndarray) -> np.ndarray:
-    """``np.unique`` for int64 keys via one in-place sort (numpy's hash-based unique is ~10x slower here)."""
+    """``np.unique`` for int64 keys via one in-place sort (numpy's hash-based unique is much slower here)."""
     x.sort()
     return x[np.concatenate(([True], x[1:] != x[:-1]))] if len(x) else x
 

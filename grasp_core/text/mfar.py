@@ -10,8 +10,8 @@ A query-conditioned linear layer turns the query embedding into softmax weights 
 ``t`` is a learned log-temperature. W and b start at 0 (uniform weights).
 
 Dense fields (the cpu/gpu choice). The paper gives every field both scorers. A dense scorer on a text or
-relation field means embedding that field for every node: on ``hpo`` (37k nodes) that is 125k texts,
-measured at ≈ 3 h of MiniLM at 128 tokens on 2 shared cores (``benchmarks/results/text_throughput.json``).
+relation field means embedding that field for every node: on ``hpo`` that is several times as many texts as
+nodes, hours of MiniLM on two cores (estimated in ``benchmarks/results/text_throughput.json``).
 The ``cpu`` default is therefore ``dense_fields=("doc", "name")``: their vectors are the node index's
 (already built for the graph branch), so building mFAR encodes nothing, while every field keeps its
 lexical scorer, which is where the field structure pays off most (exact names of brands, phenotypes,
