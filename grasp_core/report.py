@@ -85,7 +85,8 @@ def recorded_results(out_dir: Path, dataset: str) -> dict[str, dict]:
             out[split] = json.loads(path.read_text())
     if not out:
         raise GraspError(
-            f"no recorded results of {dataset!r} in {out_dir}: run `grasp report {dataset}` once it is built"
+            f"no recorded results of {dataset!r} in {out_dir}: run `grasp report {dataset}` once it is built, or "
+            "give --results-dir (benchmarks/results holds the checkout's recorded ones)"
         )
     return out
 

@@ -1,8 +1,8 @@
 """The real STaRK SKBs (``amazon``, ``mag``, ``prime``) from the stark-qa package's processed files on a local disk.
 
-Nothing can be downloaded here: ``skb_dir`` is the dataset root the ``stark_qa`` SKB classes call ``root``
-(where ``skb/<name>/processed.zip`` of the ``snap-stanford/stark`` dataset was unzipped), or directly the folder
-that holds the files:
+Nothing is downloaded here (``grasp data fetch``, :mod:`grasp_core.skb.stark_fetch`, puts the files in place):
+``skb_dir`` is the dataset root the ``stark_qa`` SKB classes call ``root`` (where ``skb/<name>/processed.zip`` of the
+``snap-stanford/stark`` dataset was unzipped), or directly the folder that holds the files:
 
 - amazon: ``<skb_dir>/processed/cache/brand-category-color/`` (what ``AmazonSKB`` caches with its default
   ``meta_link_types``): ``node_info.pkl``, ``edge_index.pt``, ``edge_types.pt``, ``node_types.pt``,
@@ -96,22 +96,34 @@ def find_stark_dirs(name: str, stark_root: str | Path, qa_root: str | Path) -> t
       dataset) or, for prime, ``<qa_root>/primekg`` and ``<qa_root>/qa/primekg`` (the STaRK GitHub repository).
     """
     _check_name(name)
-    stark_root, qa_root = Path(stark_root), Path(qa_root)
-    skb_dirs = [stark_root / name, stark_root / "skb" / name]
+    skb_dirs, qa_dirs = skb_candidates(name, stark_root), qa_candidates(name, qa_root)
     found = [
         d for d in skb_dirs if (d / _PROCESSED[name] / "node_info.pkl").is_file() or (d / "node_info.pkl").is_file()
     ]
-    qa_names = [name, "primekg"] if name == "prime" else [name]
-    qa_dirs = [qa_root / n for n in qa_names] + [qa_root / "qa" / n for n in qa_names]
     qa = [d for d in qa_dirs if (d / QA_CSV).is_file()]
     if not qa:
         raise SKBFormatError(
             str(qa_root),
             f"no STaRK {name} QA files under {qa_root}: looked for {QA_CSV} in "
-            f"{', '.join(str(d) for d in qa_dirs)}. Fetch them elsewhere (stark-qa's load_qa({name!r}, root)) and "
-            "set $GRASP_STARK_QA_ROOT to that root",
+            f"{', '.join(str(d) for d in qa_dirs)}. `grasp data fetch {name}` downloads them there (or fetch them "
+            f"elsewhere with stark-qa's load_qa({name!r}, root) and set $GRASP_STARK_QA_ROOT to that root)",
         )
     return (found or skb_dirs)[0], qa[0]
+
+
+def skb_candidates(name: str, stark_root: str | Path) -> list[Path]:
+    """Where :func:`find_stark_dirs` looks for ``name``'s processed files, first match wins: stark-qa's layout
+    (``<root>/<name>``, where ``grasp data fetch`` puts them), then the Hugging Face dataset's (``<root>/skb/<name>``)."""
+    return [Path(stark_root) / name, Path(stark_root) / "skb" / name]
+
+
+def qa_candidates(name: str, qa_root: str | Path) -> list[Path]:
+    """Where :func:`find_stark_dirs` looks for ``name``'s QA files, first match wins: stark-qa's layout
+    (``<root>/<name>``, where ``grasp data fetch`` puts them), the Hugging Face dataset's (``<root>/qa/<name>``), and
+    for prime the STaRK GitHub repository's (``primekg``)."""
+    qa_root = Path(qa_root)
+    qa_names = [name, "primekg"] if name == "prime" else [name]
+    return [qa_root / n for n in qa_names] + [qa_root / "qa" / n for n in qa_names]
 
 
 def expected_files(name: str, skb_dir: str | Path) -> list[Path]:
@@ -166,7 +178,7 @@ def load_stark_queries(name: str, qa_dir: str | Path, node_keys: Sequence[str] |
         raise SKBFormatError(
             missing[0],
             f"STaRK QA file(s) missing: {', '.join(missing)}. The {name} QA directory must hold {QA_CSV}, "
-            f"split/train.index, split/val.index, split/test.index and {HUMAN_CSV} (they cannot be downloaded here)",
+            f"split/train.index, split/val.index, split/test.index and {HUMAN_CSV} (`grasp data fetch {name}` downloads them)",
         )
     synth = _read_qa_csv(qa_dir / QA_CSV)
     qids = synth["id"].rank(method="first").astype(np.int64) - 1 if name == "amazon" else synth["id"]
@@ -217,8 +229,8 @@ def _processed_folder(name: str, skb_dir: Path) -> Path:
             str(folder),
             f"the STaRK {name} SKB is incomplete or absent: expected the stark-qa processed files "
             f"{', '.join(f.name for f in expected)} in {folder} (missing: {', '.join(m.name for m in missing)}). "
-            f"They cannot be downloaded on this machine: copy the unzipped skb/{name}/processed.zip of the "
-            f"snap-stanford/stark dataset to {skb_dir} first.",
+            f"`grasp data fetch {name}` downloads them (or copy the unzipped skb/{name}/processed.zip of the "
+            f"snap-stanford/stark dataset to {skb_dir}).",
         )
     return folder
 

@@ -123,6 +123,24 @@ def test_dataset_results_read_every_evaluation_asset_and_write_one_file_per_spli
         recorded_results(tmp_path / "results", "synth-mag")
 
 
+def test_report_writes_and_reads_the_instances_reports_unless_given_a_results_dir(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from grasp_assets.cli import build_parser, main, results_dir
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    parser = build_parser()
+    assert results_dir(parser.parse_args(["report", "hpo"])) == tmp_path / "home" / "reports"
+    shipped = parser.parse_args(["report", "hpo", "--results-dir", "benchmarks/results"])
+    assert results_dir(shipped) == Path("benchmarks/results")
+    doc = build_results(frame(text=TEXT, served=SERVED), dataset="synth-mag", profile="cpu", commit="x", split="test")
+    write_results({"test": doc}, tmp_path / "home" / "reports")
+    assert main(["report", "synth-mag", "--recorded", "synth-mag"]) == 0  # --recorded reads the instance's too
+    assert "`synth-mag`, test split (20 queries" in capsys.readouterr().out
+    assert main(["report", "hpo", "--recorded", "hpo", "--results-dir", str(tmp_path / "elsewhere")]) == 2
+    assert f"no recorded results of 'hpo' in {tmp_path / 'elsewhere'}" in capsys.readouterr().err
+
+
 def test_stouffer_combines_signed_mcnemar_p_values_across_datasets():
     a = build_results(frame(text=TEXT, served=SERVED), dataset="hpo", profile="cpu", commit="x", split="test")
     b = build_results(frame(text=SERVED, served=TEXT), dataset="synth-mag", profile="cpu", commit="x", split="test")

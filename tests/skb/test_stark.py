@@ -478,7 +478,7 @@ def test_missing_processed_files_give_a_clear_error(tmp_path, name):
     for f in ("node_info.pkl", "edge_index.pt", "edge_types.pt", "node_types.pt"):
         assert f in message
     assert ("node_type_dict.pkl" in message) == (name != "mag")
-    assert "cannot be downloaded" in message
+    assert f"grasp data fetch {name}" in message  # the command that downloads them
     folder = "processed/cache/brand-category-color" if name == "amazon" else "processed"
     assert str(tmp_path / "nowhere" / folder) in message
 
@@ -505,7 +505,7 @@ def test_corrupt_processed_files_are_named(tmp_path):
 def test_unknown_name_and_missing_qa_dir(tmp_path):
     with pytest.raises(UnknownDatasetError):
         load_stark_queries("wikidata", tmp_path)
-    with pytest.raises(SKBFormatError, match="cannot be downloaded"):
+    with pytest.raises(SKBFormatError, match="grasp data fetch mag"):
         load_stark_queries("mag", tmp_path)
 
 
