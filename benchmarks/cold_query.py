@@ -1,51 +1,113 @@
-"""What one ``grasp query`` from a cold shell costs: wall and CPU seconds, peak memory, and where the time goes.
+"""What a first answer costs: one ``grasp query`` from a cold shell, its imports alone, and ``grasp query --server``.
 
-Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question TEXT]``; writes
-``benchmarks/results/cold_query.json`` and prints it.
+Wall and CPU seconds and peak memory of each (the median of the runs), with the 1-minute load average.
+
+Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question TEXT] [--out FILE] [--no-server]``;
+writes ``benchmarks/results/cold_query.json`` (or ``--out``) and prints it.
 
 Each run starts ``grasp query DATASET QUESTION`` as a new process (the installed command, as a user types it)
-and times it to exit; CPU seconds and peak RSS come from the child's resource usage. The same is done for
+and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). The same is done for
 ``python -c "import grasp_core.retriever"`` (the imports alone), so the rest is loading the artifacts and
 answering. The operating system's file cache is warm after the first run (the figures are the median of the
 runs); the 1-minute load average is recorded because the machine may be shared.
+
+Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (its feedback store in a temporary
+instance directory, so the user's store gets no benchmark questions), waits until it answers (``server.startup_s``:
+the models loaded and warmed up once), and times ``grasp query DATASET QUESTION --server URL`` the same way: the
+whole command, Python start included, with the server warm.
+
+``bytecode_cached`` is the share of the modules a retriever import loads whose compiled bytecode (``.pyc``) was
+found: with ``PYTHONDONTWRITEBYTECODE=1`` set and a virtual environment installed without it, every import
+compiles its sources again and the imports take several times as long, which no change of ours would show.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 
+from grasp_core.artifacts import Artifacts
 from grasp_core.io import write_json
 
 RESULTS = Path(__file__).parent / "results" / "cold_query.json"
 GRASP = Path(sys.executable).with_name("grasp")
+BYTECODE = (
+    "import os, sys, grasp_core.retriever\n"
+    "ms = [m for m in list(sys.modules.values()) if isinstance(getattr(m, '__cached__', None), str)]\n"
+    "print(sum(os.path.exists(m.__cached__) for m in ms) / len(ms))"
+)
 
 
-def timed(cmd: list[str]) -> dict:
+def timed(cmd: list[str], env: dict | None = None) -> dict:
     """Wall seconds, CPU seconds and peak RSS of one child process run to completion."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return {
-        "wall_s": wall,
-        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        "max_rss_mib": after.ru_maxrss / 1024,  # the largest child so far (see main)
-    }
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode().strip()[-500:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mib": usage.ru_maxrss / 1024}
 
 
 def median(runs: list[dict]) -> dict:
     return {k: round(float(np.median([r[k] for r in runs])), 2) for k in runs[0]}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_runs(dataset: str, root: str, question: str, runs: int) -> dict:
+    """Start ``grasp serve``, time ``grasp query --server`` against it ``runs`` times, stop it."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as instance:
+        env = {**os.environ, "DAGSTER_HOME": instance}  # the server's feedback store goes there
+        cmd = [str(GRASP), "--root", root, "serve", dataset, "--port", str(port)]
+        start = time.perf_counter()
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while True:
+                if server.poll() is not None:
+                    raise SystemExit(f"{' '.join(cmd)} exited ({server.returncode}) before it answered")
+                try:
+                    with urllib.request.urlopen(f"{url}/health", timeout=2):
+                        break
+                except OSError:
+                    time.sleep(0.25)
+            startup = time.perf_counter() - start
+            client = [str(GRASP), "query", dataset, question, "--server", url]
+            timed(client, env)  # the server's first question after its warm-up one
+            client_runs = []
+            for i in range(runs):
+                client_runs.append(timed(client, env))
+                print(f"run {i + 1}: query --server {client_runs[-1]['wall_s']:.2f} s wall", flush=True)
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    return {
+        "command": " ".join(["grasp", "query", dataset, repr(question), "--server", "URL"]),
+        "startup_s": round(startup, 2),
+        "query": median(client_runs),
+    }
 
 
 def main() -> None:
@@ -54,26 +116,34 @@ def main() -> None:
     parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--question", default="Which genes are linked to Rett syndrome?")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
+    parser.add_argument("--no-server", action="store_true", help="skip the grasp serve / query --server part")
     args = parser.parse_args()
     root = ["--root", args.root] if args.root else []
     query = [str(GRASP), *root, "query", args.dataset, args.question]
     imports = [sys.executable, "-c", "import grasp_core.retriever"]
+    bytecode = subprocess.run([sys.executable, "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
     load_before = os.getloadavg()[0]
-    # the imports first: peak RSS is the largest child's so far, and the query's is the larger
     import_runs = [timed(imports) for _ in range(args.runs)]
     query_runs = []
     for i in range(args.runs):
         query_runs.append(timed(query))
         print(f"run {i + 1}: query {query_runs[-1]['wall_s']:.1f} s wall", flush=True)
+    load_after = os.getloadavg()[0]
     result = {
         "command": " ".join(["grasp", *root, "query", args.dataset, repr(args.question)]),
         "runs": args.runs,
         "query": median(query_runs),
         "imports_only": median(import_runs),
-        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        "load_average_1min": {"before": load_before, "after": load_after},
         "cores": len(os.sched_getaffinity(0)),
+        "bytecode_cached": round(float(bytecode), 3),
     }
-    write_json(RESULTS, result)
+    if not args.no_server:
+        serve_root = str(Artifacts.for_dataset(args.dataset, args.root).root)  # before DAGSTER_HOME moves
+        result["server"] = server_runs(args.dataset, serve_root, args.question, args.runs)
+        result["server"]["load_average_1min"] = {"before": load_after, "after": os.getloadavg()[0]}
+    write_json(args.out, result)
     print(result)
 
 

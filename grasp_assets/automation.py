@@ -19,8 +19,11 @@ from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
 from grasp_assets.resources import GraspSettings
 from grasp_assets.stages import FINISH, GATE_CHECK, ORDER, PREPARE, RL_ROUND, Step
 from grasp_assets.steps import HEAVY
+from grasp_assets.versions import with_code_version
 from grasp_core.datasets import BUILTIN, DatasetConfig, user_skb_dirs
 from grasp_core.errors import GraspError
+from grasp_core.experiments import split_key
+from grasp_core.pipeline.step import STEPS
 
 # Every stage trains something, so each run carries the run-level HEAVY tag the run queue limits to one at
 # a time (asset op_tags do not reach run tags; without these job tags the queue limit never applied).
@@ -46,6 +49,21 @@ finish_job = dg.define_asset_job(
 )
 
 
+def _graph(graph, dataset: str):
+    """The asset graph whose code versions decide what is stale in ``dataset``'s partition: the code location's, or
+    for a variant's partition key (``hpo+rerank-k20``) the same assets with the code versions of the variant's
+    profile (as `grasp pipeline --variant` decides)."""
+    if graph is None or split_key(dataset)[1] is None:
+        return graph
+    profile = GraspSettings().get_profile(dataset)
+    assets = [
+        with_code_version(a, profile) if len(a.keys) == 1 and next(iter(a.keys)).to_user_string() in STEPS else a
+        for a in graph.assets_defs
+        if a.keys
+    ]
+    return dg.Definitions(assets=assets).resolve_asset_graph()
+
+
 def _request(step: Step, dataset: str, todo: dict[str, str], run_key: str) -> dg.RunRequest:
     partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: step.round_key}) if step.round_key else dataset
     return dg.RunRequest(
@@ -64,7 +82,13 @@ def weekly_retraining(context: dg.ScheduleEvaluationContext):
     or with `dagster schedule start`."""
     graph = context.repository_def.asset_graph
     for dataset in context.instance.get_dynamic_partitions(DATASET):
-        work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), Step(PREPARE))
+        try:
+            work = next_work(
+                context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset), Step(PREPARE)
+            )
+        except GraspError as exc:  # a variant whose file was removed or broken: nothing to retrain
+            context.log.info(f"{dataset}: {exc}")
+            continue
         if work is not None and work[0] == Step(PREPARE):
             yield _request(work[0], dataset, work[1], f"{dataset}-{context.scheduled_execution_time:%Y%m%d}")
 
@@ -85,7 +109,7 @@ def _next_wave(context: dg.RunStatusSensorContext, again: bool = True):
     if dataset is None:
         return dg.SkipReason("not a dataset run")
     built = {k.to_user_string() for k in run.asset_selection or ()}
-    graph = context.repository_def.asset_graph if context.repository_def else None
+    graph = _graph(context.repository_def.asset_graph if context.repository_def else None, dataset)
     start, built = (done, built) if again else (ORDER[ORDER.index(done) + 1], set())
     work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), start, built) if graph else None
     if work is None:
@@ -163,7 +187,15 @@ def source_changes(context: dg.SensorEvaluationContext):
         except GraspError as exc:  # e.g. a user SKB directory removed: nothing to observe
             context.log.info(f"{dataset}: {exc}")
             continue
-        work = next_work(context.instance, graph, GraspSettings().artifacts(dataset)) if fingerprint else None
+        try:
+            work = (
+                next_work(context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset))
+                if fingerprint
+                else None
+            )
+        except GraspError as exc:  # a variant whose file was removed or broken
+            context.log.info(f"{dataset}: {exc}")
+            continue
         if work is not None:
             requests.append(_request(work[0], dataset, work[1], f"source-{dataset}-{fingerprint}"))
     return requests or dg.SkipReason("no source changed")

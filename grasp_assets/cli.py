@@ -31,6 +31,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 def _pipeline(args: argparse.Namespace) -> None:
     from grasp_assets.run import run_pipeline
     from grasp_assets.run_records import step_seconds
+    from grasp_core.experiments import artifacts_for, split_key, variant_key
     from grasp_core.report import dataset_report, dataset_results
 
     start = time.perf_counter()
@@ -43,10 +44,12 @@ def _pipeline(args: argparse.Namespace) -> None:
         n_queries=args.queries or 0,
         graph_store=args.graph_store or "",
         traversal=args.traversal or "",
+        variant=args.variant,
     )
     total = time.perf_counter() - start
     print()
-    print(dataset_report(dataset_results(Artifacts.for_dataset(args.dataset, args.root), step_seconds(args.dataset))))
+    key = variant_key(*split_key(args.dataset)) if args.variant is None else variant_key(args.dataset, args.variant)
+    print(dataset_report(dataset_results(artifacts_for(key, args.root), step_seconds(key))))
     print(f"\npipeline time: {total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in timings.items())})")
     print(
         "\nInspect it:\n  Dagster UI:  DAGSTER_HOME=$PWD/dagster_home .venv/bin/dagster dev -w workspace.yaml   (http://127.0.0.1:3000)"
@@ -99,6 +102,41 @@ def _report(args: argparse.Namespace) -> None:
     print(text)
 
 
+def _gc(args: argparse.Namespace) -> None:
+    """``grasp gc DATASET+VARIANT``: delete a variant's artifacts, its reuse records and its Dagster partition."""
+    import os
+
+    import dagster as dg
+
+    from grasp_assets.partitions import DATASET
+    from grasp_core.datasets import check_dataset
+    from grasp_core.errors import GraspError
+    from grasp_core.experiments import artifacts_for, split_key, variant_key
+    from grasp_core.home import CHECKOUT_HOME
+    from grasp_core.reuse import collect
+
+    dataset, variant = split_key(args.key)
+    if args.variant:
+        variant = args.variant
+    if not variant:
+        raise GraspError(
+            f"{args.key!r} is not a variant: give DATASET+VARIANT (or --variant); a dataset's own artifacts are "
+            "removed by deleting its directory"
+        )
+    check_dataset(dataset)
+    key = variant_key(dataset, variant)
+    done = collect(artifacts_for(key, args.root).root, key)
+    os.environ.setdefault("DAGSTER_HOME", str(CHECKOUT_HOME))
+    with dg.DagsterInstance.get() as instance:
+        if instance.has_dynamic_partition(DATASET, key):
+            instance.delete_dynamic_partition(DATASET, key)
+    print(
+        f"removed {key}: {done.artifacts} artifacts, {done.files} files; freed {done.freed / 2**20:.1f} MiB, "
+        f"{done.shared / 2**20:.1f} MiB stay (linked from other partitions); {done.index_entries} reuse records "
+        f"updated; its Dagster partition was deleted (its run history stays)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser, sub = core_cli.build_parser()
     parser.description = "Build data, train GRASP through Dagster, query, retrieve and serve."
@@ -109,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--force", action="store_true", help="rebuild every asset, not only missing ones")
     pipe.add_argument("--scale", default=None, help="synthetic SKB size (tiny | small | full | fraction)")
     pipe.add_argument("--queries", type=int, default=None, help="number of synthesized queries")
+    pipe.add_argument(
+        "--variant",
+        default=None,
+        help="build a variant (experiments/VARIANT.toml: the profile with its overrides) as the partition "
+        "DATASET+VARIANT; what it does not change is linked from the artifacts that have it (docs/experiments.md)",
+    )
     core_cli.graph_store_flags(pipe)
     pipe.set_defaults(func=_pipeline)
 
@@ -141,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
         "them (default: $DAGSTER_HOME/reports, the instance's; benchmarks/results: the checkout's shipped results)",
     )
     report.set_defaults(func=_report)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete a variant (its artifacts, reuse records and Dagster partition): frees the files no other "
+        "variant links to, prints what was freed",
+    )
+    gc.add_argument("key", metavar="DATASET+VARIANT", help="the variant's partition key, e.g. hpo+rerank-k20")
+    gc.add_argument("--variant", default=None, help="the variant, when KEY is the dataset alone")
+    gc.set_defaults(func=_gc)
     return parser
 
 

@@ -30,6 +30,7 @@ from grasp_core import manifest
 from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import DatasetConfig, source_fingerprint
 from grasp_core.errors import CorruptArtifactError
+from grasp_core.experiments import base_dataset, partition_of
 from grasp_core.planner.rounds import ROUNDS, gate_failed, previous_round
 
 SOURCE = "skb_source"
@@ -53,8 +54,9 @@ def stale_resolver(instance: dg.DagsterInstance, graph) -> CachingStaleStatusRes
 
 def observe_source(instance: dg.DagsterInstance, dataset: str, cfg: DatasetConfig) -> str | None:
     """Record the fingerprint of the dataset's source as an observation of ``skb_source`` when it changed (or was
-    never observed); the new fingerprint, or None when it was unchanged."""
-    fingerprint = source_fingerprint(dataset, cfg)
+    never observed); the new fingerprint, or None when it was unchanged. ``dataset`` is a partition key: a variant's
+    (``hpo+rerank-k20``) observes its base dataset's source."""
+    fingerprint = source_fingerprint(base_dataset(dataset), cfg)
     record = instance.get_latest_data_version_record(dg.AssetKey(SOURCE), is_source=True, partition_key=dataset)
     current = extract_data_version_from_entry(record.event_log_entry) if record else None
     if current is not None and current.value == fingerprint:
@@ -94,7 +96,8 @@ def to_rebuild(
     out = {}
     for name in names:
         own_round = round_key if name in ROUND_ASSETS else None
-        partition = dg.MultiPartitionKey({DATASET: art.dataset, ROUND: own_round}) if own_round else art.dataset
+        key = partition_of(art)
+        partition = dg.MultiPartitionKey({DATASET: key, ROUND: own_round}) if own_round else key
         if damage := _damage(art, name, own_round):
             out[name] = damage
             continue

@@ -8,6 +8,7 @@ import os
 import dagster as dg
 
 from grasp_core.artifacts import Artifacts, default_root
+from grasp_core.experiments import artifacts_for, base_dataset, load_variant, split_key
 from grasp_core.profiles import Profile, get_profile, with_graph_store
 from grasp_core.tracking import Tracker, TrackingConfig
 
@@ -22,25 +23,33 @@ class GraspSettings(dg.ConfigurableResource):
     graph_store: str = ""  # empty: the profile's graph store backend (ladybug | neo4j)
     traversal: str = ""  # empty: the profile's plan traversal (arrays | store)
 
-    def get_profile(self) -> Profile:
-        profile = get_profile(self.profile or os.environ.get("GRASP_PROFILE", "cpu"))
+    def get_profile(self, partition: str | None = None) -> Profile:
+        """The run's profile; for a variant's partition key (``hpo+rerank-k20``), with the variant's overrides
+        (:mod:`grasp_core.experiments`). The run's own changes (scale, queries, graph store) apply last."""
+        name = self.profile or os.environ.get("GRASP_PROFILE", "cpu")
+        variant = split_key(partition)[1] if partition else None
+        found = load_variant(variant) if variant else None
+        profile = get_profile(found.profile or name) if found else get_profile(name)
+        if found:
+            profile = found.apply(profile)
         changes = {k: v for k, v in {"scale": self.scale, "n_queries": self.n_queries}.items() if v}
         if changes:
             profile = profile.replace(dataset=dataclasses.replace(profile.dataset, **changes))
         return with_graph_store(profile, self.graph_store, self.traversal)
 
     def artifacts(self, dataset: str) -> Artifacts:
-        return Artifacts.for_dataset(dataset, self.artifacts_root or default_root())
+        """The artifacts of a partition key: a dataset's, or a variant's (under ``<root>/hpo+rerank-k20/``)."""
+        return artifacts_for(dataset, self.artifacts_root or default_root())
 
 
 class MLflowTracking(dg.ConfigurableResource):
     """MLflow tracking store (sqlite under dagster_home by default; MLFLOW_TRACKING_URI points elsewhere)."""
 
     tracking_uri: str = ""
-    experiment: str = "grasp"
+    experiment: str = ""  # empty: one experiment per dataset, grasp/<dataset> (its variants' runs side by side)
 
-    def tracker(self) -> Tracker:
+    def tracker(self, dataset: str | None = None) -> Tracker:
+        """The tracker of ``dataset``'s experiment (a variant's partition key: its base dataset's)."""
         defaults = TrackingConfig()
-        return Tracker(
-            TrackingConfig(tracking_uri=self.tracking_uri or defaults.tracking_uri, experiment=self.experiment)
-        )
+        experiment = self.experiment or (f"grasp/{base_dataset(dataset)}" if dataset else "grasp")
+        return Tracker(TrackingConfig(tracking_uri=self.tracking_uri or defaults.tracking_uri, experiment=experiment))

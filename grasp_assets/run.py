@@ -6,6 +6,11 @@ what :func:`grasp_assets.freshness.to_rebuild` names (missing, corrupt, or stale
 source changed, an input's content changed), wave after wave until nothing in it is stale, printing each asset
 with its reason; ``--force`` rebuilds every asset of every stage once.
 
+``--variant NAME`` builds the partition ``DATASET+NAME`` with the profile of ``experiments/NAME.toml``
+(:mod:`grasp_core.experiments`): its artifacts live under ``<root>/DATASET+NAME/``, every asset whose code version
+and inputs equal an existing artifact's is hard-linked from it (:mod:`grasp_core.reuse`), and freshness is decided
+on the variant's code versions. Each build that runs a stage is one MLflow parent run (:class:`BuildRun`).
+
 Each stage runs in a child process: Dagster's in-process execution holds SIGINT and SIGTERM until a step ends,
 so on either signal ``grasp pipeline`` stops the child, marks its run failed (freeing its pool slots) and exits;
 finished artifacts are kept and the next run resumes from the first missing one.
@@ -28,12 +33,15 @@ from grasp_assets.freshness import observe_source, to_rebuild, wave
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, STAGE_ASSETS
+from grasp_assets.steps import MLFLOW_PARENT_TAG, REUSE_TAG
 from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
+from grasp_core.experiments import BASE, flat_settings, headline_metrics, split_key, variant_file, variant_key
 from grasp_core.home import CHECKOUT_HOME
 from grasp_core.planner.rounds import gate_failed, previous_round
 from grasp_core.preflight import check_ready
 from grasp_core.quiet import quiet_libraries
+from grasp_core.tracking import TrackedRun
 
 
 def run_pipeline(
@@ -46,15 +54,16 @@ def run_pipeline(
     n_queries: int = 0,
     graph_store: str = "",
     traversal: str = "",
+    variant: str | None = None,
 ) -> dict:
+    """Build the partition of ``dataset`` (or of its ``variant``: ``experiments/<variant>.toml``, the partition
+    ``<dataset>+<variant>``, whose unchanged artifacts are linked from any partition that built them); returns the
+    seconds of each stage that ran."""
+    if variant is None:
+        dataset, variant = split_key(dataset)
+    key = variant_key(dataset, variant)
     check_dataset(dataset)
     os.environ.setdefault("DAGSTER_HOME", str(CHECKOUT_HOME))
-    quiet_libraries()
-    instance = dg.DagsterInstance.get()
-    for run_id in release_dead_runs(instance):
-        print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")
-    if not instance.has_dynamic_partition(DATASET, dataset):
-        instance.add_dynamic_partitions(DATASET, [dataset])
     settings_fields = {
         "profile": profile,
         "artifacts_root": root or "",
@@ -64,14 +73,32 @@ def run_pipeline(
         "traversal": traversal or "",
     }
     settings = GraspSettings(**settings_fields)
-    check_ready(settings.get_profile(), dataset)  # every missing model, device and endpoint, before any stage
-    art = settings.artifacts(dataset)
-    graph = build_definitions(settings.get_profile()).resolve_asset_graph()  # code versions of this run's profile
-    if observe_source(instance, dataset, settings.get_profile().dataset):
+    resolved = settings.get_profile(key)  # a variant's file is read and checked here, before anything runs
+    quiet_libraries()
+    instance = dg.DagsterInstance.get()
+    for run_id in release_dead_runs(instance):
+        print(f"[grasp] run {run_id} of a process that died was marked failed and its pool slots freed")
+    if not instance.has_dynamic_partition(DATASET, key):
+        instance.add_dynamic_partitions(DATASET, [key])
+    check_ready(resolved, dataset)  # every missing model, device and endpoint, before any stage
+    art = settings.artifacts(key)
+    graph = build_definitions(resolved).resolve_asset_graph()  # code versions of this partition's profile
+    if observe_source(instance, key, resolved.dataset):
         print(f"[grasp] source of {dataset!r}: new fingerprint recorded (its files changed, or were never observed)")
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
-    timings = {}
+    timings: dict[str, float] = {}
+    build = BuildRun(key, resolved)
+    try:
+        _run_plan(instance, graph, settings_fields, art, key, plan, force, build, timings)
+    except BaseException:
+        build.end("FAILED")
+        raise
+    build.end("FINISHED", art)
+    return timings
+
+
+def _run_plan(instance, graph, settings_fields, art, key, plan, force, build, timings) -> None:
     break_rounds = False
     for step in plan:
         name, round_key = step.label, step.round_key
@@ -90,8 +117,10 @@ def run_pipeline(
         if not todo:
             print(f"[grasp] {name}: up to date")
             continue
+        tags = {MLFLOW_PARENT_TAG: build.start()} | ({REUSE_TAG: "false"} if force else {})
         t0 = time.perf_counter()
-        success, run_id = _run_stage(instance, settings_fields, todo, (dataset, round_key), name)
+        success, run_id, run_ids = _run_stage(instance, settings_fields, todo, (key, round_key), name, tags)
+        build.dagster_runs += run_ids
         timings[name] = time.perf_counter() - t0
         if not success and round_key is not None and gate_failed(art.path(PLANNER, round_key)):
             print(
@@ -106,13 +135,73 @@ def run_pipeline(
                 if run_id
                 else "its process died before Dagster recorded a run"
             )
+            dataset, variant = split_key(key)
+            again = f"grasp pipeline {dataset}" + (f" --variant {variant}" if variant else "")
             print(
-                f"[grasp] {name}: failed for {dataset!r}; {where}. Finished assets are kept; rerunning resumes from "
-                f"the first missing one."
+                f"[grasp] {name}: failed for {key!r}; {where}. Finished assets are kept; rerunning (`{again}`) "
+                f"resumes from the first missing one."
             )
             raise GraspError(step_error(instance, run_id) or f"stage {name!r} failed (its process died)")
         print(f"[grasp] {name}: done in {timings[name]:.0f}s")
-    return timings
+
+
+class BuildRun:
+    """The MLflow parent run of one `grasp pipeline` build of a partition, in the dataset's experiment
+    (``grasp/<dataset>``): tagged with the variant, dataset, Dagster run ids and commit; params = the whole resolved
+    settings, flattened (``section.field``); metrics = the headline results of every evaluated split. The asset runs
+    nest under it (the run tag ``grasp/mlflow_parent``). Started when the first stage runs; a build with nothing to
+    do starts one only when the partition has none yet (so every built partition has one to compare)."""
+
+    def __init__(self, key: str, profile):
+        self.key, self.profile = key, profile
+        self.run_id: str | None = None
+        self.dagster_runs: list[str] = []
+        self._tracker = None
+
+    @property
+    def tracker(self):
+        if self._tracker is None:
+            self._tracker = MLflowTracking().tracker(self.key)
+        return self._tracker
+
+    def start(self) -> str:
+        if self.run_id is None:
+            from grasp_core.pipeline.evaluation import code_commit
+
+            dataset, variant = split_key(self.key)
+            tags = {
+                "grasp.kind": "pipeline",
+                "dataset": dataset,
+                "variant": variant or BASE,
+                "partition": self.key,
+                "profile": self.profile.name,
+                "commit": code_commit(),
+            }
+            if variant:
+                tags["variant_file"] = str(variant_file(variant))
+            client = self.tracker.client
+            self.run_id = client.create_run(self.tracker.experiment_id, run_name=self.key, tags=tags).info.run_id
+            TrackedRun(client, self.run_id).log_params(flat_settings(self.profile))
+        return self.run_id
+
+    def end(self, status: str, art=None) -> None:
+        if self.run_id is None and status == "FINISHED" and art is not None and self._first_build():
+            self.start()
+        if self.run_id is None:
+            return
+        run = TrackedRun(self.tracker.client, self.run_id)
+        if self.dagster_runs:
+            run.set_tags({"dagster_run_ids": ",".join(self.dagster_runs)[:5000]})
+        if art is not None:
+            try:
+                run.log_metrics(headline_metrics(art))
+            except GraspError as exc:  # an evaluation that cannot be read: the build's run says so
+                run.set_tags({"headline_metrics_error": str(exc)})
+        self.tracker.client.set_terminated(self.run_id, status)
+
+    def _first_build(self) -> bool:
+        filt = f"tags.`grasp.kind` = 'pipeline' and tags.partition = '{self.key}'"
+        return not self.tracker.client.search_runs([self.tracker.experiment_id], filter_string=filt, max_results=1)
 
 
 def step_error(instance: dg.DagsterInstance, run_id: str | None) -> str | None:
@@ -150,13 +239,15 @@ def _run_stage(
     todo: dict[str, str],
     partition: tuple[str, str | None],
     name: str,
-) -> tuple[bool, str | None]:
+    tags: dict[str, str] | None = None,
+) -> tuple[bool, str | None, list[str]]:
     """Rebuild ``todo`` (asset -> why) for ``partition``, then what became stale, in a child process; on SIGINT/SIGTERM
-    stop it and release its run."""
+    stop it and release its run. Returns (success, the last run's id, every run's id); ``tags`` go on every run."""
     ctx = _stage_context()
     receive, send = ctx.Pipe(duplex=False)
     caller = (dict(os.environ), _Fd(1), _Fd(2))
-    child = ctx.Process(target=_stage_child, args=(caller, settings, todo, partition, name, send), name=f"grasp {name}")
+    args = (caller, settings, todo, partition, name, send, tags or {})
+    child = ctx.Process(target=_stage_child, args=args, name=f"grasp {name}")
 
     def stop(signum, _frame):
         raise _Stopped(signal.Signals(signum).name)
@@ -183,7 +274,7 @@ def _run_stage(
     try:
         return receive.recv()
     except EOFError:  # the child died before reporting (its run, if any, is released at the next start-up)
-        return False, None
+        return False, None, []
     finally:
         receive.close()
 
@@ -217,6 +308,7 @@ def _stage_child(
     partition: tuple[str, str | None],
     name: str,
     send: Connection,
+    tags: dict[str, str],
 ) -> None:
     """Materialize the stage in waves: a wave holds the assets to rebuild that have no ancestor to rebuild (so no
     asset is built before what it reads); after each, what became stale (an input's digest changed) is the next.
@@ -232,11 +324,11 @@ def _stage_child(
     quiet_libraries()
     dataset, round_key = partition
     resource = GraspSettings(**settings)
-    defs = build_definitions(resource.get_profile())  # code versions of this run's profile
+    defs = build_definitions(resource.get_profile(dataset))  # code versions of this partition's profile
     graph = defs.resolve_asset_graph()
     instance, art = dg.DagsterInstance.get(), resource.artifacts(dataset)
     stage = [n for step in ORDER if step.label == name for n in STAGE_ASSETS[step.stage]]
-    run_id, result = None, None
+    run_id, result, run_ids = None, None, []
     for _ in range(2 * len(stage) + 1):  # each wave rebuilds at least one asset whose ancestors are all fresh
         if not todo:
             break
@@ -249,14 +341,15 @@ def _stage_child(
             instance=instance,
             resources={"settings": resource, "mlflow": MLflowTracking()},
             raise_on_error=False,
-            tags={"grasp/stage": name},
+            tags={"grasp/stage": name, **tags},
         )
         run_id = result.run_id
+        run_ids.append(run_id)
         if not result.success:
             break
         todo = to_rebuild(instance, graph, stage, art, round_key)
     if todo and (result is None or result.success):
         print(f"[grasp] {name}: still stale after rebuilding: {todo}; see the Dagster UI", flush=True)
         result = None
-    send.send((result is not None and result.success, run_id))
+    send.send((result is not None and result.success, run_id, run_ids))
     send.close()

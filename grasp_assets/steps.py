@@ -2,26 +2,34 @@
 
 import dataclasses
 from collections.abc import Callable
+from typing import cast
 
 import dagster as dg
+from dagster._core.definitions.data_version import extract_data_version_from_entry
 
+from grasp_assets.freshness import SOURCE
 from grasp_assets.metadata import log_result, to_metadata
-from grasp_assets.partitions import dataset_of
+from grasp_assets.partitions import DATASET, ROUND, dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import PREVIOUS_ROUND_READS, ROUND_ASSETS
-from grasp_assets.versions import code_version
-from grasp_core import manifest
+from grasp_assets.versions import code_digest, code_version
+from grasp_core import manifest, reuse
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
+from grasp_core.datasets import source_fingerprint
 from grasp_core.errors import GraspError
+from grasp_core.experiments import split_key
 from grasp_core.io import withdraw
-from grasp_core.pipeline.step import STEPS, Step, section_values
+from grasp_core.pipeline.step import SECTIONS, STEPS, Step, section_values
 from grasp_core.planner.rounds import ROUNDS, previous_round
+from grasp_core.profiles import Profile
 from grasp_core.redact import one_line_error, redact
 
 CODE_VERSION_TAG = "dagster/code_version"  # the materialization's code version (Dagster's system tag)
 HEAVY = {"grasp/heavy": "true"}  # run-level tag: dagster.yaml allows one heavy run at a time
 RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
+MLFLOW_PARENT_TAG = "grasp/mlflow_parent"  # run tag: the MLflow run of the pipeline build the asset runs nest under
+REUSE_TAG = "grasp/reuse"  # run tag: "false" builds every asset even when an artifact of the same key exists
 
 
 def run_step(
@@ -35,32 +43,65 @@ def run_step(
     wants_log: bool = False,
     check_results: Callable[[dict], list[dg.AssetCheckResult]] | None = None,
 ) -> dg.MaterializeResult:
-    """Call the asset's step ``fn(ws, *args[, log_fn])`` for the run's dataset on components that give out only
-    the profile sections and artifacts it declares; log params/metrics to MLflow and return metadata.
+    """Call the asset's step ``fn(ws, *args[, log_fn])`` for the run's partition (a dataset, or a variant of one:
+    its profile is the variant's) on components that give out only the profile sections and artifacts it declares;
+    log params/metrics to MLflow and return metadata.
 
-    Steps of an RL round log into a run nested under the parent run of that dataset × round.
+    An artifact this step would build again — one of the same asset, round, library code, input digests and base
+    dataset, built reading settings that all have this partition's values (:mod:`grasp_core.reuse`), in any
+    partition — is hard-linked into place instead, with no MLflow run; its materialization says ``reused_from``.
+    The run tag ``grasp/reuse = false`` (``grasp pipeline --force``) always builds.
+
+    Steps log into a run nested under the pipeline build's parent run (the run tag ``grasp/mlflow_parent``, set by
+    `grasp pipeline`); those of an RL round under the parent run of that dataset × round (itself nested under the
+    build's).
     """
     declared = declared_step(context, fn)
     step = declared.name
-    dataset = dataset_of(context)
-    profile = settings.get_profile()
+    key = dataset_of(context)
+    dataset, variant = split_key(key)
+    profile = settings.get_profile(key)
     if profile_changes:
         profile = profile.replace(**profile_changes)
-    art = dataclasses.replace(settings.artifacts(dataset), readable=readable(context, step))
-    ws = Components(art, profile, reads=declared.reads)
-    tracker = mlflow.tracker()
+    art = dataclasses.replace(settings.artifacts(key), readable=readable(context, step))
+    path = art.path(step, round_key)
+    # the code version of the settings this step runs with: the definition's, unless a run-config override or the
+    # variant's profile changes what the step reads; then that one is recorded (Dagster reports the asset stale
+    # against the definitions' profile, `grasp pipeline --variant` decides on the variant's)
+    version = code_version(declared, profile)
+    version_tag = (
+        {CODE_VERSION_TAG: version} if version != context.assets_def.code_versions_by_key[context.asset_key] else None
+    )
+    inputs = _input_digests(context, art, round_key)
+    try:
+        source = _source_input(context, dataset, profile)
+    except GraspError:  # e.g. an unknown dataset: the step says so itself
+        source = None
+    lookup = (
+        None if source is None else _Lookup(context, settings, declared, profile, round_key, version, inputs | source)
+    )
+    reusing = lookup is not None and context.run.tags.get(REUSE_TAG, "true") != "false"
+    if reusing and (reused := lookup.reuse(path, check_results)):  # type: ignore[union-attr]
+        metadata, checks, digest = reused
+        return dg.MaterializeResult(
+            metadata=metadata, check_results=checks, data_version=dg.DataVersion(digest), tags=version_tag
+        )
+    recorder = _ReadRecorder(profile)
+    ws = Components(art, cast(Profile, recorder), reads=declared.reads)
+    tracker = mlflow.tracker(dataset)
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
-    parent = None
+    tags |= {"variant": variant, "partition": key} if variant else {}
+    parent = context.run.tags.get(MLFLOW_PARENT_TAG)
     if round_key is not None:
         tags["round"] = round_key
-        parent = tracker.parent_run(f"{dataset}/round-{round_key}", {"dataset": dataset, "round": round_key})
-    name = f"{step}/{dataset}" + (f"/round-{round_key}" if round_key else "")
+        parent = tracker.parent_run(f"{key}/round-{round_key}", {"dataset": key, "round": round_key}, parent)
+    name = f"{step}/{key}" + (f"/round-{round_key}" if round_key else "")
     with tracker.run(name, params=_params(profile, declared), tags=tags, parent_run_id=parent) as run:
 
         def log_fn(step_no: int, metrics: dict) -> None:
             run.log_metrics(metrics, step=step_no)
 
-        context.log.info(f"{step}: dataset {dataset}" + (f", round {round_key}" if round_key else ""))
+        context.log.info(f"{step}: dataset {key}" + (f", round {round_key}" if round_key else ""))
         try:
             result = fn(ws, *args, log_fn) if wants_log else fn(ws, *args)
         except GraspError as exc:  # a user-facing, deterministic error: retrying cannot help
@@ -71,27 +112,157 @@ def run_step(
             raise
         finally:
             ws.close()
-        checks = _checked(context, ws.art.path(step, round_key), result, check_results)
+        checks = _checked(context, path, result, check_results)
         log_result(run, result)
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
-    # a run-config override builds the artifact of another code version than the definition's: record that one,
-    # so Dagster reports the asset stale against the profile's settings (and MLflow holds the override's values)
-    version = (
-        code_version(declared, profile)
-        if profile_changes
-        else context.assets_def.code_versions_by_key[context.asset_key]
-    )
-    sealed = manifest.write(ws.art.path(step, round_key), version or "", _input_digests(context, ws.art, round_key))
+    sealed = manifest.write(path, version, inputs)
+    if lookup is not None:
+        lookup.record(key, sealed.digest, recorder.read, result)
     return dg.MaterializeResult(
         metadata={
             **to_metadata(result),
             "mlflow_run_id": dg.MetadataValue.text(run.run_id),
             "digest": dg.MetadataValue.text(sealed.digest),
+            "settings_read": dg.MetadataValue.text(", ".join(sorted(recorder.read))),
         },
         check_results=checks,
         data_version=dg.DataVersion(sealed.digest),  # the content: an identical rebuild changes nothing downstream
-        tags={CODE_VERSION_TAG: version} if profile_changes and version else None,
+        tags=version_tag,
     )
+
+
+class _ReadRecorder:
+    """The profile a step runs on, noting every section it reads (what its artifact is a function of; a subset of
+    what its ``@step`` declares)."""
+
+    def __init__(self, profile: Profile):
+        self._profile, self.read = profile, set()
+
+    def __getattr__(self, name: str):
+        value = getattr(self._profile, name)
+        if name in SECTIONS:
+            self.read.add(name)
+        return value
+
+
+def _source_input(context: dg.AssetExecutionContext, dataset: str, profile) -> dict[str, str]:
+    """For the asset that reads the dataset's source (``skb``): the source's fingerprint, an input of its reuse key
+    (the source's files are not an artifact with a digest)."""
+    parents = _code_location_graph(context).get(context.asset_key).parent_keys
+    if dg.AssetKey(SOURCE) not in parents:
+        return {}
+    return {reuse.SOURCE_INPUT: source_fingerprint(dataset, profile.dataset)}
+
+
+class _Lookup:
+    """One step's search of the reuse index (:mod:`grasp_core.reuse`) and its record there."""
+
+    def __init__(self, context, settings, declared: Step, profile: Profile, round_key, version, inputs):
+        self.context, self.settings, self.step, self.profile = context, settings, declared, profile
+        self.round_key, self.version, self.inputs = round_key, version, inputs
+        self.dataset = split_key(dataset_of(context))[0]
+        self.root = settings.artifacts(self.dataset).root
+        self.code = code_digest(declared)
+        self.family = reuse.family_key(declared.name, round_key, self.code, inputs, self.dataset)
+        self._hashes: dict[str, str] = {}
+
+    def section_hash(self, section: str) -> str:
+        if section not in self._hashes:
+            self._hashes[section] = reuse.settings_hash(section_values(self.profile, [section]))
+        return self._hashes[section]
+
+    def partition(self, key: str):
+        return dg.MultiPartitionKey({DATASET: key, ROUND: self.round_key}) if self.round_key else key
+
+    def reuse(self, path, check_results) -> tuple[dict, list[dg.AssetCheckResult] | None, str] | None:
+        """Materialize the artifact from one this step would build again (hard links), or None when there is none
+        (or its checks cannot be run again on it): (metadata, check results, digest)."""
+        context, step = self.context, self.step.name
+
+        def legacy_ok(_found) -> bool:
+            """Built before the source was an input: it was built from the source as it is now if it was built after
+            the source was last seen to change to its current fingerprint (`grasp pipeline` observes it first)."""
+            built = _latest(context, str(self.partition(self.dataset)))
+            seen = context.instance.get_latest_data_version_record(
+                dg.AssetKey(SOURCE), is_source=True, partition_key=self.dataset
+            )
+            if built is None or seen is None:
+                return False
+            version = extract_data_version_from_entry(seen.event_log_entry)
+            current = version is not None and version.value == self.inputs.get(reuse.SOURCE_INPUT)
+            return current and seen.storage_id < built.storage_id
+
+        try:
+            found = reuse.find(
+                self.root,
+                self.family,
+                lambda p: self.settings.artifacts(p).path(step, self.round_key),
+                dataset=self.dataset,
+                section_hash=self.section_hash,
+                code_version=self.version,
+                inputs=self.inputs,
+                legacy_ok=legacy_ok,
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # an unreadable index entry: build it
+            context.log.warning(f"{step}: the reuse index could not be read ({exc}); building it")
+            return None
+        if found is None:
+            return None
+        result = found.result or _latest_result(context, str(self.partition(found.partition)))
+        if check_results is not None and not result:
+            return None  # its checks need the step's result, which nothing recorded: build it
+        reuse.materialize(found, path)
+        try:
+            checks = check_results(result) if check_results is not None else None
+        except Exception as exc:  # e.g. a result recorded by an older version: build it instead
+            context.log.info(f"{step}: not reused from {found.partition} (its checks cannot run again: {exc})")
+            return None
+        checks = _checked(context, path, result, lambda _: checks) if checks is not None else None
+        # found by its manifest alone (built before the index): it read at most the settings its step declares
+        reads = found.reads if found.reads is not None else {s: self.section_hash(s) for s in self.step.reads}
+        self.record(dataset_of(context), found.digest, set(), result, reads)
+        where = found.partition + (f" round {self.round_key}" if self.round_key else "")
+        context.log.info(f"{step}: reused from {where} (digest {found.digest}; same code, inputs and settings read)")
+        metadata = {k: v for k, v in to_metadata(result).items() if k not in ("mlflow_run_id", "digest", "path")}
+        metadata |= {
+            "path": dg.MetadataValue.path(str(path)),
+            "reused_from": dg.MetadataValue.text(f"{where} ({found.digest})"),
+            "digest": dg.MetadataValue.text(found.digest),
+        }
+        return metadata, checks, found.digest
+
+    def record(self, partition: str, digest: str, read: set[str], result: dict, reads=None) -> None:
+        reuse.record(
+            self.root,
+            self.family,
+            partition=partition,
+            asset=self.step.name,
+            round_key=self.round_key,
+            dataset=self.dataset,
+            code=self.code,
+            code_version=self.version,
+            inputs=self.inputs,
+            digest=digest,
+            reads=reads if reads is not None else {s: self.section_hash(s) for s in read},
+            result=result,
+        )
+
+
+def _latest(context: dg.AssetExecutionContext, partition: str):
+    """The record of the asset's latest materialization in ``partition`` (None: never materialized)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    return records[0] if records else None
+
+
+def _latest_result(context: dg.AssetExecutionContext, partition: str) -> dict:
+    """The step's result as the partition's latest materialization recorded it (its metadata's values)."""
+    found = _latest(context, partition)
+    if found is None or found.asset_materialization is None:
+        return {}
+    metadata = found.asset_materialization.metadata
+    return {k: v.value for k, v in metadata.items() if k not in ("reused_from", "settings_read")}
 
 
 def _input_digests(context: dg.AssetExecutionContext, art: Artifacts, round_key: str | None) -> dict[str, str]:
@@ -158,12 +329,15 @@ def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
     return frozenset({k.to_user_string() for k in upstream} | {step, *PREVIOUS_ROUND_READS.get(step, ())})
 
 
-def profile_override(settings: GraspSettings, section: str, config: dg.Config) -> dict | None:
-    """``profile_changes`` for :func:`run_step`: the run config's set fields replace that profile section's values."""
+def profile_override(
+    settings: GraspSettings, section: str, config: dg.Config, partition: str | None = None
+) -> dict | None:
+    """``profile_changes`` for :func:`run_step`: the run config's set fields replace that section's values of the
+    partition's profile (a variant's, for a variant's partition key)."""
     changes = {k: v for k, v in config.model_dump().items() if v is not None}
     if not changes:
         return None
-    return {section: dataclasses.replace(getattr(settings.get_profile(), section), **changes)}
+    return {section: dataclasses.replace(getattr(settings.get_profile(partition), section), **changes)}
 
 
 def _params(profile, step: Step) -> dict:

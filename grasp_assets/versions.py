@@ -225,6 +225,11 @@ def code_version(step: Step, profile: Profile, root: Path = ROOT) -> str:
     return hashlib.sha256(f"{settings}\0{_code_digest(step, root)}".encode()).hexdigest()[:16]
 
 
+def code_digest(step: Step, root: Path = ROOT) -> str:
+    """The digest of the library code the step runs (its code version without the settings)."""
+    return _code_digest(step, root)
+
+
 @cache
 def _code_digest(step: Step, root: Path) -> str:
     """The source of the code the step runs, and the package data files (prompts, question lists) that code names

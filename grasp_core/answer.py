@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,7 +111,8 @@ class FusionStage:
 class RerankingStage:
     rankings: list[Ranking]
     scores: list[dict[int, float]]  # node id -> reranker score, for the fused top K
-    contributions: list[dict[int, list[tuple[str, float]]]]  # ltr with explain: top features per candidate
+    # ltr with explain: node id -> top features, computed for a candidate when first read (the shown answers)
+    contributions: list[Mapping[int, list[tuple[str, float]]]]
     notes: list[str | None]  # the reranker's cut of the query
 
 
@@ -171,14 +172,14 @@ class AnswerPath:
         self.ws, self.options = ws, options
         self.planner_name: str | None = "in memory" if planner is not None else None  # set when the planner loads
         self._given_planner = planner
-        # the text branch's helper thread: off by default, on the shared 2-core machine it made a warm hpo question
-        # slower (p50 393-443 ms vs 258-277 ms sequential, docs/latency.md): the planner's token loop and the
-        # gazetteer hold the GIL, so the two branches mostly wait for each other and for the cores
+        # the text branch's helper thread: off by default, on 2 cores it made a warm question slower (the
+        # `quiet-parallel` entry of benchmarks/results/question_profile.json, docs/latency.md): both branches run
+        # encoder passes and hold the GIL in Python code, so they mostly wait for each other and for the cores
         self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if options.parallel_branches else None
 
     def load(self) -> AnswerPath:
         """Load every part the options use now (a missing artifact fails before any question is answered)."""
-        self.ws.skb  # noqa: B018
+        self.ws.graph  # noqa: B018  (the graph alone: answering reads none of the dataset's questions)
         if self.options.branches != "graph":
             self.text_retriever  # noqa: B018
         if self.options.branches != "text":
@@ -326,7 +327,7 @@ class AnswerPath:
         return planning, ExecutionStage([c.ranking for c in chosen], [c.trace for c in chosen])
 
     def given_plans(self, plans: list[str], tables: list[EntityTable]) -> PlanningStage:
-        schema = self.ws.skb.schema
+        schema = self.ws.graph.schema
         errors = [check_plan(p, schema, t) for p, t in zip(plans, tables)]
         return PlanningStage([PlanAttempt(p, e is None, e, 0) for p, e in zip(plans, errors)], [None] * len(plans))
 
@@ -343,12 +344,29 @@ class AnswerPath:
         inputs = [dataclasses.replace(x, query=c.text) for x, c in zip(answers.rerank_inputs(), cuts)]
         with clock("reranking"):
             reranked = reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
-        scores, contributions = [], []
+        scores: list[dict[int, float]] = []
+        contributions: list[Mapping[int, list[tuple[str, float]]]] = []
         for f, r in zip(answers.fusion.rankings, reranked):
             ids = f.node_ids[: len(r.scores)].tolist()
             scores.append(dict(zip(ids, r.scores.tolist())))
-            contributions.append(dict(zip(ids, r.contributions or [])))
+            contributions.append(_ByNode(ids, r.contributions) if r.contributions is not None else {})
         return RerankingStage([r.ranking for r in reranked], scores, contributions, [c.note for c in cuts])
+
+
+class _ByNode(Mapping[int, list[tuple[str, float]]]):
+    """A candidate list's per-row values by node id; a row is read (so computed, for lazy rows) only when asked."""
+
+    def __init__(self, ids: list[int], rows: Sequence[list[tuple[str, float]]]):
+        self._rows, self._at = rows, dict(zip(ids, range(len(rows))))
+
+    def __getitem__(self, node_id: int) -> list[tuple[str, float]]:
+        return self._rows[self._at[node_id]]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
 
 
 def _check(items: list, n: int, what: str) -> list:

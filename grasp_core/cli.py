@@ -12,12 +12,26 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.components import EXTRACTORS
+from grasp_core.client import DEFAULT_SERVER
 from grasp_core.errors import GraspError
-from grasp_core.profiles import GRAPH_STORES, PROFILE_NAMES, TRAVERSALS, get_profile
+from grasp_core.names import EXTRACTORS, GRAPH_STORES, PROFILE_NAMES, TRAVERSALS
 from grasp_core.textnorm import check_unicode
+
+if TYPE_CHECKING:
+    from grasp_core.profiles import Profile
+
+# Parsing a command line imports only light modules (grasp_core.names for the choices): the library, its configs
+# and the model libraries load in the command that needs them, so `grasp query --server` and `--help` start fast.
+
+
+def get_profile(name: str) -> Profile:
+    """The profile ``name`` (:func:`grasp_core.profiles.get_profile`, imported by the commands that read one)."""
+    from grasp_core.profiles import get_profile as profile
+
+    return profile(name)
 
 
 def _data_build(args: argparse.Namespace) -> None:
@@ -36,6 +50,15 @@ def _data_build(args: argparse.Namespace) -> None:
         q = build_queries_artifact(art, args.dataset, cfg)
         print(f"queries: {q['num_queries']:,} {q['queries_per_split']} -> {q['path']}")
     print(f"done in {time.perf_counter() - start:.1f}s")
+
+
+def _data_fetch(args: argparse.Namespace) -> None:
+    from grasp_core.skb.stark_fetch import fetch_stark
+
+    cfg = get_profile(args.profile).dataset
+    fetch_stark(args.dataset, cfg.stark_root, cfg.stark_qa_root)
+    if not args.no_build:
+        _data_build(argparse.Namespace(**vars(args), scale=None, no_queries=False))
 
 
 def _data_stats(args: argparse.Namespace) -> None:
@@ -145,6 +168,21 @@ def _check(args: argparse.Namespace) -> None:
 def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
+    if getattr(args, "variant", None):  # a variant's artifacts and profile (grasp_core.experiments)
+        from grasp_core.experiments import retriever_for
+
+        return retriever_for(
+            args.dataset,
+            args.variant,
+            args.root,
+            args.profile,
+            extractor=args.extractor,
+            branches=args.branches,
+            rerank=not args.no_rerank,
+            parallel_branches=args.parallel_branches,
+            graph_store=args.graph_store or "",
+            traversal=args.traversal or "",
+        )
     return GraspRetriever.from_artifacts(
         args.dataset,
         args.root,
@@ -159,14 +197,39 @@ def _retriever(args: argparse.Namespace):
 
 
 def _query(args: argparse.Namespace) -> None:
-    from grasp_core.explain import format_result
     from grasp_core.textnorm import normalize_text
 
     text = normalize_text(args.text, "the question argument")
     if not text:
         raise GraspError("the query is empty: pass the question as the second argument")
+    if args.server:
+        _query_server(args, text)
+        return
+    from grasp_core.explain import format_result
+
     result = _retriever(args).query(text, k=args.k)
     print(format_result(result))
+
+
+def _query_server(args: argparse.Namespace, text: str) -> None:
+    """``grasp query --server``: the running ``grasp serve``'s answer (:mod:`grasp_core.client`); this process loads
+    no model, so the flags that configure a local retriever are refused rather than silently ignored."""
+    from grasp_core.client import ask_server
+
+    local = {"--extractor": args.extractor, "--parallel-branches": args.parallel_branches}
+    local |= {
+        "--graph-store": args.graph_store,
+        "--traversal": args.traversal,
+        "--variant": getattr(args, "variant", None),
+    }
+    if given := [flag for flag, value in local.items() if value]:
+        verb = "configures" if len(given) == 1 else "configure"
+        raise GraspError(
+            f"{', '.join(given)} {verb} a local retriever, and with --server the server answers with its own settings: "
+            "give them to grasp serve, or drop --server"
+        )
+    settings = {"profile": args.profile, "branches": args.branches, "rerank": not args.no_rerank}
+    print(ask_server(args.server, args.dataset, text, args.k, settings))
 
 
 def _retrieve(args: argparse.Namespace) -> None:
@@ -184,7 +247,108 @@ def _retrieve(args: argparse.Namespace) -> None:
 def _serve(args: argparse.Namespace) -> None:
     from grasp_core.serve import serve
 
-    serve(_retriever(args), Artifacts.for_dataset(args.dataset, args.root), args.profile, args.host, args.port)
+    art = Artifacts.for_dataset(args.dataset, args.root)
+    if args.variant:
+        from grasp_core.experiments import artifacts_for, variant_key
+
+        art = artifacts_for(variant_key(args.dataset, args.variant), args.root)
+    serve(_retriever(args), art, args.profile, args.host, args.port, log_questions=not args.no_log_questions)
+
+
+def _feedback_store(args: argparse.Namespace):
+    """The dataset's feedback store, checking answer keys against its built SKB (only the keys are read)."""
+    from grasp_core.datasets import check_dataset
+    from grasp_core.feedback import FeedbackStore, skb_keys
+
+    check_dataset(args.dataset)
+    return FeedbackStore(args.dataset, skb_keys(Artifacts.for_dataset(args.dataset, args.root)))
+
+
+def _feedback_add(args: argparse.Namespace) -> None:
+    record = {"answer_key": args.answer, "relevant": not args.irrelevant}
+    record |= {"request_id": args.request_id} if args.request_id else {"query": args.query}
+    with _feedback_store(args) as store:
+        (fid,) = store.add([record], "cli")
+    verdict = "irrelevant" if args.irrelevant else "relevant"
+    print(f"feedback {fid} recorded: {args.answer!r} {verdict} -> {store.path}")
+
+
+def _feedback_import(args: argparse.Namespace) -> None:
+    import json
+
+    from grasp_core.textnorm import decode_line
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise GraspError(f"feedback file {path} does not exist")
+    good, bad, lines = [], 0, 0
+    with _feedback_store(args) as store, path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            lines += 1
+            try:
+                line = decode_line(raw, f"line {n}")
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise GraspError(f"line {n}: not JSON ({exc})") from None
+                good.append(store.check(record, f"line {n}"))
+            except GraspError as exc:
+                bad += 1
+                print(f"  {exc}", file=sys.stderr)
+        ids = store.insert(good, "import")
+    print(f"imported {len(ids)} feedback records from {path} -> {store.path}")
+    if bad:
+        raise GraspError(
+            f"{bad} of {lines} lines of {path} were refused (listed above); the other {len(ids)} were kept"
+        )
+
+
+def _feedback_list(args: argparse.Namespace) -> None:
+    import json
+
+    from grasp_core.feedback import FeedbackStore, store_path
+
+    if args.limit < 0:
+        raise GraspError(f"--limit must be 0 (all) or more, not {args.limit}")
+    store = FeedbackStore.existing(args.dataset)
+    if store is None:
+        print(f"no feedback for {args.dataset!r} yet (the store would be {store_path(args.dataset)})", file=sys.stderr)
+        return
+    with store:
+        rows = store.rows(args.limit or None)
+        counts = store.counts()
+    for row in rows:
+        if args.json:
+            print(json.dumps(row, ensure_ascii=False))
+        else:
+            question = row["question"] if row["question"] is not None else f"(request {row['request_id']})"
+            verdict = "relevant" if row["relevant"] else "irrelevant"
+            print(
+                f"{row['id']:>6}  {row['created_at']}  {row['source']:<6}  {verdict:<10}  {row['answer_key']}  {question}"
+            )
+    if not args.json:
+        print(
+            f"{counts['feedback']} feedback records ({counts['confirmed']} relevant) on {counts['requests']} served "
+            f"questions in {store.path}",
+            file=sys.stderr,
+        )
+
+
+def _compare(args: argparse.Namespace) -> None:
+    import json
+
+    from grasp_core.experiments import compare, render_comparison
+
+    doc = compare(args.dataset, args.variants, args.root, args.profile)
+    print(json.dumps(doc, indent=2) if args.json else render_comparison(doc))
+
+
+def _mcp(args: argparse.Namespace) -> None:
+    from grasp_core.integrations.mcp_server import serve_stdio  # the missing extra's one-line error comes first
+
+    serve_stdio(lambda: _retriever(args))
 
 
 def _bolt_server(args: argparse.Namespace) -> None:
@@ -248,6 +412,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     build.add_argument("--scale", default=None, help="synthetic size: tiny | small | full | fraction")
     build.add_argument("--no-queries", action="store_true", help="build the graph only")
     build.set_defaults(func=_data_build)
+    fetch = data.add_parser(
+        "fetch",
+        help="download a STaRK dataset's processed SKB and questions from the Hugging Face hub (as stark-qa does) into "
+        "$GRASP_STARK_ROOT (default: stark/ in the instance), verify them and build its SKB; offline, name the files "
+        "to download by hand",
+    )
+    fetch.add_argument("dataset", choices=("amazon", "mag", "prime"))
+    fetch.add_argument("--no-build", action="store_true", help="download and verify only (grasp data build later)")
+    fetch.set_defaults(func=_data_fetch)
     check = sub.add_parser(
         "check",
         help="preflight: the profile's model directories, devices and endpoints, and the dataset key; lists every "
@@ -286,6 +459,23 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     verify.add_argument("dataset")
     verify.set_defaults(func=_verify)
 
+    compare = sub.add_parser(
+        "compare",
+        help="the evaluation of variants of a dataset side by side: per split, every setting's Hit@1/Hit@5/R@20/MRR "
+        "per variant with McNemar p (per-query Hit@1, paired by query) against the first, then the settings that "
+        "differ",
+    )
+    compare.add_argument("dataset")
+    compare.add_argument(
+        "variants",
+        nargs="*",
+        metavar="VARIANT",
+        help="variants (experiments/VARIANT.toml) or partition keys (DATASET+VARIANT); `base` is the base profile "
+        "(default: base)",
+    )
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(func=_compare)
+
     def retrieval_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("dataset")
         p.add_argument("--branches", choices=("text", "graph", "both"), default="both", help="which branches to run")
@@ -302,11 +492,27 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
             help="run the text branch in a thread beside the graph branch (slower on a busy 2-core machine)",
         )
         graph_store_flags(p)
+        p.add_argument(
+            "--variant",
+            default=None,
+            help="answer with a variant's artifacts and settings (experiments/VARIANT.toml, built by grasp pipeline "
+            "DATASET --variant VARIANT; default: the base profile's)",
+        )
 
     query = sub.add_parser("query", help="answer one question and explain every answer")
     retrieval_flags(query)
     query.add_argument("text")
     query.add_argument("-k", type=int, default=10, help="answers shown")
+    query.add_argument(
+        "--server",
+        nargs="?",
+        const=DEFAULT_SERVER,
+        default=None,
+        metavar="URL",
+        help=f"ask the grasp serve running at URL (default: {DEFAULT_SERVER}) instead of loading the models here: "
+        "the same answer and explanation in the server's warm time; it must serve DATASET with the same --profile, "
+        "--branches and --no-rerank",
+    )
     query.set_defaults(func=_query)
 
     retrieve = sub.add_parser("retrieve", help="batch retrieval: JSONL in ({qid, query}), JSONL out (top 100)")
@@ -322,7 +528,44 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     retrieval_flags(serve)
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
+    serve.add_argument(
+        "--no-log-questions",
+        action="store_true",
+        help="keep only request ids and the answer keys served in the feedback store, not the questions' text",
+    )
     serve.set_defaults(func=_serve)
+
+    fb = sub.add_parser(
+        "feedback",
+        help="record, import or list feedback on answers (docs/feedback.md); grasp serve takes POST /feedback",
+    ).add_subparsers(dest="feedback_command", required=True)
+    fb_add = fb.add_parser("add", help="record that an answer is relevant (or not) to a question")
+    fb_add.add_argument("dataset")
+    asked = fb_add.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--query", help="the question")
+    asked.add_argument("--request-id", help="the request id of an answer of grasp serve")
+    fb_add.add_argument("--answer", required=True, help="the answer's key (the key field of an answer)")
+    fb_add.add_argument("--irrelevant", action="store_true", help="the answer is wrong for the question")
+    fb_add.set_defaults(func=_feedback_add)
+    fb_import = fb.add_parser(
+        "import",
+        help='append a JSONL file of {"request_id" or "query", "answer_key", "relevant"}; bad lines are listed',
+    )
+    fb_import.add_argument("dataset")
+    fb_import.add_argument("file")
+    fb_import.set_defaults(func=_feedback_import)
+    fb_list = fb.add_parser("list", help="print the recorded feedback, oldest first")
+    fb_list.add_argument("dataset")
+    fb_list.add_argument("--limit", type=int, default=50, help="the last N records (default: 50; 0: all)")
+    fb_list.add_argument("--json", action="store_true", help="one JSON object per line")
+    fb_list.set_defaults(func=_feedback_list)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP server over stdio (tools: search, explain) for agents and MCP clients; needs pip install 'grasp[mcp]'",
+    )
+    retrieval_flags(mcp)
+    mcp.set_defaults(func=_mcp)
 
     dev = sub.add_parser("dev", help="development helpers").add_subparsers(dest="dev_command", required=True)
     bolt = dev.add_parser(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import GraspError
 from grasp_core.io import is_complete, read_json
+from grasp_core.names import EXTRACTORS
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
 from grasp_core.skb.format import SKB
@@ -44,7 +45,6 @@ if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first 
 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
-EXTRACTORS = ("gazetteer", "llm")
 # The profile sections a part reads, for the steps' declarations (``@step(reads=(*EXECUTOR, ...))``)
 EXECUTOR = ("encoder", "execution", "graph_store")  # ws.executor (and ws.encoder, ws.store)
 EXTRACTOR = ("encoder", "extractor", "extractor_endpoint", "gazetteer", "llm_extractor")  # ws.extractor
@@ -75,6 +75,7 @@ class Components:
     def __init__(self, art: Artifacts, profile: Profile, reads: frozenset[str] | None = None):
         self.art = art
         self.profile = profile if reads is None else cast(Profile, _DeclaredSections(profile, reads))
+        self._text_retrievers: dict[str, BM25Retriever | DenseRetriever | MFARRetriever] = {}
 
     @property
     def dataset(self) -> str:
@@ -178,18 +179,22 @@ class Components:
 
     # ------------------------------------------------------------------------------ text branch
     def text_retriever(self, name: str) -> BM25Retriever | DenseRetriever | MFARRetriever:
-        """A text retriever by name (one of :data:`TEXT_RETRIEVERS`), from the finished artifacts."""
+        """A text retriever by name (one of :data:`TEXT_RETRIEVERS`), from the finished artifacts, loaded once (the
+        answer path's text branch and the ``ltr`` reranker's features share mFAR; inference never changes it)."""
         from grasp_core.text.bm25 import BM25Retriever
         from grasp_core.text.dense import DenseRetriever
         from grasp_core.text.mfar import MFARRetriever
 
-        if name == "bm25":
-            return BM25Retriever.load(self.art.require("text_index") / "bm25")
-        if name == "dense":
-            return DenseRetriever(self.index, self.encoder)
-        if name == "mfar":
-            return MFARRetriever.load(self.art.require("mfar_model"), self.encoder)
-        raise ValueError(f"unknown text retriever {name!r}; choose one of {TEXT_RETRIEVERS}")
+        if name not in self._text_retrievers:
+            if name == "bm25":
+                self._text_retrievers[name] = BM25Retriever.load(self.art.require("text_index") / "bm25")
+            elif name == "dense":
+                self._text_retrievers[name] = DenseRetriever(self.index, self.encoder)
+            elif name == "mfar":
+                self._text_retrievers[name] = MFARRetriever.load(self.art.require("mfar_model"), self.encoder)
+            else:
+                raise ValueError(f"unknown text retriever {name!r}; choose one of {TEXT_RETRIEVERS}")
+        return self._text_retrievers[name]
 
     @cached_property
     def text_rankings(self) -> dict[int, Ranking]:
@@ -211,7 +216,7 @@ class Components:
         from grasp_core.planner.kind import load_planner
 
         p = self.profile
-        return load_planner(p.planner, checkpoint, self.skb.schema, self.encoder, p.inference, p.device, batch_size)
+        return load_planner(p.planner, checkpoint, self.graph.schema, self.encoder, p.inference, p.device, batch_size)
 
     # --------------------------------------------------------------------------------- reranker
     @property

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from grasp_core.retriever import Result
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # formatting needs no model: importing this module loads no retriever
+    from grasp_core.retriever import Result
 
 
 def _rank(value: int | None) -> str:

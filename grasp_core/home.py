@@ -3,8 +3,9 @@
 Dagster's runs and event logs, the artifacts (``<home>/artifacts``, or ``$GRASP_HOME``), the MLflow store
 (``<home>/mlflow.db``, or ``$MLFLOW_TRACKING_URI``) and its files (``<home>/mlartifacts``), the user SKBs
 (``<home>/user_skbs``, or ``$GRASP_USER_SKBS``), the STaRK files ``grasp data fetch`` downloads (``<home>/stark``, or
-``$GRASP_STARK_ROOT``) and the results documents ``grasp report`` writes (``<home>/reports``, or ``--results-dir``)
-all live there, so setting ``DAGSTER_HOME`` alone isolates a run.
+``$GRASP_STARK_ROOT``), the results documents ``grasp report`` writes (``<home>/reports``, or ``--results-dir``)
+and the feedback stores of ``grasp serve`` (``<home>/feedback/<dataset>.sqlite``) all live there, so setting
+``DAGSTER_HOME`` alone isolates a run.
 Read when used, never at import.
 """
 

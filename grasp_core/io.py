@@ -123,3 +123,37 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 def read_json(path: str | os.PathLike) -> Any:
     with open(path) as handle:
         return json.load(handle)
+
+
+def link_dir(src: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """Put a copy of the complete artifact directory ``src`` at ``path`` atomically, every file of its manifest
+    hard-linked (stored once, shared; a file on another filesystem is copied) and the manifest copied last, as
+    :func:`atomic_dir` writes a directory: a reader sees the old ``path`` or the whole new one."""
+    src, path = Path(src), Path(path)
+    found = manifest.read(src)
+    if found is None:
+        raise FileNotFoundError(f"{src} is not a complete artifact (no readable {MANIFEST_FILE})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        for rel in found.files:
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src / rel, target)
+            except OSError:  # another filesystem, or links not allowed: a copy
+                shutil.copy2(src / rel, target)
+        shutil.copy2(src / MANIFEST_FILE, tmp / MANIFEST_FILE)
+        old = None
+        if path.exists():
+            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+            path.rename(old)
+        tmp.rename(path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path

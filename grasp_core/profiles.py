@@ -28,6 +28,7 @@ from grasp_core.entities.llm_extractor import LLMExtractorConfig
 from grasp_core.errors import GraspError
 from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.llm.config import EndpointConfig
+from grasp_core.names import GRAPH_STORES, PROFILE_NAMES, TRAVERSALS
 from grasp_core.plan.execute import ExecutionConfig
 from grasp_core.planner.candidates import CandidateConfig
 from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
@@ -272,11 +273,6 @@ def _gpu_smoke() -> Profile:
         rerank=smoke.rerank,
         eval=EvalSettings(latency_queries=2),
     )
-
-
-PROFILE_NAMES = ("cpu", "gpu", "smoke", "gpu-smoke")
-GRAPH_STORES = ("ladybug", "neo4j")
-TRAVERSALS = ("arrays", "store")
 
 
 def with_graph_store(profile: Profile, backend: str = "", traversal: str = "") -> Profile:

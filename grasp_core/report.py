@@ -43,7 +43,7 @@ def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) ->
         if len(rows):
             out[split] = build_results(
                 rows,
-                dataset=art.dataset,
+                dataset=getattr(art, "key", art.dataset),  # a variant's partition key (hpo+rerank-k20)
                 profile=meta["profile"],
                 commit=meta["commit"],
                 split=split,

@@ -110,7 +110,7 @@ class GraspRetriever:
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         out = self.path.answer(queries, explain=explain)
-        nodes = self.ws.skb.nodes
+        nodes = self.ws.graph.nodes
         results = []
         for i, query in enumerate(out.queries):
             res = Result(query, [], seconds=out.seconds[i], truncated=out.truncated(i))
@@ -150,7 +150,7 @@ class GraspRetriever:
         return results
 
     def _paths(self, trace: Trace, node_id: int) -> list[list[str]]:
-        names = self.ws.skb.nodes["name"]
+        names = self.ws.graph.nodes["name"]
         found = self.ws.executor.explain_paths(trace.plan, trace, node_id, limit=3)
         return [[str(names.iloc[n]) for n in path] for paths in found.values() for path in paths]
 

@@ -6,13 +6,24 @@ Endpoints (JSON in and out; every error body is ``{"error": "<one line>"}``):
   ``artifacts`` maps each finished artifact of the dataset (``planner/1`` for a round) to the UTC time it
   was completed, i.e. the version being served.
 - ``POST /retrieve``: a JSON array of ``grasp retrieve`` input records ``{"qid", "query"}`` (at most
-  ``MAX_BATCH``); answers the array of its output records, in order: ``{"qid", "ranking": [{node_id, key,
-  score}…]}`` (top 100, identical to the CLI's lines), or ``{"qid", "error"}`` for a record that could not be
-  answered; one bad or failing question never fails the others. A missing ``qid`` is the record's 1-based
-  position, as a missing one is the line number in the CLI.
+  ``MAX_BATCH``); answers the array of its output records, in order: ``{"qid", "request_id", "ranking": [{node_id,
+  key, score}…]}`` (top 100, the CLI's lines plus a request id), or ``{"qid", "error"}`` for a record that could not
+  be answered; one bad or failing question never fails the others. A missing ``qid`` is the record's 1-based
+  position, as a missing one is the line number in the CLI. Each answered record is one question, so it gets its
+  own ``request_id``.
 - ``POST /query``: ``{"query": "...", "k": 10}``; answers the explained result
   (:func:`grasp_core.explain.result_json`: answers with the branch and rank that found them, the plan, the
-  Cypher, the bindings, the entity table, per-stage milliseconds).
+  Cypher, the bindings, the entity table, per-stage milliseconds), its ``request_id``, and as ``explanation`` the
+  text ``grasp query`` prints (:func:`grasp_core.explain.format_result`; ``grasp query --server`` prints it).
+- ``POST /feedback``: one feedback record ``{"request_id" or "query", "answer_key", "relevant": true|false}`` or an
+  array of at most ``MAX_FEEDBACK``; all are checked first and then appended in one transaction (or, on the first
+  bad one, none: 400 malformed, 404 unknown request id, 422 unknown answer key, 413 too many); answers
+  ``{"accepted": n, "ids": [...]}`` once they are committed (:mod:`grasp_core.feedback`, ``docs/feedback.md``).
+
+Every answered question is recorded in the dataset's feedback store (its request id, the answer keys served and,
+unless ``grasp serve --no-log-questions``, the question) before the answer is sent, so every request id an answer
+carries can be given feedback. Without a store (``create_app(..., feedback=None)``) answers carry no request id and
+``POST /feedback`` answers 404.
 
 Concurrency: one worker thread owns the retriever (its models, indexes and graph connection are shared by
 nothing else) and answers one request at a time, in arrival order (the models use every core; ``--parallel-branches`` also runs the
@@ -45,13 +56,16 @@ from starlette.exceptions import HTTPException
 from grasp_core.artifacts import Artifacts
 from grasp_core.batch import output_record, record_query
 from grasp_core.errors import GraspError
-from grasp_core.explain import result_json
+from grasp_core.explain import format_result, result_json
+from grasp_core.feedback import EXAMPLE as FEEDBACK_EXAMPLE
+from grasp_core.feedback import FeedbackError, FeedbackStore
 from grasp_core.manifest import MANIFEST_FILE
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 32  # questions per request (= `grasp retrieve --batch-size` default)
 RETRIEVE_EXAMPLE = '[{"qid": 1, "query": "Which diseases present with seizures?"}]'
 QUERY_EXAMPLE = '{"query": "Which diseases present with seizures?", "k": 10}'
+MAX_FEEDBACK = 100  # feedback records per request
 
 
 @dataclass
@@ -104,7 +118,9 @@ class RetrieverWorker:
 
 def artifact_versions(art: Artifacts) -> dict[str, str]:
     """Each finished artifact of the dataset (rounds as ``name/round``) -> the UTC time it was completed."""
-    base = art.root / art.dataset
+    from grasp_core.experiments import partition_of
+
+    base = art.root / partition_of(art)  # a variant's own directory (hpo+rerank-k20)
     rounds = (m for m in base.glob(f"*/*/{MANIFEST_FILE}") if m.parent.name.isdigit())
     markers = sorted(base.glob(f"*/{MANIFEST_FILE}")) + sorted(rounds)
     return {
@@ -132,8 +148,16 @@ async def _json_body(request: Request, expected: type, example: str) -> Any:
     return body
 
 
-def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) -> FastAPI:
-    """The API over a loaded retriever; ``health`` is what ``GET /health`` reports besides its status."""
+def create_app(
+    retriever, health: dict[str, Any], max_batch: int = MAX_BATCH, feedback: FeedbackStore | None = None
+) -> FastAPI:
+    """The API over a loaded retriever; ``health`` is what ``GET /health`` reports besides its status; ``feedback``
+    the store answered questions and feedback are recorded in (None: no request ids, no feedback)."""
+
+    async def request_ids(endpoint: str, served: list[tuple[str, list[str]]]) -> list[str] | None:
+        if feedback is None or not served:
+            return None
+        return await asyncio.to_thread(feedback.record_requests, endpoint, served)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -145,7 +169,9 @@ def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) ->
 
     @app.exception_handler(HTTPException)
     async def one_line_http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return _error(exc.status_code, f"{exc.detail}: this API has GET /health, POST /retrieve and POST /query")
+        return _error(
+            exc.status_code, f"{exc.detail}: this API has GET /health, POST /retrieve, POST /query and POST /feedback"
+        )
 
     @app.get("/health")
     async def get_health() -> dict:
@@ -167,7 +193,7 @@ def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) ->
             except GraspError as exc:
                 problems[i] = str(exc)
         futures = dict(zip(questions, app.state.worker.submit(list(questions.values()), k=100)))
-        out = []
+        out: list[dict[str, Any]] = []
         for i, qid in enumerate(qids):
             if i in problems:
                 out.append({"qid": qid, "error": problems[i]})
@@ -176,6 +202,13 @@ def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) ->
                 out.append(output_record(qid, await asyncio.wrap_future(futures[i])))
             except Exception as exc:
                 out.append({"qid": qid, "error": _failure(exc)})
+        answered = [(i, r) for i, r in enumerate(out) if "ranking" in r]
+        try:
+            ids = await request_ids("retrieve", [(questions[i], [a["key"] for a in r["ranking"]]) for i, r in answered])
+        except GraspError as exc:
+            return _error(500, str(exc))
+        for (i, r), rid in zip(answered, ids or ()):
+            out[i] = {"qid": r["qid"], "request_id": rid, **r}
         return out
 
     @app.post("/query")
@@ -191,25 +224,64 @@ def create_app(retriever, health: dict[str, Any], max_batch: int = MAX_BATCH) ->
             return _error(400, str(exc))
         (future,) = app.state.worker.submit([text], k=k, explain=True)
         try:
-            return result_json(await asyncio.wrap_future(future), show=k)
+            result = await asyncio.wrap_future(future)
+            answer = {**result_json(result, show=k), "explanation": format_result(result)}  # grasp query --server
+            ids = await request_ids("query", [(result.query, [a.key for a in result.answers[:k]])])
         except Exception as exc:
             return _error(500, _failure(exc))
+        return answer if ids is None else {"request_id": ids[0], **answer}
+
+    @app.post("/feedback")
+    async def post_feedback(request: Request):
+        if feedback is None:
+            return _error(404, "this server keeps no feedback (it was started without a feedback store)")
+        try:
+            body = await _json_body(request, object, FEEDBACK_EXAMPLE)
+            if not isinstance(body, dict | list):
+                raise GraspError(f"the body must be a JSON object or an array of them: {FEEDBACK_EXAMPLE}")
+        except GraspError as exc:
+            return _error(400, str(exc))
+        records = body if isinstance(body, list) else [body]
+        if not records:
+            return _error(400, f"the array holds no feedback record: {FEEDBACK_EXAMPLE}")
+        if len(records) > MAX_FEEDBACK:
+            return _error(413, f"{len(records)} records in one request; send at most {MAX_FEEDBACK} per request")
+        try:
+            ids = await asyncio.to_thread(feedback.add, records, "http")
+        except FeedbackError as exc:
+            return _error(exc.status, str(exc))
+        except Exception as exc:
+            return _error(500, _failure(exc))
+        return {"accepted": len(ids), "ids": ids}
 
     return app
 
 
-def serve(retriever, art: Artifacts, profile: str, host: str, port: int) -> None:
-    """Warm the retriever up, then serve it until interrupted."""
+def serve(retriever, art: Artifacts, profile: str, host: str, port: int, log_questions: bool = True) -> None:
+    """Warm the retriever up, then serve it until interrupted, recording answered questions and feedback in the
+    dataset's feedback store (the question text only when ``log_questions``)."""
     import uvicorn
 
+    from grasp_core.experiments import partition_of
+
     retriever.retrieve(["warm-up question"])  # builds what loads lazily (gazetteer, caches) before the first client
+    nodes = retriever.ws.skb.nodes
+    feedback = FeedbackStore(art.dataset, dict(zip(nodes["key"], nodes["node_id"].tolist())), log_questions)
     health = {
-        "dataset": art.dataset,
+        "dataset": partition_of(art),  # a variant's partition key: which variant answers
         "profile": profile,
         "branches": retriever.branches,
         "rerank": retriever.use_rerank,
         "planner": getattr(retriever, "planner_name", None),
         "artifacts": artifact_versions(art),
+        "log_questions": log_questions,
     }
-    print(f"serving {art.dataset} on http://{host}:{port} (POST /retrieve, POST /query, GET /health)", flush=True)
-    uvicorn.run(create_app(retriever, health), host=host, port=port, log_level="warning")
+    print(
+        f"serving {partition_of(art)} on http://{host}:{port} (POST /retrieve, POST /query, POST /feedback, GET /health); "
+        f"feedback{' and questions' if log_questions else ''} kept in {feedback.path}",
+        flush=True,
+    )
+    try:
+        uvicorn.run(create_app(retriever, health, feedback=feedback), host=host, port=port, log_level="warning")
+    finally:
+        feedback.close()

@@ -3,7 +3,9 @@
 The default store is a sqlite database inside :func:`grasp_core.home.grasp_home` (``$DAGSTER_HOME`` or the
 checkout's ``dagster_home``; MLflow's file store is in maintenance mode); ``MLFLOW_TRACKING_URI`` points it
 elsewhere. Artifacts (tables, plots) go next to it in ``mlartifacts/``. Runs of one dataset × round nest under a parent run, so the MLflow UI shows
-them together and configurations compare side by side.
+them together and configurations compare side by side; a pipeline build (`grasp pipeline`, one per dataset or
+variant) is a parent run of its own, holding the whole resolved settings as params and the headline results as
+metrics, with the asset runs (and the round parents) it started nested under it.
 """
 
 from __future__ import annotations
@@ -44,14 +46,24 @@ class TrackedRun:
         self.client, self.run_id = client, run_id
 
     def log_params(self, params: Mapping[str, object]) -> None:
-        """Log ``params``; a credential is logged as ``***`` (by key, or inside a value such as a URI)."""
-        for k, v in params.items():
-            self.client.log_param(self.run_id, k, MASK if is_secret_key(k) and v else redact(str(v))[:6000])
+        """Log ``params`` (in batches of 100, MLflow's limit); a credential is logged as ``***`` (by key, or inside a
+        value such as a URI)."""
+        from mlflow.entities import Param
+
+        logged = [Param(k, MASK if is_secret_key(k) and v else redact(str(v))[:6000]) for k, v in params.items()]
+        for start in range(0, len(logged), 100):
+            self.client.log_batch(self.run_id, params=logged[start : start + 100])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        for k, v in metrics.items():
-            if v is not None:
-                self.client.log_metric(self.run_id, _metric_key(k), float(v), step=step or 0)
+        """Log ``metrics`` (in batches of 1,000, MLflow's limit; keys made valid for MLflow, ``hit@1`` -> ``hit_at_1``)."""
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        logged = [Metric(_metric_key(k), float(v), now, step or 0) for k, v in metrics.items() if v is not None]
+        for start in range(0, len(logged), 1000):
+            self.client.log_batch(self.run_id, metrics=logged[start : start + 1000])
 
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, text, artifact_file)
@@ -111,9 +123,11 @@ class Tracker:
             raise
         self.client.set_terminated(run.run_id, "FINISHED")
 
-    def parent_run(self, name: str, tags: Mapping[str, object]) -> str:
-        """Id of the (open-ended) parent run named ``name`` with these tags, created on first use."""
-        filt = " and ".join([f"tags.mlflow.runName = '{name}'"] + [f"tags.{k} = '{v}'" for k, v in tags.items()])
+    def parent_run(self, name: str, tags: Mapping[str, object], parent_run_id: str | None = None) -> str:
+        """Id of the (open-ended) parent run named ``name`` with these tags, created on first use; with
+        ``parent_run_id``, the one nested under that run (a pipeline build's own)."""
+        tags = {**tags, "mlflow.parentRunId": parent_run_id} if parent_run_id else dict(tags)
+        filt = " and ".join([f"tags.mlflow.runName = '{name}'"] + [f"tags.`{k}` = '{v}'" for k, v in tags.items()])
         found = self.client.search_runs([self.experiment_id], filter_string=filt, max_results=1)
         if found:
             return found[0].info.run_id

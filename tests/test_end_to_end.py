@@ -104,11 +104,8 @@ def test_report_writes_the_results_document_from_the_assets_and_run_records(trai
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
-    out = tmp / "results"
-    assert (
-        main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "report", DATASET, "--results-dir", str(out)])
-        == 0
-    )
+    out = tmp / "dagster_home" / "reports"  # the instance's ($DAGSTER_HOME): no --results-dir
+    assert main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "report", DATASET]) == 0
     md = capsys.readouterr().out
     doc = json.loads((out / f"pipeline_{DATASET}.json").read_text())
     assert doc["split"] == "test" and doc["profile"] == "smoke" and doc["dataset"] == DATASET
@@ -169,14 +166,22 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
 
 
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):
+    """In the dataset's MLflow experiment, the build of `grasp pipeline` is one parent run; the asset runs nest under
+    it, the RL steps under a parent run per round nested under it."""
     tmp, _ = trained
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("grasp")
+    exp = client.get_experiment_by_name(f"grasp/{DATASET}")
     runs = client.search_runs([exp.experiment_id], max_results=500)
+    [build] = [r for r in runs if r.data.tags.get("grasp.kind") == "pipeline"]
     parents = {r.info.run_id: r for r in runs if r.info.run_name == f"{DATASET}/round-1"}
     assert len(parents) == 1
+    assert [p.data.tags["mlflow.parentRunId"] for p in parents.values()] == [build.info.run_id]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") in parents]
     assert {r.data.tags["step"] for r in children} >= {"rft_samples", "planner"}
+    nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == build.info.run_id]
+    assert {"skb", "teacher_plans", "sft_adapter", "reranker", "eval_metrics"} <= {
+        r.data.tags.get("step") for r in nested
+    }
     sft = next(r for r in runs if r.data.tags.get("step") == "sft_adapter")
     assert len(client.get_metric_history(sft.info.run_id, "loss")) >= 1
 
@@ -186,6 +191,118 @@ def test_second_run_rebuilds_nothing(trained):
     from grasp_assets.run import run_pipeline
 
     assert run_pipeline(DATASET, profile="smoke", root=str(tmp / "artifacts")) == {}
+
+
+def _materializations(instance, key: str) -> dict[str, list]:
+    """Every materialization event of partition ``key`` (rounds: ``asset/round``), from Dagster's event log."""
+    import dagster as dg
+
+    from grasp_core.pipeline.step import STEPS
+    from grasp_core.planner.rounds import ROUNDS
+
+    out = {}
+    for asset in STEPS:
+        parts = {asset: key} | {f"{asset}/{r}": str(dg.MultiPartitionKey({"dataset": key, "round": r})) for r in ROUNDS}
+        for label, partition in parts.items():
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=100
+            ).records
+            if records:
+                out[label] = [r.asset_materialization for r in records]
+    return out
+
+
+def test_a_variant_that_changes_the_rerankers_k_builds_only_the_reranker_and_the_evaluation(trained, capsys):
+    """`grasp pipeline mykb --variant k5` (reranker K 10 -> 5, a variant file in the instance) after the base build:
+    every asset is materialized in the partition `mykb+k5`, but only the reranker's and the evaluation's are built
+    (counted from Dagster's materialization events); every other artifact is the base's files hard-linked (the same
+    inodes: byte-identical, stored once), says `reused_from` and logs no MLflow run. The MLflow parent runs of both
+    builds hold the whole settings as params and the headline metrics; `grasp compare` prints both variants with
+    McNemar p; `grasp query --variant` answers from the variant; `grasp gc` deletes it and frees only its own files."""
+    import os
+
+    import dagster as dg
+
+    from grasp_assets.cli import main
+    from grasp_assets.run import run_pipeline
+    from grasp_assets.stages import FINISH, STAGE_ASSETS
+    from grasp_core import manifest
+    from grasp_core.experiments import artifacts_for
+
+    tmp, _ = trained
+    root = tmp / "artifacts"
+    variant, key = "k5", f"{DATASET}+k5"
+    (tmp / "dagster_home" / "experiments").mkdir(exist_ok=True)
+    (tmp / "dagster_home" / "experiments" / "k5.toml").write_text("[rerank]\ntop_k = 5\n")
+    (tmp / "dagster_home" / "experiments" / "typo.toml").write_text("[rerank]\ntopk = 5\n")
+    cli = ["--profile", "smoke", "--root", str(root)]
+    assert main([*cli, "pipeline", DATASET, "--variant", "typo"]) == 2
+    [error] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert "typo.toml: [rerank] has no setting 'topk'; its settings: grid_k, grid_w, k, top_k, w" in error
+
+    timings = run_pipeline(DATASET, profile="smoke", root=str(root), variant=variant)
+    assert set(timings) >= {"prepare", "finish"}
+    instance = dg.DagsterInstance.get()
+    events = _materializations(instance, key)
+    base = Artifacts.for_dataset(DATASET, root)
+    built_in_base = {name if r is None else f"{name}/{r}" for name, r in base.built()}
+    assert set(events) == built_in_base  # every artifact of the base has its variant's materialization
+    built = {a for a, ms in events.items() if any("reused_from" not in m.metadata for m in ms)}
+    assert built == set(STAGE_ASSETS[FINISH])  # the reranker's assets and the evaluation
+    art = artifacts_for(key, root)
+    for label in built_in_base - built:
+        name, _, r = label.partition("/")
+        here, there = base.path(name, r or None), art.path(name, r or None)
+        [event] = events[label]
+        assert event.metadata["reused_from"].value.startswith(DATASET)
+        assert event.metadata["digest"].value == manifest.read(here).digest == manifest.verify(there, deep=True).digest
+        files = [p.relative_to(here) for p in here.rglob("*") if p.is_file() and p.name != "_MANIFEST.json"]
+        assert files and all(os.stat(here / f).st_ino == os.stat(there / f).st_ino for f in files), label
+    assert manifest.read(art.path("reranker")).digest != manifest.read(base.path("reranker")).digest
+    assert run_pipeline(DATASET, profile="smoke", root=str(root), variant=variant) == {}  # decided on its profile
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(f"grasp/{DATASET}")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    builds = {r.data.tags["partition"]: r for r in runs if r.data.tags.get("grasp.kind") == "pipeline"}
+    assert set(builds) == {DATASET, key}  # the no-op rebuilds started none
+    ours, theirs = builds[key].data, builds[DATASET].data
+    assert ours.tags["variant"] == variant and theirs.tags["variant"] == "base" and ours.tags["dagster_run_ids"]
+    assert (ours.params["rerank.top_k"], theirs.params["rerank.top_k"]) == ("5", "10")
+    assert {k for k in ours.params if ours.params[k] != theirs.params.get(k)} == {"rerank.top_k"}
+    assert len(ours.params) > 200 and ours.tags["commit"]
+    for metric in ("test/served/hit_at_1", "test/served_rerank/hit_at_5", "test/text/mrr", "test/served/recall_at_20"):
+        assert metric in ours.metrics and metric in theirs.metrics, metric
+    assert ours.metrics["test/served/hit_at_1"] == theirs.metrics["test/served/hit_at_1"]  # the same planner
+    nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == builds[key].info.run_id]
+    assert {r.data.tags["step"] for r in nested} == built  # reused assets logged no run
+
+    assert main([*cli, "compare", DATASET, "base", variant]) == 0
+    out = capsys.readouterr().out
+    assert "| served+rerank | base |" in out and "| served+rerank | k5 |" in out and "McNemar p vs base" in out
+    assert "| rerank.top_k | `10` | `5` |" in out
+    assert main([*cli, "compare", DATASET, "base", key, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    cells = doc["splits"]["test"]["settings"]["served+rerank"]
+    assert doc["variants"] == ["base", variant] and 0 <= cells[variant]["p"] <= 1 and "p" not in cells["base"]
+
+    question = _a_test_question(root)
+    assert main([*cli, "query", DATASET, question, "--variant", variant]) == 0
+    assert "Answers:" in capsys.readouterr().out
+
+    assert main([*cli, "gc", key]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"removed {key}:") and "MiB stay (linked from other partitions)" in said
+    assert not art.path("skb").exists() and not instance.has_dynamic_partition("dataset", key)
+    for name, r in base.built():  # the base keeps every file
+        base.verify(name, r)
+
+
+def _a_test_question(root) -> str:
+    import pandas as pd
+
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, root).path("queries") / "queries.parquet")
+    return str(queries.loc[queries["split"] == "test", "query"].iloc[0])
 
 
 def test_retrieve_answers_every_test_query_as_the_evaluation_ranked_it(trained):
@@ -316,8 +433,9 @@ def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, 
         src.write_text(json.dumps(good[0]) + "\n" + json.dumps({"qid": 4, "query": good[1]["query"]}) + "\n")
         cli = ["--profile", "smoke", "--root", root, "retrieve", DATASET, "--batch-size", "2"]
         assert main([*cli, "--queries", str(src), "--out", str(tmp_path / "out.jsonl")]) == 0
-        assert [out[0], out[3]] == [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-        assert len(out[0]["ranking"]) == 100
+        served = [{f: v for f, v in r.items() if f != "request_id"} for r in (out[0], out[3])]  # + an id to rate
+        assert served == [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert len(out[0]["ranking"]) == 100 and len({out[0]["request_id"], out[3]["request_id"]}) == 2
 
         explained = httpx.post(f"{url}/query", json={"query": good[0]["query"], "k": 3}, timeout=120).json()
         assert len(explained["answers"]) == 3 and explained["plan"] and explained["entity_table"] is not None
@@ -341,6 +459,39 @@ def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, 
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=60) == 0
     capsys.readouterr()
+
+
+def test_query_with_server_prints_what_the_local_query_prints(trained, capsys):
+    """`grasp query --server URL` asks a running `grasp serve` and prints what `grasp query` prints (but the stage
+    times); a server of other settings, or an address where nothing answers, is refused in one line."""
+    import signal
+    import subprocess
+    import sys
+
+    from grasp_assets.cli import main
+
+    def but_times(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Time: ")]
+
+    tmp, _ = trained
+    root, question = str(tmp / "artifacts"), "Which drugs treat gout?"
+    capsys.readouterr()
+    assert main(["--profile", "smoke", "--root", root, "query", DATASET, question, "-k", "5"]) == 0
+    local = capsys.readouterr().out
+    client = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "query", DATASET, question, "-k", "5"]
+    server, url = _start_serve(root)
+    try:
+        remote = subprocess.run([*client, "--server", url], capture_output=True, text=True, timeout=120)
+        assert remote.returncode == 0, remote.stderr
+        assert "Answers:" in local and but_times(remote.stdout) == but_times(local)
+        other = subprocess.run([*client, "--no-rerank", "--server", url], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 2 and "answers with rerank True (asked: False)" in other.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    gone = subprocess.run([*client, "--server", url], capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 2 and gone.stderr.startswith(f"error: no grasp serve answers at {url} (")
+    assert gone.stderr.count("\n") == 1
 
 
 def test_serve_one_failing_question_never_fails_its_batch(trained):
@@ -367,6 +518,281 @@ def test_serve_one_failing_question_never_fails_its_batch(trained):
         response = client.post("/query", json={"query": "boom"})
         assert response.status_code == 500 and response.json()["error"].startswith("internal error")
         assert client.get("/health").json() == {"status": "ok", "dataset": DATASET}
+
+
+def _start_serve(root: str, *flags: str):
+    """A `grasp serve` process of the trained dataset, once its /health answers, and its URL."""
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    port = _free_port()
+    cmd = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "--root", root, "serve", DATASET, *flags]
+    server = subprocess.Popen([*cmd, "--port", str(port)], env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    deadline = time.monotonic() + 180
+    while True:
+        assert server.poll() is None, "grasp serve exited"
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).raise_for_status()
+            return server, f"http://127.0.0.1:{port}"
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "grasp serve did not come up"
+            time.sleep(0.5)
+
+
+def _remove_store(path) -> None:
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        file.unlink(missing_ok=True)
+
+
+def test_serve_takes_feedback_on_its_answers_and_refuses_bad_feedback_in_one_line(trained, capsys):
+    import signal
+
+    import httpx
+
+    from grasp_core.cli import main
+    from grasp_core.feedback import store_path
+
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    _remove_store(store_path(DATASET))
+    server, url = _start_serve(root)
+    try:
+        answer = httpx.post(f"{url}/query", json={"query": "Which drugs treat gout?", "k": 5}, timeout=120).json()
+        keys = [a["key"] for a in answer["answers"]]
+        request_id = answer["request_id"]
+        (record,) = httpx.post(f"{url}/retrieve", json=[{"qid": 7, "query": "gout"}], timeout=120).json()
+        assert record["qid"] == 7 and len(record["request_id"]) == 32 and len(record["ranking"]) == 100
+
+        one = {"request_id": request_id, "answer_key": keys[1], "relevant": True}
+        response = httpx.post(f"{url}/feedback", json=one, timeout=30)
+        assert response.status_code == 200 and response.json() == {"accepted": 1, "ids": [1]}
+        batch = [
+            {"request_id": record["request_id"], "answer_key": record["ranking"][0]["key"], "relevant": False},
+            {"query": "gout remedies", "answer_key": keys[0], "relevant": True},
+        ]
+        assert httpx.post(f"{url}/feedback", json=batch, timeout=30).json() == {"accepted": 2, "ids": [2, 3]}
+
+        refused = [
+            (b"{broken", 400, "the body is not JSON"),
+            (b'"relevant"', 400, "the body must be a JSON object or an array of them"),
+            (b"[]", 400, "the array holds no feedback record"),
+            (json.dumps({**one, "answer": "x"}).encode(), 400, "unknown field 'answer'"),
+            (json.dumps({**one, "relevant": "yes"}).encode(), 400, '"relevant" must be true or false'),
+            (json.dumps({"answer_key": keys[0], "relevant": True}).encode(), 400, 'needs "request_id"'),
+            (json.dumps({**one, "request_id": "0" * 32}).encode(), 404, f"request_id '{'0' * 32}' is unknown"),
+            (json.dumps([one, {**one, "answer_key": "no-such-key"}]).encode(), 422, "record 2: answer_key"),
+            (json.dumps([one] * 101).encode(), 413, "send at most 100 per request"),
+        ]
+        for content, status, message in refused:
+            response = httpx.post(f"{url}/feedback", content=content, timeout=30)
+            error = response.json()["error"]
+            assert response.status_code == status and message in error and "\n" not in error, (content, error)
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+
+    capsys.readouterr()
+    assert main(["feedback", "list", DATASET, "--json", "--limit", "0"]) == 0  # nothing refused was written
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["question"], r["answer_key"], r["relevant"], r["rank"], r["source"]) for r in rows] == [
+        ("Which drugs treat gout?", keys[1], True, 2, "http"),
+        ("gout", record["ranking"][0]["key"], False, 1, "http"),
+        ("gout remedies", keys[0], True, None, "http"),
+    ]
+
+
+def test_feedback_acknowledged_by_serve_survives_a_kill_mid_stream(trained):
+    """SIGKILL `grasp serve` (question logging off) while four clients stream feedback: every record it
+    acknowledged is in the store afterwards, and the store is consistent."""
+    import signal
+    import sqlite3
+    import threading
+
+    import httpx
+
+    from grasp_core.feedback import store_path
+
+    tmp, _ = trained
+    _remove_store(store_path(DATASET))
+    server, url = _start_serve(str(tmp / "artifacts"), "--no-log-questions")
+    try:
+        assert httpx.get(f"{url}/health").json()["log_questions"] is False
+        answer = httpx.post(f"{url}/query", json={"query": "Which drugs treat gout?", "k": 3}, timeout=120).json()
+        key = answer["answers"][0]["key"]
+        first = {"request_id": answer["request_id"], "answer_key": key, "relevant": True}
+        assert httpx.post(f"{url}/feedback", json=first, timeout=30).json()["accepted"] == 1
+
+        acked: dict[int, str] = {}  # feedback id -> the question it was sent with
+        lock, stop = threading.Lock(), threading.Event()
+
+        def client(n: int) -> None:
+            with httpx.Client(timeout=10) as http:
+                for i in range(100_000):
+                    if stop.is_set():
+                        return
+                    question = f"stream {n} question {i}"
+                    body = [{"query": question, "answer_key": key, "relevant": i % 3 > 0}]
+                    try:
+                        response = http.post(f"{url}/feedback", json=body)
+                    except httpx.TransportError:  # the server was killed
+                        return
+                    assert response.status_code == 200, response.text
+                    with lock:
+                        acked[response.json()["ids"][0]] = question
+
+        clients = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+        for c in clients:
+            c.start()
+        deadline = time.monotonic() + 120
+        while len(acked) < 200:
+            assert time.monotonic() < deadline and all(c.is_alive() for c in clients), len(acked)
+            time.sleep(0.01)
+        server.send_signal(signal.SIGKILL)  # mid-stream: requests are in flight
+        server.wait(timeout=30)
+        stop.set()
+        for c in clients:
+            c.join(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    with sqlite3.connect(store_path(DATASET)) as db:  # what the next process to open the store finds
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        stored = dict(db.execute("SELECT id, query FROM feedback WHERE query IS NOT NULL").fetchall())
+        logged = db.execute("SELECT query, answers FROM requests").fetchall()
+    assert len(acked) >= 200 and {i: stored.get(i) for i in acked} == acked
+    assert logged == [(None, json.dumps([a["key"] for a in answer["answers"]]))]  # no question text kept
+
+
+def _a_question_with_a_graph_answer(retriever, tmp) -> str:
+    """A test question of the trained system whose top 5 hold a graph answer, one the plan's paths reach if there
+    is one (the integrations carry the paths in each answer's metadata)."""
+    import pandas as pd
+
+    queries = pd.read_parquet(Artifacts.for_dataset(DATASET, tmp / "artifacts").path("queries") / "queries.parquet")
+    questions = queries.loc[queries["split"] == "test", "query"].head(8).tolist()
+    results = retriever.retrieve(questions, k=5, explain=True)
+    with_paths = [r.query for r in results if any(a.paths for a in r.answers)]
+    with_graph = [r.query for r in results if any(a.graph_rank is not None for a in r.answers)]
+    return (with_paths + with_graph + questions)[0]
+
+
+def test_langchain_retriever_invokes_to_grasp_answers_as_documents(trained):
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from grasp_core.errors import GraspError
+    from grasp_core.integrations.common import answer_metadata
+    from grasp_core.integrations.langchain import GraspLangChainRetriever
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    grasp = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke")
+    question = _a_question_with_a_graph_answer(grasp, tmp)
+    expected = grasp.retrieve([question], k=5, explain=True)[0].answers
+    retriever = GraspLangChainRetriever(retriever=grasp, k=5)
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke(question)
+    assert all(isinstance(d, Document) for d in docs) and len(docs) == 5
+    assert [d.id for d in docs] == [d.metadata["key"] for d in docs] == [a.key for a in expected]
+    assert [d.metadata for d in docs] == [answer_metadata(grasp, a, r) for r, a in enumerate(expected, 1)]
+    assert json.loads(json.dumps([d.metadata for d in docs])) == [d.metadata for d in docs]  # JSON-safe
+    assert {"key", "type", "name", "score", "found_by", "text_rank", "graph_rank", "paths"} <= set(docs[0].metadata)
+    assert any(d.metadata["paths"] for d in docs) == any(a.paths for a in expected)
+    assert all(d.page_content.startswith(f"{a.type}: {a.name}") for d, a in zip(docs, expected))
+    two = retriever.batch([question, "which genes?"])  # LangChain's batch, on its thread pool
+    assert [d.metadata["key"] for d in two[0]] == [a.key for a in expected] and len(two[1]) == 5
+    with pytest.raises(GraspError, match="the query is empty"):
+        retriever.invoke("   ")
+
+
+def test_llamaindex_retriever_retrieves_grasp_answers_as_nodes(trained):
+    import asyncio
+
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+    from grasp_core.integrations.llamaindex import GraspLlamaIndexRetriever
+
+    tmp, _ = trained
+    retriever = GraspLlamaIndexRetriever.from_artifacts(DATASET, tmp / "artifacts", "smoke", k=5)
+    assert isinstance(retriever, BaseRetriever)
+    question = _a_question_with_a_graph_answer(retriever.retriever, tmp)
+    expected = retriever.retriever.retrieve([question], k=5, explain=True)[0].answers
+    nodes = retriever.retrieve(question)
+    assert all(isinstance(n, NodeWithScore) for n in nodes) and len(nodes) == 5
+    assert [n.node.node_id for n in nodes] == [n.node.metadata["key"] for n in nodes] == [a.key for a in expected]
+    assert [n.score for n in nodes] == [float(a.score) for a in expected]
+    assert [n.node.metadata["found_by"] for n in nodes] == [a.found_by for a in expected]
+    assert [n.node.metadata["paths"] for n in nodes] == [a.paths for a in expected]
+    top = nodes[0].node
+    assert top.get_content() == retriever.retriever.ws.skb.document(expected[0].node_id)
+    llm_view = top.get_content(metadata_mode=MetadataMode.LLM)
+    assert f"key: {expected[0].key}" in llm_view and "reranker_contributions" not in llm_view
+    assert top.get_content(metadata_mode=MetadataMode.EMBED) == top.get_content()
+    assert [n.node.node_id for n in retriever.retrieve(QueryBundle(question))] == [a.key for a in expected]
+    assert [n.node.node_id for n in asyncio.run(retriever.aretrieve(question))] == [a.key for a in expected]
+
+
+def test_mcp_server_over_stdio_searches_and_explains_as_the_retriever(trained):
+    """`grasp mcp DATASET` as an MCP client starts it: a subprocess speaking the protocol on its stdin/stdout."""
+    import os
+    import sys
+
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from grasp_core.integrations.common import answer_metadata
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = str(tmp / "artifacts")
+    grasp = GraspRetriever.from_artifacts(DATASET, root, "smoke")
+    question = _a_question_with_a_graph_answer(grasp, tmp)
+    expected = grasp.retrieve([question], k=100, explain=True)[0]
+    graph_answer = next((a for a in expected.answers[:5] if a.graph_rank is not None), expected.answers[0])
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "grasp_assets.cli", "--profile", "smoke", "--root", root, "mcp", DATASET],
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+    )
+
+    async def session() -> dict:
+        out = {}
+        with anyio.fail_after(300):
+            async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
+                out["init"] = await client.initialize()
+                out["tools"] = (await client.list_tools()).tools
+                out["search"] = await client.call_tool("search", {"query": question, "k": 5})
+                out["explain"] = await client.call_tool("explain", {"query": question, "key": graph_answer.key})
+                out["empty"] = await client.call_tool("search", {"query": "  "})
+                out["bad k"] = await client.call_tool("search", {"query": question, "k": 0})
+                out["no key"] = await client.call_tool("explain", {"query": question, "key": "no-such-key"})
+        return out
+
+    out = anyio.run(session)
+    assert out["init"].server_info.name == f"grasp-{DATASET}"
+    assert {t.name for t in out["tools"]} == {"search", "explain"}
+    search = out["search"]
+    assert not search.is_error and json.loads(search.content[0].text) == search.structured_content
+    answers = search.structured_content["answers"]
+    assert [a["key"] for a in answers] == [a.key for a in expected.answers[:5]]
+    assert [a["score"] for a in answers] == pytest.approx([a.score for a in expected.answers[:5]], rel=1e-4)
+    assert all(a["text"].startswith(f"{a['type']}: {a['name']}") and len(a["text"]) <= 300 for a in answers)
+    explained = out["explain"]
+    assert not explained.is_error
+    body = explained.structured_content
+    rank = expected.answers.index(graph_answer) + 1
+    want = answer_metadata(grasp, graph_answer, rank)
+    assert body["rank"] == rank and body["answer"] == {**want, "score": pytest.approx(want["score"], rel=1e-4)}
+    assert body["plan"] == expected.plan and body["cypher"] == expected.cypher and body["entity_table"] is not None
+    assert body["ms"]["planning"] > 0
+    for name, message in (("empty", "the query is empty"), ("bad k", "k"), ("no key", "has no node with key")):
+        assert out[name].is_error and message in out[name].content[0].text, name
 
 
 def test_parallel_branches_give_the_same_answers(trained):
@@ -979,11 +1405,12 @@ def test_the_dag_launched_in_containers_reproduces_the_local_run(trained, in_con
     local_ml = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
     remote_ml = MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}")
 
-    def mlflow_runs(client):
-        exp = client.get_experiment_by_name("grasp")
+    def mlflow_runs(client):  # the base partition's asset and round runs (not the local builds' parent runs, nor
+        exp = client.get_experiment_by_name(f"grasp/{DATASET}")  # the runs of the variant the local tests built)
         return {
             (r.info.run_name, r.data.tags.get("step")): r
-            for r in client.search_runs([exp.experiment_id], max_results=500)
+            for r in client.search_runs([exp.experiment_id], max_results=1000)
+            if r.data.tags.get("grasp.kind") != "pipeline" and "partition" not in r.data.tags
         }
 
     a, b = mlflow_runs(local_ml), mlflow_runs(remote_ml)

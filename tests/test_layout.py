@@ -34,9 +34,24 @@ def test_the_cli_help_loads_no_model_or_orchestration_library():
         "    pass\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)"
     )
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr)
-    assert "grasp_core.profiles" in loaded  # the help lists the profiles: their configs are read
-    heavy = ("torch", "transformers", "sentence_transformers", "faiss", "llguidance", "dagster", "mlflow")
+    assert "grasp_core.names" in loaded  # the choices it lists; the configs load in the commands that read them
+    heavy = ("torch", "transformers", "sentence_transformers", "faiss", "llguidance", "dagster", "mlflow", "pandas")
     assert sorted({m.split(".")[0] for m in loaded} & set(heavy)) == []
+
+
+def test_query_with_server_loads_no_library_beyond_the_standard_one():
+    """``grasp query --server`` is a client of a running grasp serve: it must start in a Python start's time."""
+    code = (
+        "import sys, json\nfrom grasp_assets import cli\n"
+        "rc = cli.main(['query', 'hpo', 'Which genes?', '--server', 'http://127.0.0.1:9'])\n"
+        "print(json.dumps([rc, sorted(sys.modules)]), file=sys.stderr)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rc, loaded = json.loads(run.stderr.splitlines()[-1])
+    assert rc == 2 and "no grasp serve answers at http://127.0.0.1:9" in run.stderr  # nothing listens on port 9
+    heavy = ("numpy", "pandas", "pyarrow", "torch", "transformers", "faiss", "httpx", "fastapi", "pydantic", "dagster")
+    assert sorted({m.split(".")[0] for m in loaded} & set(heavy)) == []
+    assert not {"grasp_core.components", "grasp_core.profiles", "grasp_core.retriever"} & set(loaded)
 
 
 def _unit(module: str) -> str:

@@ -9,7 +9,7 @@ is missing or failed its gate) rather than drawn as an edge; the blocking check 
 
 import dagster as dg
 
-from grasp_assets.partitions import dataset_partitions, dataset_round_partitions, round_of
+from grasp_assets.partitions import dataset_of, dataset_partitions, dataset_round_partitions, round_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import (
     ENTITY_TABLES,
@@ -76,7 +76,7 @@ def sft_adapter(
         mlflow,
         steps.sft_step,
         wants_log=True,
-        profile_changes=profile_override(settings, "sft", config),
+        profile_changes=profile_override(settings, "sft", config, dataset_of(context)),
     )
 
 
@@ -129,6 +129,6 @@ def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: 
         r,
         round_key=r,
         wants_log=True,
-        profile_changes=profile_override(settings, "grpo", config),
+        profile_changes=profile_override(settings, "grpo", config, dataset_of(context)),
         check_results=gate,
     )

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from grasp_assets.partitions import dataset_partitions
+from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import QUERIES, VECTOR_INDEXES
 from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
@@ -33,7 +33,7 @@ def mfar_model(
         mlflow,
         steps.mfar_model_step,
         wants_log=True,
-        profile_changes=profile_override(settings, "mfar", config),
+        profile_changes=profile_override(settings, "mfar", config, dataset_of(context)),
     )
 
 

@@ -7,16 +7,17 @@ last-token pooling and no instruction prefix. The pipeline is always assembled h
 
 ``Encoder.encode`` tokenizes every text once (truncated at ``max_tokens``), groups texts by their token count
 rounded up to a multiple of 8 and pads each group to exactly that length (so a text's vector does not depend
-on the other texts' lengths), runs the batches and returns float32 L2-normalized vectors in input order. ``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes
-it natively (CUDA, or a CPU with AVX-512 BF16 / AMX: 1.52x faster for MiniLM on 2 cores, cosine to float32
->= 0.9999 on 1,000 texts, ``benchmarks/embedding_throughput.py``) and in float32 elsewhere; the dtype is part of ``identity``, so
+on the other texts' lengths), runs the batches and returns float32 L2-normalized vectors in input order.
+``dtype`` ``auto`` (both profiles) runs the model in bfloat16 where the device computes it natively (CUDA, or a CPU
+with AVX-512 BF16 / AMX: faster for MiniLM, with vectors all but equal to float32's,
+``benchmarks/results/embedding_throughput.json``) and in float32 elsewhere; the dtype is part of ``identity``, so
 embeddings built in one dtype are never mixed with another.
 
 On a CPU with AMX, oneDNN's AMX bfloat16 kernels made a vector depend on how many texts share its batch (up to
 1.3e-3 between a text alone and in a batch of 3-16 texts of its length), so a question's answer depended on the
 questions served with it; importing :mod:`grasp_core` caps oneDNN at AVX-512 BF16 (``ONEDNN_MAX_CPU_ISA``), which
-does not, at a cost there: documents 4.8x and one query 1.6x slower (``benchmarks/batch_invariance.py``). MKL's float32 ``addmm`` there still varies with the
-row count in the last bits (the float32 test allows 1e-6).
+does not, at a cost in speed there (``benchmarks/results/batch_invariance.json``). MKL's float32 ``addmm`` there
+still varies with the row count in the last bits (the float32 test allows 1e-6).
 
 Inside :meth:`Encoder.remembering` (one batch of the answer path), a text whose tokens (after truncation, at
 their padded length) were encoded before gets that vector: the text branch, the planner and the reranker read the
@@ -130,7 +131,7 @@ class Encoder:
             tokens = self.tokenizer(texts, truncation=True, max_length=max_tokens)
         keys = [k for k in tokens.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
         device = self.model.device
-        if self.model.training:  # (train() walks every submodule: ~1 ms of a short question's call)
+        if self.model.training:  # (eval() walks every submodule: a noticeable part of a short question's call)
             self.model.eval()
         with torch.inference_mode():
             batches = self._batches(tokens["input_ids"], max_tokens)

@@ -52,7 +52,7 @@ from tqdm.auto import tqdm
 from grasp_core.entities.linking import LinkingConfig, Mention, NameHits, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
-from grasp_core.textnorm import normalize, tokenize
+from grasp_core.textnorm import normalize, tokenize, tokens
 
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with without within into onto about over under above below between
@@ -151,15 +151,18 @@ class GazetteerExtractor:
         entries: dict[str, set[int]] = defaultdict(set)
         symbol_votes: dict[str, bool] = {}
         for node_id, alias in self._aliases():
-            tokens = [t for t, _, _ in tokenize(alias)]
-            if not tokens or len(tokens) > self.cfg.max_ngram or all(t in STOPWORDS for t in tokens):
+            words = tokens(alias)
+            if not words or len(words) > self.cfg.max_ngram or STOPWORDS.issuperset(words):
                 continue
-            if len(tokens) == 1 and (len(tokens[0]) < self.cfg.min_chars or tokens[0].isdigit()):
+            if len(words) == 1 and (len(words[0]) < self.cfg.min_chars or words[0].isdigit()):
                 continue
-            key = " ".join(tokens)
+            key = " ".join(words)
             entries[key].add(node_id)
             symbol_votes[key] = symbol_votes.get(key, True) and _is_symbol(alias)
-        by_degree = {k: tuple(sorted(v, key=lambda i: (-self._degrees[i], i))) for k, v in entries.items()}
+        degrees = self._degrees.tolist()
+        by_degree = {
+            k: (*v,) if len(v) == 1 else tuple(sorted(v, key=lambda i: (-degrees[i], i))) for k, v in entries.items()
+        }
         return by_degree, frozenset(k for k, is_symbol in symbol_votes.items() if is_symbol)
 
     def _build_type_words(self) -> dict[str, str]:

@@ -300,28 +300,58 @@ ALIAS_FEATURES = ("alias cosine", "alias in query")
 
 
 class _AliasRows:
-    """Each node's name and alias vectors and normalized strings, gathered per candidate list."""
+    """Each node's name and alias vectors and normalized strings, gathered per candidate list.
+
+    Built lazily: a node's strings are normalized the first time it is a candidate, and the vectors are gathered from
+    the name and alias arrays per candidate list (the rows of their concatenation, in its order), so building costs
+    neither a pass over every name and alias of the SKB nor a copy of their vectors (a cold ``grasp query`` reads a
+    few hundred candidates)."""
 
     def __init__(self, skb: SKB, names: NodeEmbeddings):
+        from grasp_core.skb.format import ALIASES
         from grasp_core.textnorm import normalize
 
-        vectors, owner = names.name_vectors()
+        self._names, self._owned = names.name, names.alias if names.alias is not None else names.name[:0]
+        owner = np.arange(len(names.name), dtype=np.int64)
+        if len(self._owned):
+            assert names.alias_owner is not None
+            owner = np.concatenate([owner, names.alias_owner])  # the rows of names.name_vectors()
         order = np.argsort(owner, kind="stable")
-        self.vectors, self.rows = vectors, order
+        self.rows = order
         self.starts = np.searchsorted(owner[order], np.arange(skb.num_nodes + 1))
-        strings: list[list[str]] = [[normalize(str(n))] for n in skb.nodes["name"]]
-        for node, alias in skb.alias_pairs():
-            strings[node].append(normalize(alias))
-        self.strings = [[f" {s} " for s in dict.fromkeys(ss) if s] for ss in strings]
+        self._node_names = skb.nodes["name"].to_numpy()
+        self._node_aliases = skb.nodes[ALIASES].to_numpy() if ALIASES in skb.nodes else None
+        self._strings: dict[int, list[str]] = {}
         self._normalize = normalize
+
+    def strings(self, node: int) -> list[str]:
+        """`` name `` and each `` alias `` of ``node``, normalized, distinct, padded with a space."""
+        out = self._strings.get(node)
+        if out is None:
+            from grasp_core.skb.format import is_alias_list
+
+            texts = [str(self._node_names[node])]
+            aliases = self._node_aliases[node] if self._node_aliases is not None else None
+            if is_alias_list(aliases):
+                texts += [str(a) for a in aliases]  # type: ignore[union-attr]
+            out = self._strings[node] = [f" {s} " for s in dict.fromkeys(map(self._normalize, texts)) if s]
+        return out
+
+    def _vectors(self, pos: np.ndarray) -> np.ndarray:
+        """Rows ``pos`` of the names' vectors followed by the aliases' (``NodeEmbeddings.name_vectors``)."""
+        out = np.empty((len(pos), self._names.shape[1]), self._names.dtype)
+        own = pos < len(self._names)
+        out[own] = self._names[pos[own]]
+        out[~own] = self._owned[pos[~own] - len(self._names)]
+        return out
 
     def match(self, query: str, qvec: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(best name-or-alias cosine to the query vector, 1 if a name or alias occurs in the query) per candidate."""
         lens = (self.starts[ids + 1] - self.starts[ids]).astype(np.int64)
         pos = np.concatenate([self.rows[self.starts[i] : self.starts[i + 1]] for i in ids])
-        cosine = _segment(np.maximum, self.vectors[pos] @ qvec, lens)
+        cosine = _segment(np.maximum, self._vectors(pos) @ qvec, lens)
         text = f" {self._normalize(query)} "
-        in_query = np.asarray([any(s in text for s in self.strings[i]) for i in ids], np.float32)
+        in_query = np.asarray([any(s in text for s in self.strings(i)) for i in ids.tolist()], np.float32)
         return cosine, in_query
 
 

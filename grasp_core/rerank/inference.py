@@ -43,7 +43,7 @@ class Reranked(NamedTuple):
     ranking: Ranking  # the whole fused list, top K reordered
     scores: np.ndarray  # f32[min(K, len(fused))]: reranker scores of fused.node_ids[:K], in fused order
     seconds: float
-    contributions: list[list[tuple[str, float]]] | None = None  # ltr with explain: top features per candidate
+    contributions: Sequence[list[tuple[str, float]]] | None = None  # ltr with explain: top features per candidate
 
 
 class ValItem(NamedTuple):

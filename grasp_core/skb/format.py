@@ -122,6 +122,9 @@ def _is_list(value) -> bool:
     return value is not None and not isinstance(value, (str, bytes, float)) and hasattr(value, "__len__")
 
 
+is_alias_list = _is_list  # a cell of the ``aliases`` column that holds aliases (None, NaN or a string does not)
+
+
 def aliases_from_fields(nodes: pd.DataFrame, fields: tuple[str, ...]) -> list[list[str]]:
     """Per node, the alternative names held in text ``fields`` (split on ``;``, ``|``, tab or newline), name and
     repeats left out: how a loader whose source keeps aliases in a text field fills the ``aliases`` column."""
