@@ -2,14 +2,18 @@
 
 Wall and CPU seconds and peak memory of each (the median of the runs), with the 1-minute load average.
 
-Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question TEXT] [--out FILE] [--no-server]``;
-writes ``benchmarks/results/cold_query.json`` (or ``--out``) and prints it.
+Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question TEXT] [--out FILE] [--no-server]
+[--before DIR]``; writes ``benchmarks/results/cold_query.json`` (or ``--out``) and prints it.
 
 Each run starts ``grasp query DATASET QUESTION`` as a new process (the installed command, as a user types it)
-and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). The same is done for
-``python -c "import grasp_core.retriever"`` (the imports alone), so the rest is loading the artifacts and
-answering. The operating system's file cache is warm after the first run (the figures are the median of the
-runs); the 1-minute load average is recorded because the machine may be shared.
+and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). The same is done for the
+imports alone (``IMPORTS``: the library and sentence-transformers, which the encoder imports when it loads), so the
+rest is loading the artifacts and answering. The operating system's file cache is warm after the first run (the
+figures are the median of the runs); the 1-minute load average is recorded because the machine may be shared.
+
+With ``--before DIR`` the same is timed for the code under DIR (``PYTHONPATH``; a copy of the package directories
+is enough), run by run interleaved with this checkout's, as ``before``: on a shared machine only figures taken side
+by side compare.
 
 Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (its feedback store in a temporary
 instance directory, so the user's store gets no benchmark questions), waits until it answers (``server.startup_s``:
@@ -41,8 +45,10 @@ from grasp_core.io import write_json
 
 RESULTS = Path(__file__).parent / "results" / "cold_query.json"
 GRASP = Path(sys.executable).with_name("grasp")
+# what the answer path imports: the library, and the encoder's sentence-transformers (imported when it loads)
+IMPORTS = "import grasp_core.retriever, sentence_transformers.sentence_transformer.modules"
 BYTECODE = (
-    "import os, sys, grasp_core.retriever\n"
+    f"import os, sys\n{IMPORTS}\n"
     "ms = [m for m in list(sys.modules.values()) if isinstance(getattr(m, '__cached__', None), str)]\n"
     "print(sum(os.path.exists(m.__cached__) for m in ms) / len(ms))"
 )
@@ -64,6 +70,16 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
 
 def median(runs: list[dict]) -> dict:
     return {k: round(float(np.median([r[k] for r in runs])), 2) for k in runs[0]}
+
+
+def _side_env(directory: Path) -> dict:
+    """The environment that makes a child import the grasp_core under ``directory`` (checked)."""
+    env = {**os.environ, "PYTHONPATH": str(directory.resolve())}
+    code = "import grasp_core, grasp_assets; print(grasp_core.__file__, grasp_assets.__file__)"
+    found = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True)
+    if found.returncode or not all(Path(f).is_relative_to(directory.resolve()) for f in found.stdout.split()):
+        raise SystemExit(f"--before {directory}: its grasp_core and grasp_assets are not what a child imports")
+    return env
 
 
 def _free_port() -> int:
@@ -118,27 +134,49 @@ def main() -> None:
     parser.add_argument("--question", default="Which genes are linked to Rett syndrome?")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
     parser.add_argument("--no-server", action="store_true", help="skip the grasp serve / query --server part")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also time the grasp_core and grasp_assets under DIR (a checkout or a copy of the code before a change), "
+        "interleaved with this checkout's run by run, under the results' `before`",
+    )
     args = parser.parse_args()
     root = ["--root", args.root] if args.root else []
     query = [str(GRASP), *root, "query", args.dataset, args.question]
-    imports = [sys.executable, "-c", "import grasp_core.retriever"]
-    bytecode = subprocess.run([sys.executable, "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
+    imports = [sys.executable, "-P", "-c", IMPORTS]  # -P: not the working directory's grasp_core
+    sides = {"after": None}
+    if args.before is not None:
+        sides = {"before": _side_env(args.before), "after": None}
+    bytecode = subprocess.run([sys.executable, "-P", "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
     load_before = os.getloadavg()[0]
-    import_runs = [timed(imports) for _ in range(args.runs)]
-    query_runs = []
-    for i in range(args.runs):
-        query_runs.append(timed(query))
-        print(f"run {i + 1}: query {query_runs[-1]['wall_s']:.1f} s wall", flush=True)
+    runs: dict[str, dict[str, list[dict]]] = {side: {"imports": [], "query": []} for side in sides}
+    for i in range(args.runs):  # the sides alternate, and which goes first alternates from run to run
+        order = list(sides) if i % 2 == 0 else list(reversed(sides))
+        for side in order:
+            runs[side]["imports"].append(timed(imports, sides[side]))
+        for side in order:
+            runs[side]["query"].append(timed(query, sides[side]))
+            print(f"run {i + 1}: {side} query {runs[side]['query'][-1]['wall_s']:.1f} s wall", flush=True)
     load_after = os.getloadavg()[0]
     result = {
         "command": " ".join(["grasp", *root, "query", args.dataset, repr(args.question)]),
         "runs": args.runs,
-        "query": median(query_runs),
-        "imports_only": median(import_runs),
+        "query": median(runs["after"]["query"]),
+        "imports_only": median(runs["after"]["imports"]),
         "load_average_1min": {"before": load_before, "after": load_after},
         "cores": len(os.sched_getaffinity(0)),
         "bytecode_cached": round(float(bytecode), 3),
     }
+    if args.before is not None:
+        pairs = zip(runs["before"]["query"], runs["after"]["query"])
+        result["before"] = {
+            "code": str(args.before),
+            "query": median(runs["before"]["query"]),
+            "imports_only": median(runs["before"]["imports"]),
+            "query_wall_s_saved_per_run": [round(b["wall_s"] - a["wall_s"], 2) for b, a in pairs],
+        }
     if not args.no_server:
         serve_root = str(Artifacts.for_dataset(args.dataset, args.root).root)  # before DAGSTER_HOME moves
         result["server"] = server_runs(args.dataset, serve_root, args.question, args.runs)
