@@ -376,11 +376,10 @@ def compare(dataset: str, variants: Iterable[str], root: str | Path | None = Non
     import numpy as np
 
     from grasp_core.datasets import check_dataset
-    from grasp_core.eval.results import SPLITS, read_per_query
+    from grasp_core.eval.results import SPLITS, percentages, read_per_query
     from grasp_core.eval.significance import mcnemar
     from grasp_core.io import is_complete, read_json
-    from grasp_core.metrics import METRICS
-    from grasp_core.report import EVALUATION_ASSETS
+    from grasp_core.report import evaluation_dirs
 
     check_dataset(dataset)
     keys = list(dict.fromkeys(variant_key(dataset, v) for v in (list(variants) or [BASE])))
@@ -399,7 +398,7 @@ def compare(dataset: str, variants: Iterable[str], root: str | Path | None = Non
     labels = [_label(k) for k in keys]
     splits = {}
     for split in SPLITS:
-        rows = [read_per_query([a.path(n) for n in EVALUATION_ASSETS if is_complete(a.path(n))], split) for a in arts]
+        rows = [read_per_query(evaluation_dirs(a), split) for a in arts]
         if any(len(r) == 0 for r in rows):
             continue
         names = list(dict.fromkeys(s for r in rows for s in r["setting"]))
@@ -411,7 +410,7 @@ def compare(dataset: str, variants: Iterable[str], root: str | Path | None = Non
             for label, part in zip(labels, parts):
                 if len(part) == 0:
                     continue
-                cells[label] = {m: round(100 * float(part[m].mean()), 2) for m in METRICS} | {"n": len(part)}
+                cells[label] = percentages(part) | {"n": len(part)}
             first = parts[0]
             for label, part in zip(labels[1:], parts[1:]):
                 if label in cells and len(first):

@@ -30,12 +30,17 @@ LEARNED_VS_FIXED = ("sft", "fixed-ratio fusion", "router", "no entity table")
 README_BEGIN, README_END = "<!-- results:begin (grasp report --readme) -->", "<!-- results:end -->"
 
 
+def evaluation_dirs(art: Artifacts) -> list[Path]:
+    """The finished evaluation artifacts whose per-query rows make up a dataset's settings."""
+    return [art.path(a) for a in EVALUATION_ASSETS if is_complete(art.path(a))]
+
+
 def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) -> dict[str, dict]:
     """{split: results document} of every evaluated split; latency and step times go with the test split."""
     meta = read_json(art.require("eval_metrics") / "metrics.json")
     latency_dir = art.path("latency")
     latency = read_json(latency_dir / "latency.json")["stages"] if is_complete(latency_dir) else {}
-    dirs = [art.path(a) for a in EVALUATION_ASSETS if is_complete(art.path(a))]
+    dirs = evaluation_dirs(art)
     evaluated = datetime.fromtimestamp((art.require("eval_metrics") / "metrics.json").stat().st_mtime, UTC)
     out = {}
     for split in SPLITS:

@@ -54,6 +54,11 @@ def read_per_query(dirs: Iterable[Path], split: str) -> pd.DataFrame:
     return rows.drop_duplicates(["setting", "qid"], keep="last").reset_index(drop=True)
 
 
+def percentages(rows: pd.DataFrame) -> dict[str, float]:
+    """Each metric's mean over one setting's per-query rows, in percent (two decimals)."""
+    return {m: round(100 * float(rows[m].mean()), 2) for m in METRICS}
+
+
 def mcnemar_pairs(settings: Sequence[str]) -> list[tuple[str, str]]:
     pairs = [(RERANKED, SERVED)] if RERANKED in settings and SERVED in settings else []
     if SERVED in settings:
@@ -84,7 +89,7 @@ def build_results(
                 f"setting {name!r} of {dataset!r} ({split}) covers {len(these)} queries, {names[0]!r} {len(qids)}: "
                 "rematerialize the evaluation assets so that every setting scores the same queries"
             )
-        settings[name] = {m: round(100 * float(part[m].mean()), 2) for m in METRICS}
+        settings[name] = percentages(part)
         hits[name] = part["hit@1"].to_numpy() > 0.5
     return {
         "dataset": dataset,
