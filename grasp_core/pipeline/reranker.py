@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from grasp_core.rerank.asked_type import AskedType
 
 LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
+VAL_LISTS_FILE = "val_lists.parquet"  # the first ``LTRConfig.val_queries`` val questions' inputs (ltr)
 
 
 def served_inputs(ws: Components, split: str, cap: int | None = None):
@@ -55,6 +56,9 @@ def _train_cap(ws: Components) -> int | None:
     reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "ltr", "rerank", "reward", "rl"),
 )
 def hard_negatives_step(ws: Components) -> dict:
+    """The served planner's fused lists the reranker learns from: the training questions' (and their hard
+    negatives) and, for ``ltr``, the val questions' it is early-stopped on. The answer path runs without the
+    reranker, so K is never read at run time and a variant that changes only K reuses this artifact."""
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
     planner, qids, inputs, gold = served_inputs(ws, "train", _train_cap(ws))
@@ -62,16 +66,13 @@ def hard_negatives_step(ws: Components) -> dict:
     with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
         negs.to_parquet(tmp / "hard_negatives.parquet")
         _inputs_frame(qids, inputs).to_parquet(tmp / LISTS_FILE)
-    K = ws.profile.rerank.top_k
+        if ws.reranker_kind == "ltr":
+            _, val_qids, val_inputs, _ = served_inputs(ws, "val", ws.profile.ltr.val_queries)
+            _inputs_frame(val_qids, val_inputs).to_parquet(tmp / VAL_LISTS_FILE)
     return {
         "planner": planner,
         "train_queries": len(qids),
         "queries_with_positive": len(negs),
-        "gold_in_top_k_share": round(
-            100.0 * float(np.mean([(x.fused.rank_of(g) or K + 1) <= K for x, g in zip(inputs, gold)])), 1
-        )
-        if inputs
-        else 0.0,
         "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
         "path": str(ws.art.path("reranker_hard_negatives")),
     }
@@ -148,18 +149,18 @@ class LTRData:
 
 
 def ltr_data(ws: Components, asked: AskedType) -> LTRData:
-    """Rebuild the ``ltr`` step's inputs from the artifacts: the training lists ``reranker_hard_negatives`` stored,
-    the served planner's lists of the first ``LTRConfig.val_queries`` val questions, and their features with the
-    asked-type model ``asked``. The step and ``benchmarks/reranker_seeds.py`` both call this, so they train on the
+    """Rebuild the ``ltr`` step's inputs from the artifacts: the training and val lists ``reranker_hard_negatives``
+    stored, and their features with the asked-type model ``asked``. The step and ``benchmarks/reranker_seeds.py`` both call this, so they train on the
     same data."""
     from grasp_core.rerank.ltr import labels_of
 
     K = ws.profile.rerank.top_k
-    frame = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)
-    train_qids, train_inputs = _inputs_of(ws, frame)
-    _, _, val_inputs, val_gold = served_inputs(ws, "val", ws.profile.ltr.val_queries)
+    lists = ws.art.require("reranker_hard_negatives")
+    train_qids, train_inputs = _inputs_of(ws, pd.read_parquet(lists / LISTS_FILE))
+    val_qids, val_inputs = _inputs_of(ws, pd.read_parquet(lists / VAL_LISTS_FILE))
     features = ws.reranker_features(asked)
     gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
+    val_gold = [gold[q] for q in val_qids]
     train_y = [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)]
     val_y = [labels_of(x.fused.node_ids[:K], g) for x, g in zip(val_inputs, val_gold)]
     return LTRData(
@@ -209,9 +210,13 @@ def _ltr_step(ws: Components) -> dict:
         ),
     }
     top, at = dict(list(trained.importance.items())[:15]), ws.profile.ltr.early_stopping_at
+    train_gold_in_top_k = [bool(y.size and y.max() > 0) for y in data.train[1]]
     return {
         "kind": "ltr",
         "train_queries": len(data.train[0]),
+        "train_gold_in_top_k_share": round(100.0 * float(np.mean(train_gold_in_top_k)), 1)
+        if train_gold_in_top_k
+        else 0.0,
         "train_groups": trained.train_groups,
         "val_queries": len(val_inputs),
         "best_round": trained.best_round,
