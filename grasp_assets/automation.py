@@ -1,10 +1,12 @@
-"""Operations: jobs, the retraining schedule, the stage-chaining sensor, the source and dataset registry sensors.
+"""Operations: jobs, the retraining schedule, the stage-chaining sensor, the source, feedback and dataset registry
+sensors.
 
 The stages and their order are :mod:`grasp_assets.stages`; what a run rebuilds is decided by one check,
 :func:`grasp_assets.freshness.next_work` (missing, corrupt or stale assets, a wave at a time), the same one
 `grasp pipeline` uses. The weekly schedule launches, per registered dataset, `prepare` for its assets to
 rebuild; `source_changes` observes every dataset's source and launches `prepare` when it changed;
-`chain_training_stages` launches the next wave when a run succeeds: the same stage while it has assets to
+`feedback_growth` observes the confirmed questions from use and launches `prepare` once they grew by
+`retrain.retrain_after`; `chain_training_stages` launches the next wave when a run succeeds: the same stage while it has assets to
 rebuild, then the next stage that has; a round whose validation gate fails does not succeed (the `planner`
 asset's blocking check stops it): `continue_after_a_failed_gate` then passes over the later rounds and launches
 `finish`, as `grasp pipeline` does. Dagster's run queue (dagster_home/dagster.yaml) lets one heavy run at a time
@@ -14,9 +16,10 @@ use the machine; failed steps retry with exponential backoff.
 import dagster as dg
 
 from grasp_assets.dead_runs import release_dead_runs
-from grasp_assets.freshness import next_work, observe_source
+from grasp_assets.freshness import next_work, observe_feedback, observe_source
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
 from grasp_assets.resources import GraspSettings
+from grasp_assets.run_records import failed_check
 from grasp_assets.stages import FINISH, GATE_CHECK, ORDER, PREPARE, RL_ROUND, Step
 from grasp_assets.steps import HEAVY
 from grasp_assets.versions import with_code_version
@@ -64,25 +67,30 @@ def _graph(graph, dataset: str):
     return dg.Definitions(assets=assets).resolve_asset_graph()
 
 
-def _request(step: Step, dataset: str, todo: dict[str, str], run_key: str) -> dg.RunRequest:
+def _request(step: Step, dataset: str, todo: dict[str, str], run_key: str, cause: str = "") -> dg.RunRequest:
+    """The run of ``step`` for ``dataset`` that rebuilds ``todo``; the tag ``grasp/why`` (shown in the UI's run list)
+    says why: ``cause`` (what triggered it), then each asset's reason."""
     partition = dg.MultiPartitionKey({DATASET: dataset, ROUND: step.round_key}) if step.round_key else dataset
+    why = "; ".join(f"{n}: {why}" for n, why in sorted(todo.items()))
     return dg.RunRequest(
         run_key=run_key,
         job_name=step.stage,
         partition_key=partition,
         asset_selection=[dg.AssetKey(n) for n in todo],
-        tags={"grasp/why": "; ".join(f"{n}: {why}" for n, why in sorted(todo.items()))[:4000]},
+        tags={"grasp/why": (f"{cause}. {why}" if cause else why)[:4000]},
     )
 
 
 @dg.schedule(job=prepare_job, cron_schedule="0 3 * * 0", default_status=dg.DefaultScheduleStatus.STOPPED)
 def weekly_retraining(context: dg.ScheduleEvaluationContext):
-    """Every Sunday 03:00: per registered dataset, `prepare`'s assets to rebuild (then `chain_training_stages`
-    continues with what is stale after them); nothing for a dataset whose `prepare` is fresh. Start it in the UI
+    """Every Sunday 03:00: per registered dataset, the feedback observed (any new confirmed question) and
+    `prepare`'s assets to rebuild (then `chain_training_stages` continues with what is stale after them); nothing
+    for a dataset whose `prepare` is fresh. Start it in the UI
     or with `dagster schedule start`."""
     graph = context.repository_def.asset_graph
     for dataset in context.instance.get_dynamic_partitions(DATASET):
         try:
+            grown = observe_feedback(context.instance, dataset)  # any new confirmed question counts, weekly
             work = next_work(
                 context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset), Step(PREPARE)
             )
@@ -90,7 +98,8 @@ def weekly_retraining(context: dg.ScheduleEvaluationContext):
             context.log.info(f"{dataset}: {exc}")
             continue
         if work is not None and work[0] == Step(PREPARE):
-            yield _request(work[0], dataset, work[1], f"{dataset}-{context.scheduled_execution_time:%Y%m%d}")
+            cause = f"weekly: {grown[1]} new confirmed feedback questions" if grown else "weekly"
+            yield _request(work[0], dataset, work[1], f"{dataset}-{context.scheduled_execution_time:%Y%m%d}", cause)
 
 
 def _next_wave(context: dg.RunStatusSensorContext, again: bool = True):
@@ -135,13 +144,7 @@ def chain_training_stages(context: dg.RunStatusSensorContext):
 
 def stopped_by_gate(instance: dg.DagsterInstance, run_id: str) -> bool:
     """True when the run's `planner` failed its blocking validation gate (`val_hit1_improved`)."""
-    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
-    return any(
-        event.check_name == GATE_CHECK and not event.passed
-        for record in records
-        if record.event_log_entry.dagster_event is not None
-        for event in [record.event_log_entry.dagster_event.event_specific_data]
-    )
+    return failed_check(instance, run_id, GATE_CHECK)
 
 
 @dg.run_status_sensor(
@@ -201,6 +204,33 @@ def source_changes(context: dg.SensorEvaluationContext):
     return requests or dg.SkipReason("no source changed")
 
 
+@dg.sensor(job=prepare_job, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.STOPPED)
+def feedback_growth(context: dg.SensorEvaluationContext):
+    """Observes every registered dataset's feedback store (``feedback_source``); once the confirmed questions have
+    grown by `retrain.retrain_after` since the last observation, launches `prepare` for what they make stale
+    (`queries`, then wave after wave the text branch, the planner rounds, the reranker, the evaluation and the
+    guarded release). Stopped by default, like the weekly schedule: start it in the UI or with `dagster sensor
+    start feedback_growth` (the daemon must run)."""
+    graph = context.repository_def.asset_graph if context.repository_def else None
+    requests = []
+    for dataset in context.instance.get_dynamic_partitions(DATASET) if graph else ():
+        try:
+            after = GraspSettings().get_profile(dataset).retrain.retrain_after
+            grown = observe_feedback(context.instance, dataset, min_growth=after)
+            work = (
+                next_work(context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset))
+                if grown
+                else None
+            )
+        except GraspError as exc:  # a variant whose file was removed or broken, an unreadable store
+            context.log.info(f"{dataset}: {exc}")
+            continue
+        if grown and work is not None:
+            cause = f"feedback grew by {grown[1]} confirmed questions ({grown[0]} in all; retrain after {after})"
+            requests.append(_request(work[0], dataset, work[1], f"feedback-{dataset}-{grown[0]}", cause))
+    return requests or dg.SkipReason("no dataset's confirmed feedback grew enough")
+
+
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def release_dead_runs_sensor(context: dg.SensorEvaluationContext):
     """Fails the runs whose worker processes are gone and frees their pool slots (see ``release_dead_runs``)."""
@@ -214,5 +244,6 @@ sensors = [
     continue_after_a_failed_gate,
     dataset_registry,
     source_changes,
+    feedback_growth,
     release_dead_runs_sensor,
 ]

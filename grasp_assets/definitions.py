@@ -4,7 +4,7 @@ import dagster as dg
 
 from grasp_assets.assets import data, evaluation, graph, planner, reranker, text
 from grasp_assets.automation import jobs, schedules, sensors
-from grasp_assets.freshness import skb_source
+from grasp_assets.freshness import feedback_source, skb_source
 from grasp_assets.integrity import manifest_checks
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.versions import with_code_version
@@ -15,7 +15,7 @@ def build_definitions(profile: Profile) -> dg.Definitions:
     """The code location, each asset's code version computed for ``profile`` (the one its runs use)."""
     assets = dg.load_assets_from_modules([data, graph, text, planner, reranker, evaluation])
     return dg.Definitions(
-        assets=[skb_source, *(with_code_version(a, profile) for a in assets)],
+        assets=[skb_source, feedback_source, *(with_code_version(a, profile) for a in assets)],
         asset_checks=manifest_checks(assets),
         resources={"settings": GraspSettings(), "mlflow": MLflowTracking()},
         jobs=jobs,

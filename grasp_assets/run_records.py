@@ -1,4 +1,4 @@
-"""Step times of a dataset's assets, read from the Dagster instance's run records (its event log)."""
+"""What the Dagster instance's run records (its event log) say: step times of a dataset's assets, failed checks."""
 
 from __future__ import annotations
 
@@ -42,3 +42,14 @@ def step_seconds(dataset: str, instance: dg.DagsterInstance | None = None) -> di
             entry.dagster_event.event_specific_data.duration_ms / 1000
         )
     return {k: round(v, 1) for k, v in out.items()}
+
+
+def failed_check(instance: dg.DagsterInstance, run_id: str, check_name: str) -> bool:
+    """True when the run evaluated the asset check ``check_name`` and it failed (a blocking check stops the run)."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    return any(
+        event.check_name == check_name and not event.passed
+        for record in records
+        if record.event_log_entry.dagster_event is not None
+        for event in [record.event_log_entry.dagster_event.event_specific_data]
+    )

@@ -3,7 +3,7 @@ sensor and `grasp pipeline` all read.
 
 Retraining runs in three stages because its assets have two partitionings (dataset; dataset × round):
 `prepare` (data → SFT → reward table, per dataset), `rl_round` (sampling → RFT → GRPO, per dataset × round,
-once per round of :data:`grasp_core.planner.rounds.ROUNDS`) and `finish` (reranker → evaluation, per
+once per round of :data:`grasp_core.planner.rounds.ROUNDS`) and `finish` (reranker → evaluation → release, per
 dataset). A round runs only after the previous one passed its validation gate
 (:class:`grasp_core.planner.rounds.Gate`); a run whose gate fails stops at the `planner` asset's blocking check.
 """
@@ -38,6 +38,8 @@ RERANKER = "reranker"
 EVAL_METRICS = "eval_metrics"
 ABLATIONS = "ablations"
 LATENCY = "latency"
+RELEASE = "release"
+PROMOTION_CHECK = "not_worse_than_served"  # the `release` asset's blocking check: the promotion guard
 
 # Stages (job names), in the order they run, with their assets.
 PREPARE, RL_ROUND, FINISH = "prepare", "rl_round", "finish"
@@ -58,7 +60,7 @@ STAGE_ASSETS: dict[str, tuple[str, ...]] = {
         REWARD_TABLE,
     ),
     RL_ROUND: (RFT_SAMPLES, PLANNER),
-    FINISH: (RERANKER_HARD_NEGATIVES, RERANKER, EVAL_METRICS, ABLATIONS, LATENCY),
+    FINISH: (RERANKER_HARD_NEGATIVES, RERANKER, EVAL_METRICS, ABLATIONS, LATENCY, RELEASE),
 }
 ROUND_ASSETS = frozenset(STAGE_ASSETS[RL_ROUND])  # partitioned by dataset × round (one artifact per round)
 # A round starts from the previous round's kept planner. Dagster draws no edge for it (it would be a cycle between

@@ -7,7 +7,7 @@ from typing import cast
 import dagster as dg
 from dagster._core.definitions.data_version import extract_data_version_from_entry
 
-from grasp_assets.freshness import SOURCE
+from grasp_assets.freshness import FEEDBACK, SOURCE, feedback_fingerprint
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import DATASET, ROUND, dataset_of
 from grasp_assets.resources import GraspSettings, MLflowTracking
@@ -42,6 +42,7 @@ def run_step(
     profile_changes: dict | None = None,
     wants_log: bool = False,
     check_results: Callable[[dict], list[dg.AssetCheckResult]] | None = None,
+    reusable: bool = True,
 ) -> dg.MaterializeResult:
     """Call the asset's step ``fn(ws, *args[, log_fn])`` for the run's partition (a dataset, or a variant of one:
     its profile is the variant's) on components that give out only the profile sections and artifacts it declares;
@@ -50,7 +51,8 @@ def run_step(
     An artifact this step would build again — one of the same asset, round, library code, input digests and base
     dataset, built reading settings that all have this partition's values (:mod:`grasp_core.reuse`), in any
     partition — is hard-linked into place instead, with no MLflow run; its materialization says ``reused_from``.
-    The run tag ``grasp/reuse = false`` (``grasp pipeline --force``) always builds.
+    The run tag ``grasp/reuse = false`` (``grasp pipeline --force``) always builds, and so does a step whose
+    effect is not only its artifact (``reusable=False``: the promotion of a release).
 
     Steps log into a run nested under the pipeline build's parent run (the run tag ``grasp/mlflow_parent``, set by
     `grasp pipeline`); those of an RL round under the parent run of that dataset × round (itself nested under the
@@ -80,7 +82,7 @@ def run_step(
     lookup = (
         None if source is None else _Lookup(context, settings, declared, profile, round_key, version, inputs | source)
     )
-    reusing = lookup is not None and context.run.tags.get(REUSE_TAG, "true") != "false"
+    reusing = reusable and lookup is not None and context.run.tags.get(REUSE_TAG, "true") != "false"
     if reusing and (reused := lookup.reuse(path, check_results)):  # type: ignore[union-attr]
         metadata, checks, digest = reused
         return dg.MaterializeResult(
@@ -146,12 +148,15 @@ class _ReadRecorder:
 
 
 def _source_input(context: dg.AssetExecutionContext, dataset: str, profile) -> dict[str, str]:
-    """For the asset that reads the dataset's source (``skb``): the source's fingerprint, an input of its reuse key
-    (the source's files are not an artifact with a digest)."""
+    """For the assets that read the dataset's source (``skb``) or the feedback store (``queries``): their
+    fingerprints, inputs of the reuse key (neither is an artifact with a digest)."""
     parents = _code_location_graph(context).get(context.asset_key).parent_keys
-    if dg.AssetKey(SOURCE) not in parents:
-        return {}
-    return {reuse.SOURCE_INPUT: source_fingerprint(dataset, profile.dataset)}
+    found = {}
+    if dg.AssetKey(SOURCE) in parents:
+        found[reuse.SOURCE_INPUT] = source_fingerprint(dataset, profile.dataset)
+    if dg.AssetKey(FEEDBACK) in parents:
+        found[FEEDBACK] = feedback_fingerprint(dataset)[0]
+    return found
 
 
 class _Lookup:

@@ -168,21 +168,6 @@ def _check(args: argparse.Namespace) -> None:
 def _retriever(args: argparse.Namespace):
     from grasp_core.retriever import GraspRetriever
 
-    if getattr(args, "variant", None):  # a variant's artifacts and profile (grasp_core.experiments)
-        from grasp_core.experiments import retriever_for
-
-        return retriever_for(
-            args.dataset,
-            args.variant,
-            args.root,
-            args.profile,
-            extractor=args.extractor,
-            branches=args.branches,
-            rerank=not args.no_rerank,
-            parallel_branches=args.parallel_branches,
-            graph_store=args.graph_store or "",
-            traversal=args.traversal or "",
-        )
     return GraspRetriever.from_artifacts(
         args.dataset,
         args.root,
@@ -193,6 +178,7 @@ def _retriever(args: argparse.Namespace):
         parallel_branches=args.parallel_branches,
         graph_store=args.graph_store or "",
         traversal=args.traversal or "",
+        variant=getattr(args, "variant", None) or None,
     )
 
 
@@ -245,13 +231,11 @@ def _retrieve(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from grasp_core.experiments import variant_key
+    from grasp_core.releases import served_artifacts
     from grasp_core.serve import serve
 
-    art = Artifacts.for_dataset(args.dataset, args.root)
-    if args.variant:
-        from grasp_core.experiments import artifacts_for, variant_key
-
-        art = artifacts_for(variant_key(args.dataset, args.variant), args.root)
+    art = served_artifacts(variant_key(args.dataset, args.variant), args.root)
     serve(_retriever(args), art, args.profile, args.host, args.port, log_questions=not args.no_log_questions)
 
 

@@ -288,34 +288,6 @@ def _check_choice(path: str, value: Any, file: Path) -> None:
         raise GraspError(f"{file}: {path} must be one of {', '.join(choices)}, got {value!r}")
 
 
-def retriever_for(
-    dataset: str,
-    variant: str | None,
-    root: str | Path | None = None,
-    profile: str = "cpu",
-    extractor: str | None = None,
-    graph_store: str = "",
-    traversal: str = "",
-    **kwargs: Any,
-):
-    """The retriever of a variant's finished artifacts (``grasp query/retrieve/serve --variant``): the variant's
-    profile on its partition's artifacts, with the same overrides as
-    :meth:`~grasp_core.retriever.GraspRetriever.from_artifacts`."""
-    from grasp_core.components import Components
-    from grasp_core.datasets import check_dataset
-    from grasp_core.profiles import with_graph_store
-    from grasp_core.retriever import GraspRetriever
-
-    if variant is None:
-        dataset, variant = split_key(dataset)
-    check_dataset(dataset)
-    key = variant_key(dataset, variant)
-    chosen = with_graph_store(resolve_profile(key, profile), graph_store, traversal)
-    if extractor is not None:
-        chosen = chosen.replace(extractor=extractor)
-    return GraspRetriever(Components(artifacts_for(key, root), chosen), **kwargs)
-
-
 # ------------------------------------------------------------------------------------------------ settings
 def flat_settings(profile: Profile) -> dict[str, Any]:
     """Every setting of ``profile`` as ``section.field`` (nested: ``section.sub.field``) -> value, without the

@@ -41,6 +41,7 @@ from grasp_core.rerank.config import CausalLMScorerConfig, CrossEncoderScorerCon
 from grasp_core.rerank.documents import DocumentConfig
 from grasp_core.rerank.inference import RerankConfig
 from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
+from grasp_core.retrain_config import FeedbackConfig, RetrainConfig
 from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.config import MFARConfig, OutOfFoldConfig
 
@@ -55,6 +56,7 @@ class Profile:
     name: str
     device: str = "cpu"
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    feedback: FeedbackConfig = field(default_factory=FeedbackConfig)  # questions confirmed in use, as training data
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     graph_store: GraphStoreConfig = field(default_factory=GraphStoreConfig)
@@ -90,6 +92,7 @@ class Profile:
     reranker_train: RerankerTrainConfig = field(default_factory=RerankerTrainConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     eval: EvalSettings = field(default_factory=EvalSettings)
+    retrain: RetrainConfig = field(default_factory=RetrainConfig)  # the feedback sensor and the promotion guard
 
     def replace(self, **changes) -> Profile:
         return dataclasses.replace(self, **changes)

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grasp_core.answer import STAGES, AnswerOptions, AnswerPath
-from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.trace import Trace
-from grasp_core.profiles import get_profile, with_graph_store
+from grasp_core.profiles import with_graph_store
 from grasp_core.ranking import BRANCHES, Ranking
 
 __all__ = ["BRANCHES", "STAGES", "Answer", "GraspRetriever", "Result"]
@@ -96,17 +95,26 @@ class GraspRetriever:
         extractor: str | None = None,
         graph_store: str = "",
         traversal: str = "",
+        variant: str | None = None,
         **kwargs,
     ) -> GraspRetriever:
-        """The retriever of a dataset's finished artifacts; ``extractor`` overrides the profile's (gazetteer | llm),
-        ``graph_store`` / ``traversal`` its graph store backend and plan traversal (:func:`with_graph_store`)."""
+        """The retriever of a dataset's served release (:mod:`grasp_core.releases`; before the first release, its
+        finished artifacts). ``variant`` (or a partition key ``hpo+rerank-k20`` as ``dataset``) answers with that
+        variant's release and profile (:mod:`grasp_core.experiments`); ``extractor`` overrides the profile's
+        (gazetteer | llm), ``graph_store`` / ``traversal`` its graph store backend and plan traversal
+        (:func:`with_graph_store`)."""
         from grasp_core.datasets import check_dataset
+        from grasp_core.experiments import resolve_profile, split_key, variant_key
+        from grasp_core.releases import served_artifacts
 
+        if variant is None:
+            dataset, variant = split_key(dataset)
         check_dataset(dataset)
-        chosen = with_graph_store(get_profile(profile), graph_store, traversal)
+        key = variant_key(dataset, variant)
+        chosen = with_graph_store(resolve_profile(key, profile), graph_store, traversal)
         if extractor is not None:
             chosen = chosen.replace(extractor=extractor)
-        return cls(Components(Artifacts.for_dataset(dataset, root), chosen), **kwargs)
+        return cls(Components(served_artifacts(key, root), chosen), **kwargs)
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         out = self.path.answer(queries, explain=explain)

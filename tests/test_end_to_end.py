@@ -9,6 +9,7 @@ files (here written from the tiny synth-prime graph) imported by `grasp data imp
 pipeline synthesizes them from the schema (``grasp_core.skb.generic_queries``) and evaluates their test split.
 """
 
+import dataclasses
 import json
 import time
 
@@ -75,6 +76,7 @@ def test_every_asset_is_built(trained):
         "eval_metrics",
         "ablations",
         "latency",
+        "release",
     ):
         assert is_complete(art.path(name)), name
     assert is_complete(art.path("rft_samples", "1")) and is_complete(art.path("planner", "1"))
@@ -985,6 +987,72 @@ def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monk
         assert "Entity table:" in capsys.readouterr().out and len(server.requests) == 7
 
 
+def test_the_first_build_is_served_as_a_release_of_hard_links(trained):
+    """The build's `release` promoted it (nothing was served before): every artifact of the release is the build's
+    own files (the same inodes), and the retriever answers from the release."""
+    from grasp_core.releases import ReleaseArtifacts, served_artifacts, served_record
+    from grasp_core.retriever import GraspRetriever
+
+    tmp, _ = trained
+    root = tmp / "artifacts"
+    record = served_record(DATASET, root)
+    assert record["release"] >= 1 and set(record["metrics"]) >= {"val"}
+    served, art = served_artifacts(DATASET, root), Artifacts.for_dataset(DATASET, root)
+    assert isinstance(served, ReleaseArtifacts)
+    assert {n for n, _ in served.built()} == {n for n, _ in art.built()} - {"release"}
+    ranker = served.path("reranker") / "ranker.txt"
+    assert ranker.stat().st_ino == (art.path("reranker") / "ranker.txt").stat().st_ino
+    retriever = GraspRetriever.from_artifacts(DATASET, root, "smoke")
+    assert retriever.ws.art.path("reranker") == served.path("reranker")
+
+
+def test_the_promotion_guard_keeps_the_served_release_when_the_retrained_planner_is_worse(trained, tmp_path):
+    """A copy of the trained partition whose served planner is made worse on purpose (its scores negated, its chooser
+    removed: it picks the plans it ranked last): `release` answers the guard's questions with it and with the served
+    release, refuses it, and says why; the served release stays. Unharmed, the copy was promoted first (nothing was
+    served there)."""
+    import torch
+
+    from grasp_core import manifest
+    from grasp_core.components import Components
+    from grasp_core.io import link_dir
+    from grasp_core.pipeline.release import release_step
+    from grasp_core.planner.chooser import META_FILE, MODEL_FILE
+    from grasp_core.planner.policy import WEIGHTS
+    from grasp_core.profiles import get_profile
+    from grasp_core.releases import served_record
+
+    tmp, _ = trained
+    source = Artifacts.for_dataset(DATASET, tmp / "artifacts")
+    root = tmp_path / "artifacts"
+    art = Artifacts.for_dataset(DATASET, root)
+    for name, r in source.built():  # a copy of the build (hard links: nothing of the module's build changes)
+        link_dir(source.path(name, r), art.path(name, r))
+    profile = get_profile("smoke")
+    profile = profile.replace(retrain=dataclasses.replace(profile.retrain, guard_tolerance=0.0))
+
+    first = release_step(Components(art, profile))
+    assert first["promoted"] and first["reason"] == "first release of this partition"
+    assert served_record(DATASET, root)["release"] == 1
+
+    _, checkpoint = Components(art, profile).final_planner()
+    old = manifest.read(checkpoint)
+    weights = torch.load(checkpoint / WEIGHTS, weights_only=True)
+    (checkpoint / WEIGHTS).unlink()  # a new file: the module's build keeps its own through the other link
+    torch.save({k: -v for k, v in weights.items()}, checkpoint / WEIGHTS)
+    for chooser_file in (MODEL_FILE, META_FILE):
+        (checkpoint / chooser_file).unlink(missing_ok=True)
+    manifest.write(checkpoint, old.code_version, old.inputs)
+
+    worse = release_step(Components(art, profile))
+    assert not worse["promoted"], worse
+    assert worse["reason"].startswith("kept the served release: Hit@1 fell by more than 0 points on val")
+    assert worse["val_hit1_after"] < worse["val_hit1_before"] and worse["served_release"] == 1
+    assert served_record(DATASET, root)["release"] == 1  # still serving the first
+    decision = json.loads((art.path("release") / "decision.json").read_text())
+    assert decision["promoted"] is False and decision["hit1_served_before"]["val"] == first["val_hit1_after"]
+
+
 def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_line(trained, tmp_path, capsys):
     """Nothing a step wrote changed after its manifest sealed it; a flipped byte in a faiss index and a reranker
     model cut in half (on a copy) each stop a cold `grasp query` with one line naming the artifact."""
@@ -995,6 +1063,7 @@ def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_li
     from pathlib import Path
 
     from grasp_core.cli import main
+    from grasp_core.releases import served_artifacts
 
     tmp, _ = trained
     assert main(["--profile", "smoke", "--root", str(tmp / "artifacts"), "verify", DATASET]) == 0
@@ -1003,7 +1072,8 @@ def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_li
     for name, pattern, how in (("vector_indexes", "*.faiss", "flip"), ("reranker", "ranker.txt", "cut")):
         shutil.rmtree(tmp_path / "copy", ignore_errors=True)
         shutil.copytree(tmp / "artifacts", tmp_path / "copy")
-        file = sorted((tmp_path / "copy" / DATASET / name).glob(pattern))[0]
+        served = served_artifacts(DATASET, tmp_path / "copy")  # what `grasp query` answers with: the release
+        file = sorted(served.path(name).glob(pattern))[0]
         data = bytearray(file.read_bytes())
         data = data[: len(data) // 2] if how == "cut" else data[:-8] + bytes(b ^ 0xFF for b in data[-8:])
         file.write_bytes(bytes(data))

@@ -3,7 +3,7 @@
 import dagster as dg
 import numpy as np
 
-from grasp_assets.freshness import skb_source
+from grasp_assets.freshness import feedback_source, skb_source
 from grasp_assets.partitions import dataset_of, dataset_partitions
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_assets.stages import QUERIES, SKB
@@ -47,19 +47,20 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
 
 
 @dg.asset(
-    deps=[skb],
+    deps=[skb, feedback_source],
     check_specs=[
         dg.AssetCheckSpec("answers_exist", asset=QUERIES, description="every answer id is a node"),
         dg.AssetCheckSpec(
             "split_sizes",
             asset=QUERIES,
-            description="train/val/test are non-empty; no val/test/test-human/val-human text is a train text",
+            description="train/val/test are non-empty; no val/test/test-human/val-human/feedback text is a train text",
         ),
     ],
     **COMMON,
 )
 def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking) -> dg.MaterializeResult:
-    """The dataset's queries (qid, split, query, answer_ids) with train/val/test splits."""
+    """The dataset's queries (qid, split, query, answer_ids) with train/val/test splits, and the questions confirmed
+    in use: `train`, and the held-out `feedback` split."""
     art = settings.artifacts(dataset_of(context))
 
     def checks(result: dict) -> list[dg.AssetCheckResult]:
@@ -67,8 +68,9 @@ def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: 
         answers = np.concatenate([np.asarray(a) for a in data.queries["answer_ids"]])
         missing = int(((answers < 0) | (answers >= data.num_nodes)).sum())
         per_split = result["queries_per_split"]
-        texts = {s: set(data.split(s)["query"]) for s in ("train", "val", "test", "test-human", "val-human")}
-        overlap = sum(len(texts["train"] & texts[s]) for s in ("val", "test", "test-human", "val-human"))
+        held_out = ("val", "test", "test-human", "val-human", "feedback")
+        texts = {s: set(data.split(s)["query"]) for s in ("train", *held_out)}
+        overlap = sum(len(texts["train"] & texts[s]) for s in held_out)
         sizes_ok = all(per_split.get(s, 0) > 0 for s in ("train", "val", "test")) and overlap == 0
         return [
             dg.AssetCheckResult(check_name="answers_exist", passed=missing == 0, metadata={"missing": missing}),

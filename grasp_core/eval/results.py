@@ -27,7 +27,7 @@ from grasp_core.metrics import METRICS, per_query
 from grasp_core.ranking import Ranking
 
 SERVED, RERANKED = "served", "served+rerank"
-SPLITS = ("test", "test-human")
+SPLITS = ("test", "test-human", "feedback")  # feedback: the held-out questions from use, where there are any
 
 
 def per_query_rows(

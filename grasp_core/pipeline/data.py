@@ -7,12 +7,18 @@ atomically; Dagster assets and the ``grasp`` CLI both call these.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+
+import pandas as pd
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.datasets import DatasetConfig, build_graph, build_queries
 from grasp_core.errors import GraspError
+from grasp_core.feedback import store_path
 from grasp_core.pipeline.step import step
+from grasp_core.retrain_config import FeedbackConfig
+from grasp_core.skb.feedback_queries import ConfirmedQuestion, feedback_queries, read_confirmed
 from grasp_core.skb.format import (
     BUILT_FROM,
     FINGERPRINT,
@@ -45,14 +51,24 @@ def build_skb_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> dict
     }
 
 
-def build_queries_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> dict:
-    """Synthesize (hpo, synth-*) or copy (STaRK, user) the queries into ``<root>/<dataset>/queries``."""
+def build_queries_artifact(
+    art: Artifacts,
+    dataset: str,
+    cfg: DatasetConfig,
+    feedback: Sequence[ConfirmedQuestion] = (),
+    feedback_cfg: FeedbackConfig = FeedbackConfig(),
+) -> dict:
+    """Synthesize (hpo, synth-*) or copy (STaRK, user) the queries into ``<root>/<dataset>/queries``, with the
+    questions confirmed in use (``feedback``) as ``train`` and held-out ``feedback`` questions."""
     skb_dir = art.require("skb")
     shipped = skb_dir / "source_queries.parquet"
     graph = read_skb(skb_dir, queries_file=shipped) if shipped.exists() else read_skb(skb_dir)
     queries = build_queries(dataset, graph, cfg)
     if len(queries) == 0:
         raise GraspError(f"no queries for {dataset!r}: the source ships none and none were synthesized")
+    from_use = feedback_queries(feedback, queries, graph.num_nodes, feedback_cfg)
+    if len(from_use):
+        queries = pd.concat([queries, from_use], ignore_index=True)
     validate(SKB(graph.schema, graph.nodes, graph.edges, queries))
     from grasp_core.io import atomic_dir, write_json
 
@@ -67,6 +83,7 @@ def build_queries_artifact(art: Artifacts, dataset: str, cfg: DatasetConfig) -> 
         "queries_per_split": {str(k): int(v) for k, v in counts.items()},
         "mean_answers": round(float(n_answers.mean()), 2),
         "max_answers": int(n_answers.max()),
+        "feedback_questions": len(from_use),
         "path": str(art.path("queries")),
     }
 
@@ -76,9 +93,10 @@ def skb_step(ws: Components) -> dict:
     return build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset)
 
 
-@step("queries", reads=("dataset",))
+@step("queries", reads=("dataset", "feedback"))
 def queries_step(ws: Components) -> dict:
-    return build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset)
+    feedback = read_confirmed(store_path(ws.dataset), ws.dataset)
+    return build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset, feedback, ws.profile.feedback)
 
 
 def load_dataset(art: Artifacts) -> SKB:

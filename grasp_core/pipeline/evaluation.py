@@ -77,7 +77,7 @@ def rankings_file(setting: str, split: str) -> str:
 
 
 def splits(ws: Components) -> list[str]:
-    """The evaluated splits this dataset has (``test``, and ``test-human`` where it exists)."""
+    """The evaluated splits this dataset has (``test``; ``test-human`` and the held-out ``feedback`` where they exist)."""
     return [s for s in SPLITS if len(ws.split(s))]
 
 

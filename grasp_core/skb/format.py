@@ -24,7 +24,7 @@ from grasp_core.io import atomic_dir, atomic_file
 from grasp_core.skb.schema import Schema
 from grasp_core.textnorm import check_unicode
 
-SPLITS = ("train", "val", "test", "test-human", "val-human")
+SPLITS = ("train", "val", "test", "test-human", "val-human", "feedback")  # feedback: held-out questions from use
 FINGERPRINT = "fingerprint.txt"  # in an SKB directory: the content hash of its graph files
 BUILT_FROM = "built_from.json"  # in a queries directory: {"skb": the fingerprint of the SKB it was built from}
 HUMAN_QID_OFFSET = 1_000_000  # qid of human-written query i = offset + i (synthesized qids are below it)

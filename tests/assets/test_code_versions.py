@@ -148,7 +148,14 @@ def test_editing_a_library_function_changes_the_versions_of_exactly_the_steps_th
     features = _edited_library(tmp_path, "a", "rerank/features.py", marker, "    x = 1\n\n" + marker)
     # the steps that run the answer path (which can rerank) change; the data, graph and text steps do not
     plans = {"teacher_plans", "planner_base", "sft_adapter", "reward_table", "rft_samples", "planner"}
-    assert changed(features) == plans | {"reranker_hard_negatives", "reranker", "eval_metrics", "ablations", "latency"}
+    assert changed(features) == plans | {
+        "reranker_hard_negatives",
+        "reranker",
+        "eval_metrics",
+        "ablations",
+        "latency",
+        "release",
+    }
     marker = "def build_node_embeddings("
     embeddings = _edited_library(tmp_path, "b", "embed/node_embeddings.py", marker, "x = 1\n\n\n" + marker)
     assert changed(embeddings) == set()  # a new constant no step uses

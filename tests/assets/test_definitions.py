@@ -6,6 +6,7 @@ from grasp_assets.definitions import defs
 
 EXPECTED_ASSETS = {
     "skb_source",
+    "feedback_source",
     "skb",
     "queries",
     "node_embeddings",
@@ -26,12 +27,18 @@ EXPECTED_ASSETS = {
     "eval_metrics",
     "ablations",
     "latency",
+    "release",
 }
 
 
 def test_definitions_load_with_every_asset():
     graph = defs.resolve_asset_graph()
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == EXPECTED_ASSETS
+
+
+def test_queries_read_the_feedback_source():
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("feedback_source") in graph.get(dg.AssetKey("queries")).parent_keys
 
 
 def test_partitions_dataset_and_round():
@@ -42,9 +49,10 @@ def test_partitions_dataset_and_round():
     assert isinstance(graph.get(dg.AssetKey("skb")).partitions_def, dg.DynamicPartitionsDefinition)
 
 
-def test_blocking_gate_check_on_planner():
+def test_blocking_gate_check_on_planner_and_promotion_guard_on_release():
     checks = {spec.key.name: spec for a in defs.assets if isinstance(a, dg.AssetsDefinition) for spec in a.check_specs}
     assert checks["val_hit1_improved"].blocking
+    assert checks["not_worse_than_served"].blocking and checks["not_worse_than_served"].asset_key.path == ["release"]
     assert {"schema_valid", "no_dangling_edges", "answers_exist", "split_sizes", "counts_match_skb"} <= set(checks)
 
 
@@ -56,6 +64,7 @@ def test_jobs_schedule_and_sensors():
         "continue_after_a_failed_gate",
         "dataset_registry",
         "source_changes",
+        "feedback_growth",
         "release_dead_runs_sensor",
     }
 
