@@ -217,6 +217,7 @@ def _smoke() -> Profile:
         ltr=dataclasses.replace(cpu.ltr, max_rounds=50, early_stopping_rounds=10, min_data_in_leaf=5),
         rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, math.inf), grid_k=(60.0,)),
         eval=EvalSettings(latency_queries=3),
+        retrain=RetrainConfig(retrain_after=20, guard_queries=50),  # smoke: a stream of tens of questions retrains
     )
 
 

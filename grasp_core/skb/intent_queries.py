@@ -78,8 +78,10 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def lookup_queries(skb: SKB, n: int, r: random.Random) -> list[tuple[str, list[int], str]]:
-    """``n`` bare-name look-ups: (text, gold, template)."""
+def lookup_queries(
+    skb: SKB, n: int, r: random.Random, forms: tuple[str, ...] = LOOKUP_FORMS
+) -> list[tuple[str, list[int], str]]:
+    """``n`` bare-name look-ups: (text, gold, template); ``forms`` wrap the name ``{x}`` (its type word: ``{t}``)."""
     types = skb.nodes["type"].astype(str).to_numpy()
     named: dict[tuple[str, str], set[int]] = defaultdict(set)
     for i, name in enumerate(skb.nodes["name"].astype(str)):
@@ -94,7 +96,7 @@ def lookup_queries(skb: SKB, n: int, r: random.Random) -> list[tuple[str, list[i
         gold = named.get((types[node], normalize(said)), set()) | {node}
         if len(gold) > MAX_GOLD:
             continue
-        text = r.choice(LOOKUP_FORMS).format(x=_typed(said, r), t=types[node].split("/")[0])
+        text = r.choice(forms).format(x=_typed(said, r), t=types[node].split("/")[0])
         out.append((text, sorted(gold), f"intent:lookup>{types[node]}"))
     return out
 
@@ -115,8 +117,11 @@ def _finding_relations(skb: SKB) -> list[tuple[str, str, str]]:
     return sorted((rel, x, y) for rel, x, y in pairs if size[x] > size[y])
 
 
-def findings_queries(skb: SKB, n: int, r: random.Random) -> list[tuple[str, list[int], str]]:
-    """``n`` "several findings -> which one?" questions: (text, gold, template)."""
+def findings_queries(
+    skb: SKB, n: int, r: random.Random, forms: tuple[str, ...] = FINDINGS_FORMS
+) -> list[tuple[str, list[int], str]]:
+    """``n`` "several findings -> which one?" questions: (text, gold, template); ``forms`` wrap the listed findings
+    ``{f}`` (or ``{p}``, joined by "+"; the target type word: ``{t}``)."""
     relations = _finding_relations(skb)
     if not relations:
         return []
@@ -148,7 +153,7 @@ def findings_queries(skb: SKB, n: int, r: random.Random) -> list[tuple[str, list
             continue
         said = [_spoken(skb, f, r) for f in picked]
         listed = _join(said) if r.random() < 0.7 else ", ".join(said)
-        text = r.choice(FINDINGS_FORMS).format(f=listed, p=" + ".join(said), t=target.split("/")[0])
+        text = r.choice(forms).format(f=listed, p=" + ".join(said), t=target.split("/")[0])
         out.append((text, sorted(gold), f"intent:findings>{target}"))
     return out
 
