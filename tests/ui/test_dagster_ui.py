@@ -1,5 +1,5 @@
-"""A real browser opens the Dagster UI of our code location: the asset catalog lists our assets and the
-asset page lists the registered dataset partitions. Screenshots go to test-artifacts/ (git-ignored)."""
+"""A real browser opens the Dagster UI of our code location: the asset catalog lists our assets, the asset page
+lists the registered dataset partitions, and a variant is a partition with its own history and staleness. Screenshots go to test-artifacts/ (git-ignored)."""
 
 from __future__ import annotations
 
@@ -64,13 +64,17 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def webserver(tmp_path_factory):
+def home(tmp_path_factory):
     home = tmp_path_factory.mktemp("dagster_home")
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     instance = dg.DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions("dataset", DATASETS)
     instance.dispose()
+    return home
 
+
+@pytest.fixture(scope="module")
+def webserver(home):
     port = _free_port()
     log = (home / "webserver.log").open("w")
     env = {**os.environ, "DAGSTER_HOME": str(home), "HF_HUB_OFFLINE": "1"}
@@ -136,3 +140,40 @@ def test_asset_lists_the_registered_dataset_partitions(webserver, page):
     assert page.get_by_text("Missing (2)").count() == 1  # both registered partitions, neither materialized
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "dagster_ui_partitions.png"))
+
+
+VARIANT = "hpo+rerank-k20"
+
+
+@pytest.fixture(scope="module")
+def variant_built(home):
+    """The variant partition registered beside its base; in the variant, `skb` built, `queries` linked from the base
+    (its materialization says `reused_from`), then `skb` rebuilt with other content: `queries` of the variant is
+    stale, the base's partitions untouched."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    instance = dg.DagsterInstance.from_config(str(home))
+    instance.add_dynamic_partitions("dataset", [VARIANT])
+
+    def built(asset: str, version: str, **metadata) -> None:
+        event = dg.AssetMaterialization(asset, partition=VARIANT, tags={DATA_VERSION_TAG: version}, metadata=metadata)
+        instance.report_runless_asset_event(event)
+
+    built("skb", "a1")
+    built("queries", "b1", reused_from="hpo (b1)")
+    built("skb", "a2")
+    instance.dispose()
+    return VARIANT
+
+
+def test_a_variant_is_a_partition_of_its_own_with_its_own_history(webserver, page, variant_built):
+    page.goto(f"{webserver}/assets/queries?view=partitions")
+    page.get_by_text(variant_built, exact=True).first.wait_for(timeout=120_000)
+    _dismiss_welcome(page)
+    assert page.get_by_text("hpo", exact=True).count() >= 1 and page.get_by_text("Missing (2)").count() == 1
+    page.get_by_text(variant_built, exact=True).first.click()
+    page.get_by_text("reused_from").first.wait_for(timeout=120_000)  # the variant's own materialization history
+    assert page.get_by_text("hpo (b1)").count() == 1  # linked from the base build
+    assert page.get_by_text("Unsynced").count() >= 1  # its `skb` changed after: stale in the variant only
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "dagster_ui_variant.png"))
