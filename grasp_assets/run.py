@@ -201,6 +201,21 @@ class BuildRun:
             TrackedRun(client, self.run_id).log_params(flat_settings(self.profile))
         return self.run_id
 
+    def _log_release(self, run, art) -> None:
+        """The promotion guard's decision of this build, when it ran: before/after Hit@1 per question set and
+        whether the build is served (metrics ``release/…``), and its reason (tag ``release_reason``)."""
+        from grasp_core.io import is_complete, read_json
+        from grasp_core.pipeline.release import DECISION_FILE
+
+        if self.run_id is None or not is_complete(art.path(RELEASE)):
+            return
+        decision = read_json(art.path(RELEASE) / DECISION_FILE)
+        metrics = {"release/promoted": float(decision["promoted"])}
+        for when, key in (("after", "hit1_candidate"), ("before", "hit1_served_before")):
+            metrics |= {f"release/{s}_hit1_{when}": v for s, v in (decision[key] or {}).items()}
+        run.log_metrics(metrics)
+        run.set_tags({"release_reason": decision["reason"][:5000]})
+
     def end(self, status: str, art=None) -> None:
         if self.run_id is None and status == "FINISHED" and art is not None and self._first_build():
             self.start()
@@ -214,6 +229,7 @@ class BuildRun:
                 run.log_metrics(headline_metrics(art))
             except GraspError as exc:  # an evaluation that cannot be read: the build's run says so
                 run.set_tags({"headline_metrics_error": str(exc)})
+            self._log_release(run, art)
         self.tracker.client.set_terminated(self.run_id, status)
 
     def _first_build(self) -> bool:
