@@ -22,12 +22,11 @@ def test_the_guard_promotes_what_is_not_worse_beyond_the_tolerance_on_every_set(
     assert decide({"val": 40.0}, None, 1.0) == (True, "first release of this partition")
     promoted, why = decide({"val": 39.5, "feedback": 52.0}, {"val": 40.0, "feedback": 50.0}, 1.0)
     assert (
-        promoted
-        and why == "not worse than the served release beyond 1 points (val 40.0 -> 39.5, feedback 50.0 -> 52.0)"
+        promoted and why == "not worse than the served release beyond 1 point (val 40.0 -> 39.5, feedback 50.0 -> 52.0)"
     )
     refused, why = decide({"val": 45.0, "feedback": 48.0}, {"val": 40.0, "feedback": 50.0}, 1.0)
     assert not refused  # better on val does not buy a loss on the feedback questions
-    assert why == "kept the served release: Hit@1 fell by more than 1 points on feedback 50.0 -> 48.0"
+    assert why == "kept the served release: Hit@1 fell by more than 1 point on feedback 50.0 -> 48.0"
     assert decide({"val": 40.0, "feedback": 50.0}, {"val": 40.0}, 0.0)[0]  # a set the served one never answered
 
 

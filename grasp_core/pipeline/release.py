@@ -62,11 +62,12 @@ def decide(candidate: dict[str, float], served: dict[str, float] | None, toleran
     if served is None:
         return True, "first release of this partition"
     shared = [s for s in candidate if s in served]
+    points = f"{tolerance:g} point" + ("" if tolerance == 1 else "s")
     worse = [f"{s} {served[s]:.1f} -> {candidate[s]:.1f}" for s in shared if candidate[s] < served[s] - tolerance]
     if worse:
-        return False, f"kept the served release: Hit@1 fell by more than {tolerance:g} points on " + "; ".join(worse)
+        return False, f"kept the served release: Hit@1 fell by more than {points} on " + "; ".join(worse)
     pairs = ", ".join(f"{s} {served[s]:.1f} -> {candidate[s]:.1f}" for s in shared)
-    return True, f"not worse than the served release beyond {tolerance:g} points ({pairs})"
+    return True, f"not worse than the served release beyond {points} ({pairs})"
 
 
 @step("release", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "rerank", "retrain", "reward"))

@@ -9,6 +9,7 @@ from grasp_core.io import atomic_dir, write_json
 from grasp_core.metrics import evaluate
 from grasp_core.pipeline.plots import line_plot, markdown_table
 from grasp_core.pipeline.step import step
+from grasp_core.skb.format import SPLITS
 
 
 @step("text_index", reads=("bm25", "encoder", "mfar"))
@@ -91,7 +92,7 @@ def text_rankings_step(ws: Components) -> dict:
                 rankings = retriever.rank(texts, k=100)
             seconds[name] = time.perf_counter() - start
             write_rankings(tmp / f"{name}.parquet", qids, rankings)
-            for split in ("train", "val", "test", "test-human", "val-human"):
+            for split in SPLITS:
                 idx = [i for i, s in enumerate(queries["split"]) if s == split]
                 if idx:
                     m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], ws.skb.num_nodes)
