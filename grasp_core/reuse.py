@@ -208,22 +208,28 @@ class Collected:
 
 
 def collect(root: str | os.PathLike, partition: str) -> Collected:
-    """Delete the partition's artifact directory and its index records: frees the files no other partition links
-    to (a hard-linked file stays for the partitions that hold it)."""
+    """Delete the partition's artifact directory, its served releases (:mod:`grasp_core.releases`) and its index
+    records: frees the files no other partition links to (a hard-linked file stays for the partitions that hold
+    it)."""
+    from grasp_core.releases import releases_dir
+
     root = Path(root)
     directory = root / partition
     if not directory.is_dir():
         raise GraspError(f"no artifacts of {partition!r} under {root}")
-    freed = shared = files = 0
+    gone = [d for d in (directory, releases_dir(partition, root)) if d.is_dir()]
     artifacts = sum(1 for m in directory.rglob(manifest.MANIFEST_FILE))
-    for dirpath, _, filenames in os.walk(directory):
-        for name in filenames:
-            stat = os.lstat(os.path.join(dirpath, name))
-            files += 1
-            if stat.st_nlink > 1:
-                shared += stat.st_size
-            else:
-                freed += stat.st_size
+    inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) -> [size, links, links found here]
+    files = 0
+    for where in gone:
+        for dirpath, _, filenames in os.walk(where):
+            for name in filenames:
+                stat = os.lstat(os.path.join(dirpath, name))
+                files += where == directory
+                found = inodes.setdefault((stat.st_dev, stat.st_ino), [stat.st_size, stat.st_nlink, 0])
+                found[2] += 1
+    freed = sum(size for size, links, here in inodes.values() if here >= links)
+    shared = sum(size for size, links, here in inodes.values() if here < links)
     entries = 0
     for file in sorted((root / INDEX).glob("*.json")) if (root / INDEX).is_dir() else []:
         entry = _entry(root, file.stem)
@@ -236,5 +242,6 @@ def collect(root: str | os.PathLike, partition: str) -> Collected:
                 json.dump(entry, handle, indent=1, sort_keys=True)
         else:
             file.unlink(missing_ok=True)
-    shutil.rmtree(directory)
+    for where in gone:
+        shutil.rmtree(where)
     return Collected(partition, artifacts, files, freed, shared, entries)

@@ -186,6 +186,8 @@ def test_link_dir_replaces_an_older_artifact_atomically(tmp_path):
 
 
 def test_gc_frees_only_what_no_other_partition_links(tmp_path):
+    from grasp_core.releases import promote, releases_dir
+
     root = tmp_path / "artifacts"
     _artifact(root / "hpo" / "skb", {"nodes": b"n" * 1000})
     link_dir(root / "hpo" / "skb", root / "hpo+x" / "skb")
@@ -205,10 +207,13 @@ def test_gc_frees_only_what_no_other_partition_links(tmp_path):
             reads={},
             result={},
         )
-    manifests = sum(p.stat().st_size for p in (root / "hpo+x").rglob("_MANIFEST.json"))  # copies, not links
+    promote(artifacts_for("hpo+x", root), "hpo+x", {})  # the variant's served release: more links to its files
+    manifests = sum(p.stat().st_size for p in root.rglob("_MANIFEST.json") if "hpo+x" in str(p))  # copies
+    manifests += (releases_dir("hpo+x", root) / "served.json").stat().st_size
     done = reuse.collect(root, "hpo+x")
     assert (done.artifacts, done.files, done.index_entries) == (2, 4, 1)
     assert done.freed == 300 + manifests and done.shared == 1000 and not (root / "hpo+x").exists()
+    assert not releases_dir("hpo+x", root).exists()
     assert (root / "hpo" / "skb" / "nodes").read_bytes() == b"n" * 1000
     entry = json.loads((root / ".reuse" / "fam.json").read_text())
     assert [h["partition"] for h in entry["holders"]] == ["hpo"]
