@@ -86,7 +86,7 @@ def run_pipeline(
     graph = build_definitions(resolved).resolve_asset_graph()  # code versions of this partition's profile
     if observe_source(instance, key, resolved.dataset):
         print(f"[grasp] source of {dataset!r}: new fingerprint recorded (its files changed, or were never observed)")
-    if grown := observe_feedback(instance, key):
+    if (grown := observe_feedback(instance, key)) and grown[0]:
         print(f"[grasp] feedback of {dataset!r}: {grown[0]} confirmed questions ({grown[1]} new) become training data")
     wanted = {"prepare": PREPARE, "rl": RL_ROUND, "finish": FINISH}
     plan = [step for step in ORDER if step.stage in {wanted[s] for s in stages}]
