@@ -2,8 +2,9 @@
 
 A build ends with the ``release`` asset (:mod:`grasp_core.pipeline.release`): it answers the same questions with
 what the build just trained (the candidate) and with the release being served, and promotes the candidate only when
-it is not worse than the served one beyond :attr:`~grasp_core.retrain_config.RetrainConfig.guard_tolerance` on either set (the promotion
-guard). The first build of a partition is promoted as it is. A refused candidate stays in the build's own
+it is not worse than the served one beyond
+:attr:`~grasp_core.retrain_config.RetrainConfig.guard_tolerance` on either set (the promotion guard). The first
+build of a partition is promoted as it is. A refused candidate stays in the build's own
 directories (inspect it, compare it); the served release keeps answering.
 
 A release is a copy of every artifact of the partition with its files hard-linked (stored once: a build that

@@ -1,7 +1,7 @@
 """The promotion guard: a build's artifacts are served only when they answer at least as well as the served release.
 
 Both systems answer the same questions through the whole answer path (text branch, planner, reranker, as served):
-the first :attr:`~grasp_core.releases.RetrainConfig.guard_queries` val questions and the held-out ``feedback``
+the first :attr:`~grasp_core.retrain_config.RetrainConfig.guard_queries` val questions and the held-out ``feedback``
 questions (:mod:`grasp_core.skb.feedback_queries`), both never trained on. The candidate is promoted when its Hit@1
 is not below the served release's by more than ``guard_tolerance`` points on either set; otherwise the served
 release stays, and the ``release`` asset's blocking check says why. The first build is promoted as it is, and so is
