@@ -122,7 +122,7 @@ def artifacts_for(key: str, root: str | Path | None = None) -> Artifacts:
 
 def partition_of(art: Artifacts) -> str:
     """The partition key (and directory name under the root) of ``art``."""
-    return art.key if isinstance(art, VariantArtifacts) else art.dataset
+    return getattr(art, "key", "") or art.dataset  # a variant's, or a served release's (ReleaseArtifacts.key)
 
 
 # ------------------------------------------------------------------------------------------------ variant files

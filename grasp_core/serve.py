@@ -2,9 +2,10 @@
 
 Endpoints (JSON in and out; every error body is ``{"error": "<one line>"}``):
 
-- ``GET /health``: ``{"status", "dataset", "profile", "branches", "rerank", "planner", "artifacts"}``, where
-  ``artifacts`` maps each finished artifact of the dataset (``planner/1`` for a round) to the UTC time it
-  was completed, i.e. the version being served.
+- ``GET /health``: ``{"status", "dataset", "profile", "branches", "rerank", "planner", "release", "artifacts"}``, where
+  ``release`` is the served release's number (:mod:`grasp_core.releases`; null before the first) and ``artifacts``
+  maps each of its artifacts (``planner/1`` for a round) to the UTC time it was completed, i.e. the version being
+  served.
 - ``POST /retrieve``: a JSON array of ``grasp retrieve`` input records ``{"qid", "query"}`` (at most
   ``MAX_BATCH``); answers the array of its output records, in order: ``{"qid", "request_id", "ranking": [{node_id,
   key, score}…]}`` (top 100, the CLI's lines plus a request id), or ``{"qid", "error"}`` for a record that could not
@@ -118,9 +119,8 @@ class RetrieverWorker:
 
 def artifact_versions(art: Artifacts) -> dict[str, str]:
     """Each finished artifact of the dataset (rounds as ``name/round``) -> the UTC time it was completed."""
-    from grasp_core.experiments import partition_of
 
-    base = art.root / partition_of(art)  # a variant's own directory (hpo+rerank-k20)
+    base = art.path("skb").parent  # the dataset's, a variant's (hpo+rerank-k20) or a served release's directory
     rounds = (m for m in base.glob(f"*/*/{MANIFEST_FILE}") if m.parent.name.isdigit())
     markers = sorted(base.glob(f"*/{MANIFEST_FILE}")) + sorted(rounds)
     return {
@@ -273,6 +273,7 @@ def serve(retriever, art: Artifacts, profile: str, host: str, port: int, log_que
         "branches": retriever.branches,
         "rerank": retriever.use_rerank,
         "planner": getattr(retriever, "planner_name", None),
+        "release": getattr(art, "number", None),  # the served release (grasp_core.releases), None before the first
         "artifacts": artifact_versions(art),
         "log_questions": log_questions,
     }

@@ -403,6 +403,7 @@ def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, 
     import pandas as pd
 
     from grasp_assets.cli import main
+    from grasp_core.releases import served_record
 
     tmp, _ = trained
     root = str(tmp / "artifacts")
@@ -423,6 +424,7 @@ def test_serve_answers_like_the_cli_and_rejects_bad_requests(trained, tmp_path, 
                 time.sleep(0.5)
         assert health["status"] == "ok" and health["dataset"] == DATASET and health["profile"] == "smoke"
         assert {"skb", "mfar_model", "graph_store", "reranker", "planner/1"} <= set(health["artifacts"])
+        assert health["release"] == served_record(DATASET, tmp / "artifacts")["release"]  # the served release answers
 
         # a batch with bad records: the good ones are answered exactly as one CLI batch of them
         good = [{"qid": int(q), "query": t} for q, t in zip(queries["qid"], queries["query"])]
