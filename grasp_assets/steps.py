@@ -117,7 +117,8 @@ def run_step(
         checks = _checked(context, path, result, check_results)
         log_result(run, result)
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})
-    sealed = manifest.write(path, version, inputs)
+    # the feedback it was built from is an input like an artifact (the source's fingerprint is matched apart)
+    sealed = manifest.write(path, version, inputs | {k: v for k, v in (source or {}).items() if k == FEEDBACK})
     if lookup is not None:
         lookup.record(key, sealed.digest, recorder.read, result)
     return dg.MaterializeResult(
