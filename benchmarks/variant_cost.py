@@ -6,9 +6,9 @@ Run: ``python benchmarks/variant_cost.py hpo rerank-k20 [--root DIR] [--base-sec
 
 It builds the variant (``grasp pipeline DATASET --variant VARIANT``, timed from the shell's view) and compares:
 
-- **time**: the variant's wall seconds, and the sum of its assets' step seconds, against the base build's step
-  seconds (the Dagster run records of the base partition; ``--base-seconds`` gives the base's wall instead, e.g.
-  a main job's ``/usr/bin/time``);
+- **time**: the variant's wall seconds against the base build's (``--base-seconds``, e.g. the main job's
+  ``pipeline time``; else the sum of the base partition's step seconds), and the sum of the variant's step seconds
+  against the base's (the Dagster run records): both shares, since the two builds may have run under other loads;
 - **bytes**: the bytes of the files of the variant's directory that are not hard links of a file of the base
   directory (what the variant adds), against the base directory's bytes;
 - which assets it built and which it linked (``reused_from`` in their materializations).
@@ -58,12 +58,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     subprocess.run([str(GRASP), "--root", str(root), "pipeline", args.dataset, "--variant", args.variant], check=True)
     wall = time.perf_counter() - t0
-    compared = subprocess.run(
-        [str(GRASP), "--root", str(root), "compare", args.dataset, "base", args.variant],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    command = [str(GRASP), "--root", str(root), "compare", args.dataset, "base", args.variant]
+    compared = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    compared_json = json.loads(subprocess.run([*command, "--json"], check=True, capture_output=True, text=True).stdout)
     base_steps, variant_steps = step_seconds(args.dataset), step_seconds(key)
     base_files, variant_files = _files(root / args.dataset), _files(root / key)
     added = sum(size for inode, size in variant_files.items() if inode not in base_files)
@@ -79,17 +76,20 @@ def main(argv=None) -> int:
         "base_s": round(base_seconds, 1),
         "base_s_from": "--base-seconds (wall)" if args.base_seconds else "the base partition's step seconds",
         "time_share_pct": round(100.0 * wall / base_seconds, 1),
+        "base_step_s": round(sum(base_steps.values()), 1),
+        "step_share_pct": round(100.0 * sum(variant_steps.values()) / max(1.0, sum(base_steps.values())), 1),
         "base_bytes": sum(base_files.values()),
         "variant_added_bytes": added,
         "bytes_share_pct": round(100.0 * added / max(1, sum(base_files.values())), 2),
         "compare_md": compared,
+        "compare": compared_json,
         "date": time.strftime("%Y-%m-%d"),
     }
     out = args.out or RESULTS / f"variant_{args.dataset}_{args.variant}.json"
     from grasp_core.io import write_json
 
     write_json(out, doc)
-    print(json.dumps({k: v for k, v in doc.items() if k != "compare_md"}, indent=1))
+    print(json.dumps({k: v for k, v in doc.items() if k not in ("compare_md", "compare")}, indent=1))
     print(compared)
     return 0
 
