@@ -28,7 +28,7 @@ from grasp_core.skb.feedback_queries import (
     is_held_out,
 )
 from grasp_core.skb.format import SKB, write_skb
-from grasp_core.skb.schema import Relation, Schema
+from tests.assets.test_automation import tiny_skb
 
 
 def _row(question, node, relevant):
@@ -67,21 +67,8 @@ def test_feedback_questions_never_repeat_a_dataset_question_and_hold_out_a_stabl
 
 
 def _shop() -> SKB:
-    schema = Schema(
-        name="shop",
-        node_types={"product": ("description",), "brand": ()},
-        relations=(Relation("has_brand", "product", "brand"),),
-    )
-    nodes = pd.DataFrame(
-        {
-            "node_id": [0, 1, 2],
-            "key": ["p1", "p2", "b1"],
-            "type": ["product", "product", "brand"],
-            "name": ["Shoe", "Stove", "Acme"],
-            "description": ["light", "steel", None],
-        }
-    )
-    edges = pd.DataFrame({"src": [0, 1], "rel": ["has_brand", "has_brand"], "dst": [2, 2]})
+    """The automation tests' tiny shop, with a val question too (the feedback must never repeat one)."""
+    skb = tiny_skb()
     queries = pd.DataFrame(
         {
             "qid": [1, 2, 3],
@@ -90,7 +77,7 @@ def _shop() -> SKB:
             "answer_ids": [[0], [0, 1], [1]],
         }
     )
-    return SKB(schema, nodes, edges, queries)
+    return SKB(skb.schema, skb.nodes, skb.edges, queries)
 
 
 @pytest.fixture
