@@ -1,0 +1,194 @@
+"""What every benchmark script shares: the record of where a result was measured, timed loops with percentiles,
+loading a built system's components, starting ``grasp serve`` and writing the results file.
+
+A results file is one JSON document under ``benchmarks/results/`` (or wherever ``--out`` says); :func:`write_result`
+adds the :func:`record` (``commit``, ``machine``, ``load_average_1m`` at the start and the end, ``profile``,
+``date``) under ``"record"``, so two files can be told apart without reading the script that wrote them.
+Timings are taken with :func:`timed` (warm-up calls, then one wall time per call) and summarized by
+:func:`percentiles` in milliseconds.
+
+Usage in a script::
+
+    from harness import RESULTS, Run, components, percentiles, timed
+
+    run = Run(profile="cpu")                       # the start: commit, machine, load, date
+    ws = components("hpo", root, "cpu")
+    ms = timed(lambda: retriever.query(q), n=100, warmup=5)
+    run.write(RESULTS / "x.json", {"latency": percentiles(ms)})
+
+The scripts run as ``python benchmarks/NAME.py``, so this module is importable as ``harness`` (the script's folder
+is on ``sys.path``); ``tests/test_benchmarks.py`` runs every script's ``--help``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grasp_core.components import Components
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+GRASP = [sys.executable, "-m", "grasp_assets.cli"]  # the installed `grasp` command, in this interpreter
+
+
+def commit() -> str:
+    """The checkout's short commit, with ``+dirty`` when tracked files differ from it (``unknown`` outside git)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    if head.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def machine() -> dict[str, Any]:
+    """Cores this process may use, the CPU model, memory and Python: what a reader needs to compare times."""
+    cpu, mem_gib = platform.processor() or platform.machine(), None
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        cpu = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
+        kib = next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line)
+        mem_gib = round(int(kib) / 2**20, 1)
+    except (OSError, StopIteration):
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": cores, "memory_gib": mem_gib, "python": platform.python_version()}
+
+
+def load_average() -> float:
+    """The 1-minute load average: this machine is shared, and timings move with it."""
+    return round(os.getloadavg()[0], 2)
+
+
+class Run:
+    """One benchmark run: :func:`record` taken at the start, completed with the load at the end by :meth:`write`."""
+
+    def __init__(self, profile: str | None = None, **settings: Any):
+        self.record: dict[str, Any] = {
+            "commit": commit(),
+            "machine": machine(),
+            "profile": profile,
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "load_average_1m": {"start": load_average()},
+            **settings,
+        }
+        self._start = time.perf_counter()
+
+    def finish(self) -> dict[str, Any]:
+        """The record, with the load average at the end and the run's wall seconds."""
+        self.record["load_average_1m"]["end"] = load_average()
+        self.record["wall_s"] = round(time.perf_counter() - self._start, 1)
+        return self.record
+
+    def write(self, path: Path, result: dict[str, Any], quiet: bool = False) -> Path:
+        """Write ``result`` with this run's record to ``path`` (atomically), print it unless ``quiet``."""
+        return write_result(path, {"record": self.finish(), **result}, quiet=quiet)
+
+
+def write_result(path: Path, doc: dict[str, Any], quiet: bool = False) -> Path:
+    """Write a results document as indented JSON (to a temporary file first: a crash never leaves half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, indent=1, default=str) + "\n"
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    if not quiet:
+        print(text, end="")
+    print(f"-> {path}", file=sys.stderr)
+    return path
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """A results document written earlier, or ``{}`` when there is none (scripts that keep other runs' entries)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
+    """Call ``fn`` ``warmup`` times untimed, then ``n`` times; the wall time of each timed call in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        out.append(1e3 * (time.perf_counter() - start))
+    return out
+
+
+def percentiles(values: Iterable[float], points: Iterable[int] = (50, 95), digits: int = 2) -> dict[str, float]:
+    """``{"p50": …, "p95": …, "mean": …, "n": …}`` of ``values`` (in their unit, usually milliseconds)."""
+    import numpy as np
+
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 0:
+        return {"n": 0}
+    out = {f"p{p}": round(float(np.percentile(v, p)), digits) for p in points}
+    return out | {"mean": round(float(v.mean()), digits), "n": int(v.size)}
+
+
+def components(dataset: str, root: str | Path | None = None, profile: str = "cpu") -> Components:
+    """A built system's components (lazy: each loads on first use) from an artifact root (default: the instance's)."""
+    from grasp_core.artifacts import Artifacts
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+
+    return Components(Artifacts.for_dataset(dataset, root), get_profile(profile))
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_serve(url: str, proc: subprocess.Popen, timeout: float = 600) -> dict[str, Any]:
+    """Wait until the ``grasp serve`` process ``proc`` answers ``{url}/health``; its health document. Raises with
+    the process's exit code if it stops first, and TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"grasp serve exited with code {proc.returncode} before answering {url}/health")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                return dict(json.loads(response.read()))
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.5)
+    raise TimeoutError(f"grasp serve did not answer {url}/health within {timeout:.0f} s")
+
+
+def start_serve(
+    dataset: str,
+    options: Iterable[str] = (),
+    serve_options: Iterable[str] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> tuple[subprocess.Popen, str, dict[str, Any]]:
+    """Start ``grasp OPTIONS… serve DATASET --port <free> SERVE_OPTIONS…`` (``options`` are the global ones:
+    ``--root``, ``--profile``) and wait until it is healthy: ``(process, url, health)``. Its output is discarded;
+    the caller stops the process (``proc.terminate()``)."""
+    port = free_port()
+    cmd = [*GRASP, *options, "serve", dataset, "--host", "127.0.0.1", "--port", str(port), *serve_options]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        health = wait_for_serve(url, proc, timeout)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, url, health
