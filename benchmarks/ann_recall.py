@@ -15,7 +15,8 @@ tell apart: a conservative stand-in for a real corpus of that size, which this m
 (~50 documents/s). The queries are the name vectors of ``--queries`` random nodes (what a question's mention looks
 like to the index), searched against the whole corpus. Per size: recall@10 and recall@100 of HNSW's top k among the
 exact top k, the build time of both indexes, the median time of one query (batches of 1) and the index's bytes.
-Writes ``benchmarks/results/ann_recall.json``.
+Writes ``benchmarks/results/ann_recall.json`` (rewritten after each size) with the run's ``record`` (commit,
+machine, load average, date: ``benchmarks/harness.py``).
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+from harness import RESULTS, Run, percentiles, timed
 
 from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.node_embeddings import load_node_embeddings
 from grasp_core.embed.vector_index import filled, new_index
-from grasp_core.io import write_json
 
-RESULTS = Path(__file__).parent / "results"
 SEED = 0
 
 
@@ -54,12 +54,10 @@ def recall(found: np.ndarray, exact: np.ndarray, k: int) -> float:
 
 
 def one_query_ms(index: faiss.Index, queries: np.ndarray, k: int, n: int = 200) -> float:
-    times = []
-    for q in queries[:n]:
-        start = time.perf_counter()
-        index.search(q[None], k)
-        times.append(time.perf_counter() - start)
-    return round(float(np.median(times)) * 1000, 3)
+    """The median milliseconds of one search (a batch of 1), over the first ``n`` queries, each once."""
+    batch = iter(queries[:n])
+    ms = timed(lambda: index.search(next(batch)[None], k), n=len(queries[:n]))
+    return percentiles(ms, points=(50,), digits=3)["p50"]
 
 
 def measure(vectors: np.ndarray, queries: np.ndarray, cfg: IndexConfig) -> dict:
@@ -94,6 +92,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=None, help="corpus sizes (default: real, 1M)")
     parser.add_argument("--queries", type=int, default=1000)
     args = parser.parse_args()
+    run = Run()
     emb = load_node_embeddings(args.embeddings)
     cfg = IndexConfig()
     faiss.cvar.distance_compute_blas_threshold = cfg.blas_threshold
@@ -112,7 +111,7 @@ def main() -> None:
         print(f"[ann] {size:,} vectors", flush=True)
         result["rows"].append(measure(corpus(emb.doc, size, rng), queries, cfg))
         print(f"[ann] {result['rows'][-1]}", flush=True)
-        write_json(RESULTS / "ann_recall.json", result)
+        run.write(RESULTS / "ann_recall.json", result, quiet=True)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ checkout first on ``PYTHONPATH``, after two warm-up questions. The two run alter
 both see the same machine load; a question's time in a checkout is its least disturbed (smallest) total over the
 rounds, and ``every_run`` is the total's p50/p95 over every (round, question), what a user meets on a machine whose
 own threads disturb it. Writes ``benchmarks/results/answer_latency_<label>.json``: per checkout its commit, per-stage
-and total p50/p95 in ms, ``every_run``, and the p50 ratios after/before; also whether both gave the same top-10 answers for every
-question (a speed change must not change an answer).
+and total p50/p95 (and mean) in ms, ``every_run``, and the p50 ratios after/before; also whether both gave the same
+top-10 answers for every question (a speed change must not change an answer); and the run's ``record`` (this
+checkout's commit, machine, load average, date: ``benchmarks/harness.py``).
 """
 
 from __future__ import annotations
@@ -18,15 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-RESULTS = Path(__file__).parent / "results"
+from harness import RESULTS, Run, percentiles
 
 CHILD = """
 import json, sys, time
@@ -50,6 +48,7 @@ json.dump({"grasp_core": grasp_core.__file__, "rows": rows}, open(out, "w"))
 
 
 def _commit(checkout: Path) -> str:
+    """The commit of a compared checkout (the run's record has only the one this script runs from)."""
     run = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return run.stdout.strip() or "unknown"
 
@@ -74,9 +73,8 @@ def _run(checkout: Path, args, out: Path) -> list[dict]:
     return answered["rows"]
 
 
-def _ms(values) -> dict[str, float]:
-    a = 1000.0 * np.asarray(values)
-    return {"p50": round(float(np.percentile(a, 50)), 1), "p95": round(float(np.percentile(a, 95)), 1)}
+def _ms(seconds) -> dict[str, float]:
+    return percentiles((1000.0 * s for s in seconds), digits=1)
 
 
 def main() -> None:
@@ -89,6 +87,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    run = Run(profile="cpu")  # the children's GraspRetriever.from_artifacts default
     runs: dict[str, list[list[dict]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -99,8 +98,6 @@ def main() -> None:
         "dataset": args.dataset,
         "queries": args.queries,
         "rounds": args.rounds,
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
     }
     for side in ("before", "after"):
         best = [min(per_round, key=lambda row: row["total"]) for per_round in zip(*runs[side])]
@@ -116,9 +113,7 @@ def main() -> None:
     result["same_top10_answers"] = all(
         a["top"] == b["top"] for a, b in zip(runs["before"][0], runs["after"][0], strict=True)
     )
-    out = RESULTS / f"answer_latency_{args.label}.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    run.write(RESULTS / f"answer_latency_{args.label}.json", result)
 
 
 if __name__ == "__main__":

@@ -3,17 +3,23 @@ where the CPU has it) and with the cap ``grasp_core`` sets (``ONEDNN_MAX_CPU_ISA
 both: documents per second and one query's encoding, one math thread, the two settings alternating ``ROUNDS`` times
 (each setting needs its own process: oneDNN reads the variable once).
 
-Run: ``python benchmarks/batch_invariance.py``; writes ``benchmarks/results/batch_invariance.json``.
+Run: ``python benchmarks/batch_invariance.py``; writes ``benchmarks/results/batch_invariance.json`` (per setting:
+the differences by batch size from the first round, docs/s and ms per query of every round, sorted) with the run's
+``record`` (commit, machine, load average, date: ``benchmarks/harness.py``). Each round of each setting is this
+script run again as ``batch_invariance.py --child`` (an internal flag), which prints one JSON line of
+:func:`measure`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from harness import RESULTS, Run, timed
 
 SETTINGS = {"default (AMX)": "DEFAULT", "capped (grasp_core)": "AVX512_CORE_BF16"}
 SIZES, ROUNDS = (2, 3, 8, 13, 16, 24, 64), 3
@@ -35,17 +41,22 @@ def measure() -> dict:
     start = time.perf_counter()
     enc.encode(docs, 256)
     docs_per_s = len(docs) / (time.perf_counter() - start)
-    start = time.perf_counter()
-    for t in texts:
-        enc.encode([t], 64)
+    one = iter(texts)
+    query_ms = timed(lambda: enc.encode([next(one)], 64), n=len(texts))  # each text once, as one query
     return {
         "max_abs_diff_by_batch": diff,
         "docs_per_s": docs_per_s,
-        "query_ms": 1e3 * (time.perf_counter() - start) / len(texts),
+        "query_ms": sum(query_ms) / len(query_ms),
     }
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one round, in this process
+    if parser.parse_args().child:
+        print(json.dumps(measure()))
+        return
+    run = Run(rounds=ROUNDS, sizes=SIZES, omp_num_threads=1)
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     for _ in range(ROUNDS):
         for name, isa in SETTINGS.items():
@@ -55,7 +66,6 @@ def main() -> None:
             )
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     result = {
-        "load_avg_1min": os.getloadavg()[0],
         "settings": {
             name: {
                 "max_abs_diff_by_batch": r[0]["max_abs_diff_by_batch"],
@@ -65,13 +75,8 @@ def main() -> None:
             for name, r in runs.items()
         },
     }
-    path = Path(__file__).parent / "results" / "batch_invariance.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    run.write(RESULTS / "batch_invariance.json", result)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--child"]:
-        print(json.dumps(measure()))
-    else:
-        main()
+    main()

@@ -6,28 +6,25 @@ The answer path runs OpenBLAS with one thread (``grasp_core/math_threads.py``). 
 long-lived process (``grasp serve``, the ``latency`` asset) meets it: one retriever answers the first ``--queries``
 test questions one at a time, each twice in a row, once with OpenBLAS at its default thread count (the path's limit
 lifted) and once at one thread, the order alternating per question; ``--reps`` passes. Writes
-``benchmarks/results/blas_threads_<dataset>.json``: per pass both p50s in ms and the median per-question ratio, and
-whether both answered every question the same.
+``benchmarks/results/blas_threads_<dataset>.json``: per pass both settings' p50/p95 in ms and the median
+per-question ratio, whether both answered every question the same, and the run's ``record`` (commit, machine, load
+average, date: ``benchmarks/harness.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from harness import RESULTS, Run, percentiles
 from threadpoolctl import threadpool_info
 
 from grasp_core import answer, math_threads
 from grasp_core.retriever import GraspRetriever
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
@@ -37,6 +34,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--reps", type=int, default=4)
     args = parser.parse_args()
+    run = Run(profile="cpu")  # GraspRetriever.from_artifacts' default
     retriever = GraspRetriever.from_artifacts(args.dataset, args.root)
     queries = pd.read_parquet(Path(args.root) / args.dataset / "queries" / "queries.parquet")
     questions = queries[queries["split"] == "test"]["query"].head(args.queries).tolist()
@@ -58,8 +56,8 @@ def main() -> None:
         d, o = np.array(ms["default"]), np.array(ms["one"])
         passes.append(
             {
-                "default_p50_ms": round(float(np.median(d)), 1),
-                "one_thread_p50_ms": round(float(np.median(o)), 1),
+                "default_ms": percentiles(d, digits=1),
+                "one_thread_ms": percentiles(o, digits=1),
                 "median_ratio_one_over_default": round(float(np.median(o / d)), 3),
             }
         )
@@ -68,14 +66,11 @@ def main() -> None:
     report = {
         "dataset": args.dataset,
         "queries": len(questions),
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
         "openblas_default_threads": sorted(default_threads),
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
         "passes": passes,
         "same_answers": same,
     }
-    (RESULTS / f"blas_threads_{args.dataset}.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps(report, indent=1))
+    run.write(RESULTS / f"blas_threads_{args.dataset}.json", report)
 
 
 if __name__ == "__main__":

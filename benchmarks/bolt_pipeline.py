@@ -27,8 +27,9 @@ process. So it shows ranking parity and the Bolt load at the dataset's scale, no
 server store.
 
 Writes ``benchmarks/results/bolt_pipeline_<dataset>.json``: the per-step seconds, the graph loads (edges/s over
-Bolt and embedded), per split and path the queries whose ranking is identical, the largest score difference, and
-the execution seconds.
+Bolt and embedded), per split and path the queries whose ranking is identical, the largest score difference, the
+execution seconds and the traverse p50/p95 in ms; and the run's ``record`` (commit, machine, load average, date,
+profile: ``benchmarks/harness.py``).
 """
 
 from __future__ import annotations
@@ -46,20 +47,21 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from harness import RESULTS, Run, percentiles
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.graph.bolt_server import server_from_env, start_bolt_server
 from grasp_core.graph.open import open_graph_store
 from grasp_core.graph.store import GraphStoreConfig
-from grasp_core.io import read_json, write_json
+from grasp_core.io import read_json
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.profiles import get_profile, with_graph_store
 from grasp_core.ranking import Ranking
 from grasp_core.text.rankings_io import read_rankings
 
 ROOT = Path(__file__).parent
-CACHE, RESULTS = ROOT / ".cache", ROOT / "results"
+CACHE = ROOT / ".cache"
 TOLERANCE = 1e-6
 
 
@@ -105,8 +107,7 @@ def parity(ws: Components, embedded, split: str) -> dict:
             "identical": sum(ok for ok, _ in checks),
             "max_score_diff": max((d for _, d in checks), default=0.0),
             "seconds": round(seconds, 2),
-            "traverse_ms_p50": round(1e3 * float(np.median([t.seconds["traverse"] for _, t in got])), 2),
-            "traverse_ms_p95": round(1e3 * float(np.percentile([t.seconds["traverse"] for _, t in got], 95)), 2),
+            "traverse_ms": percentiles((1e3 * t.seconds["traverse"] for _, t in got), digits=2),
         }
         print(f"{split} {name}: {out[name]}", flush=True)
     return out
@@ -173,6 +174,7 @@ def main() -> None:
         "materialize only graph_store (over Bolt), then the parity (see the module doc)",
     )
     args = parser.parse_args()
+    run = Run(profile=args.profile)
     home = CACHE / f"bolt-{args.dataset}"
     os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'dagster_home' / 'mlflow.db'}")
@@ -200,7 +202,7 @@ def main() -> None:
         else:
             materialize_graph_store(args, root)
         pipeline_s = time.perf_counter() - start
-        profile = with_graph_store(get_profile(args.profile), "neo4j", "store")
+        profile = with_graph_store(get_profile(args.profile), "neo4j", "store")  # harness.components takes a name
         ws = Components(Artifacts.for_dataset(args.dataset, root), profile)
         bolt_load = read_json(ws.art.require("graph_store") / "server.json")
         embedded_dir = home / "embedded_store"
@@ -212,7 +214,6 @@ def main() -> None:
         splits = [s for s in ("test", "test-human") if (ws.art.require("eval_metrics") / f"plans_{s}.parquet").exists()]
         result = {
             "dataset": args.dataset,
-            "profile": args.profile,
             "pipeline_traversal": args.traversal if seeded is None else None,
             "seeded_from": str(args.seed_from.resolve()) if seeded is not None else None,
             "seeded": seeded,
@@ -229,12 +230,10 @@ def main() -> None:
             },
             "tolerance": TOLERANCE,
             "parity": {s: parity(ws, embedded, s) for s in splits},
-            "load_avg_1min": os.getloadavg()[0],
         }
         embedded.close()
         ws.close()
-        write_json(RESULTS / f"bolt_pipeline_{args.dataset}.json", result)
-        print(result)
+        run.write(RESULTS / f"bolt_pipeline_{args.dataset}.json", result)
     finally:
         server.stop()
 

@@ -1,25 +1,24 @@
 """Build synth-prime at ``full`` scale (129k nodes / 8.1M edges), write it, and record time and memory.
 
 Run: ``python benchmarks/build_synth_prime.py [--scale full] [--seed 0]``. Writes
-``benchmarks/results/build_synth_prime.json`` and prints a markdown table. Peak RSS is the process
-high-water mark (``resource.getrusage``), i.e. build and write together.
+``benchmarks/results/build_synth_prime.json`` (with the run's ``record``: commit, machine, load average, date;
+``benchmarks/harness.py``) and prints a markdown table of the measurements. Peak RSS is the process high-water mark
+(``resource.getrusage``), i.e. build and write together.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from grasp_core.io import write_json
+from harness import RESULTS, Run
+
 from grasp_core.skb.format import write_skb
 from grasp_core.skb.synth import build_synth_skb
-
-RESULTS = Path(__file__).parent / "results" / "build_synth_prime.json"
 
 
 def _peak_rss_gib() -> float:
@@ -33,7 +32,7 @@ def main() -> None:
     parser.add_argument("--scale", default="full")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-
+    run = Run()
     t0 = time.perf_counter()
     skb = build_synth_skb("prime", args.scale, seed=args.seed)
     build_s = time.perf_counter() - t0
@@ -54,9 +53,8 @@ def main() -> None:
         "peak_rss_gib": round(_peak_rss_gib(), 3),
         "disk_mib": round(disk_mib, 1),
         "max_degree": int(skb.degrees.max()),
-        "machine": f"{platform.machine()}, {platform.python_version()}",
     }
-    write_json(RESULTS, result)
+    run.write(RESULTS / "build_synth_prime.json", result, quiet=True)
     print("| " + " | ".join(result) + " |")
     print("|" + "---|" * len(result))
     print("| " + " | ".join(str(v) for v in result.values()) + " |")

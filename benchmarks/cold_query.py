@@ -1,6 +1,7 @@
 """What a first answer costs: one ``grasp query`` from a cold shell, its imports alone, and ``grasp query --server``.
 
-Wall and CPU seconds and peak memory of each (the median of the runs), with the 1-minute load average.
+Wall and CPU seconds and peak memory of each (the median of the runs), with the 1-minute load average at the start
+and the end in the run's ``record`` (with the commit, machine and date: ``benchmarks/harness.py``).
 
 Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question TEXT] [--out FILE] [--no-server]
 [--before DIR]``; writes ``benchmarks/results/cold_query.json`` (or ``--out``) and prints it.
@@ -9,16 +10,16 @@ Each run starts ``grasp query DATASET QUESTION`` as a new process (the installed
 and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). The same is done for the
 imports alone (``IMPORTS``: the library and sentence-transformers, which the encoder imports when it loads), so the
 rest is loading the artifacts and answering. The operating system's file cache is warm after the first run (the
-figures are the median of the runs); the 1-minute load average is recorded because the machine may be shared.
+figures are the median of the runs); the load average is recorded because the machine may be shared.
 
 With ``--before DIR`` the same is timed for the code under DIR (``PYTHONPATH``; a copy of the package directories
 is enough), run by run interleaved with this checkout's, as ``before``: on a shared machine only figures taken side
 by side compare.
 
-Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (its feedback store in a temporary
-instance directory, so the user's store gets no benchmark questions), waits until it answers (``server.startup_s``:
-the models loaded and warmed up once), and times ``grasp query DATASET QUESTION --server URL`` the same way: the
-whole command, Python start included, with the server warm.
+Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (``harness.start_serve``; its feedback
+store in a temporary instance directory, so the user's store gets no benchmark questions), waits until it answers
+``/health`` (``server.startup_s``: the models loaded and warmed up once), and times ``grasp query DATASET QUESTION
+--server URL`` the same way: the whole command, Python start included, with the server warm.
 
 ``bytecode_cached`` is the share of the modules a retriever import loads whose compiled bytecode (``.pyc``) was
 found: with ``PYTHONDONTWRITEBYTECODE=1`` set and a virtual environment installed without it, every import
@@ -30,21 +31,17 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-import numpy as np
+from harness import RESULTS, Run, percentiles, start_serve
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import write_json
 
-RESULTS = Path(__file__).parent / "results" / "cold_query.json"
-GRASP = Path(sys.executable).with_name("grasp")
+GRASP = Path(sys.executable).with_name("grasp")  # the installed command a user types (not harness.GRASP's -m)
 # what the answer path imports: the library, and the encoder's sentence-transformers (imported when it loads)
 IMPORTS = "import grasp_core.retriever, sentence_transformers.sentence_transformer.modules"
 BYTECODE = (
@@ -54,7 +51,7 @@ BYTECODE = (
 )
 
 
-def timed(cmd: list[str], env: dict | None = None) -> dict:
+def child_usage(cmd: list[str], env: dict | None = None) -> dict:
     """Wall seconds, CPU seconds and peak RSS of one child process run to completion."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -69,7 +66,8 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
 
 
 def median(runs: list[dict]) -> dict:
-    return {k: round(float(np.median([r[k] for r in runs])), 2) for k in runs[0]}
+    """Per measure (wall and CPU seconds, peak MiB), its median over the runs."""
+    return {k: percentiles((r[k] for r in runs), points=(50,))["p50"] for k in runs[0]}
 
 
 def _side_env(directory: Path) -> dict:
@@ -82,36 +80,19 @@ def _side_env(directory: Path) -> dict:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def server_runs(dataset: str, root: str, question: str, runs: int) -> dict:
     """Start ``grasp serve``, time ``grasp query --server`` against it ``runs`` times, stop it."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as instance:
         env = {**os.environ, "DAGSTER_HOME": instance}  # the server's feedback store goes there
-        cmd = [str(GRASP), "--root", root, "serve", dataset, "--port", str(port)]
         start = time.perf_counter()
-        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server, url, _ = start_serve(dataset, ["--root", root], env=env)
+        startup = time.perf_counter() - start
         try:
-            while True:
-                if server.poll() is not None:
-                    raise SystemExit(f"{' '.join(cmd)} exited ({server.returncode}) before it answered")
-                try:
-                    with urllib.request.urlopen(f"{url}/health", timeout=2):
-                        break
-                except OSError:
-                    time.sleep(0.25)
-            startup = time.perf_counter() - start
             client = [str(GRASP), "query", dataset, question, "--server", url]
-            timed(client, env)  # the server's first question after its warm-up one
+            child_usage(client, env)  # the server's first question after its warm-up one
             client_runs = []
             for i in range(runs):
-                client_runs.append(timed(client, env))
+                client_runs.append(child_usage(client, env))
                 print(f"run {i + 1}: query --server {client_runs[-1]['wall_s']:.2f} s wall", flush=True)
         finally:
             server.send_signal(signal.SIGINT)
@@ -132,7 +113,9 @@ def main() -> None:
     parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--question", default="Which genes are linked to Rett syndrome?")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "cold_query.json", help="results file (default: %(default)s)"
+    )
     parser.add_argument("--no-server", action="store_true", help="skip the grasp serve / query --server part")
     parser.add_argument(
         "--before",
@@ -143,6 +126,7 @@ def main() -> None:
         "interleaved with this checkout's run by run, under the results' `before`",
     )
     args = parser.parse_args()
+    run = Run(profile="cpu")  # grasp query's and grasp serve's default
     root = ["--root", args.root] if args.root else []
     query = [str(GRASP), *root, "query", args.dataset, args.question]
     imports = [sys.executable, "-P", "-c", IMPORTS]  # -P: not the working directory's grasp_core
@@ -150,23 +134,19 @@ def main() -> None:
     if args.before is not None:
         sides = {"before": _side_env(args.before), "after": None}
     bytecode = subprocess.run([sys.executable, "-P", "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
-    load_before = os.getloadavg()[0]
     runs: dict[str, dict[str, list[dict]]] = {side: {"imports": [], "query": []} for side in sides}
     for i in range(args.runs):  # the sides alternate, and which goes first alternates from run to run
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
         for side in order:
-            runs[side]["imports"].append(timed(imports, sides[side]))
+            runs[side]["imports"].append(child_usage(imports, sides[side]))
         for side in order:
-            runs[side]["query"].append(timed(query, sides[side]))
+            runs[side]["query"].append(child_usage(query, sides[side]))
             print(f"run {i + 1}: {side} query {runs[side]['query'][-1]['wall_s']:.1f} s wall", flush=True)
-    load_after = os.getloadavg()[0]
     result = {
         "command": " ".join(["grasp", *root, "query", args.dataset, repr(args.question)]),
         "runs": args.runs,
         "query": median(runs["after"]["query"]),
         "imports_only": median(runs["after"]["imports"]),
-        "load_average_1min": {"before": load_before, "after": load_after},
-        "cores": len(os.sched_getaffinity(0)),
         "bytecode_cached": round(float(bytecode), 3),
     }
     if args.before is not None:
@@ -180,9 +160,7 @@ def main() -> None:
     if not args.no_server:
         serve_root = str(Artifacts.for_dataset(args.dataset, args.root).root)  # before DAGSTER_HOME moves
         result["server"] = server_runs(args.dataset, serve_root, args.question, args.runs)
-        result["server"]["load_average_1min"] = {"before": load_after, "after": os.getloadavg()[0]}
-    write_json(args.out, result)
-    print(result)
+    run.write(args.out, result)
 
 
 if __name__ == "__main__":

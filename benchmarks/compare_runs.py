@@ -2,19 +2,21 @@
 after, the McNemar p of the change (per-query Hit@1, paired by qid), and the served planner's abstentions.
 
 Run: ``python benchmarks/compare_runs.py BEFORE_ARTIFACTS AFTER_ARTIFACTS --out benchmarks/results/NAME.json
-[--split test] [--note TEXT]``, each ``$DAGSTER_HOME/artifacts/<dataset>`` of a finished run.
+[--split test] [--note TEXT]``, each ``$DAGSTER_HOME/artifacts/<dataset>`` of a finished run. Writes ``--out`` (per
+split: the queries both runs answered, per setting Hit@1 before/after and McNemar p, the served-vs-text and
+rerank-vs-served p of each run, the abstentions) with the run's ``record`` (command, commit, machine, date:
+``benchmarks/harness.py``) and prints it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
+from harness import Run
 
 from grasp_core.eval.significance import mcnemar
-from grasp_core.io import write_json
 
 SETTINGS = ("text", "graph", "served", "served+rerank")
 
@@ -58,16 +60,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--note", default="")
     args = parser.parse_args()
+    run = Run()
     out = {
-        "command": "python benchmarks/compare_runs.py "
-        + " ".join([str(args.before), str(args.after), "--split", *args.split, "--out", str(args.out)]),
         "note": args.note,
         "before": str(args.before),
         "after": str(args.after),
         "splits": {s: compare(args.before, args.after, s) for s in args.split},
     }
-    write_json(args.out, out)
-    print(json.dumps(out, indent=1))
+    run.write(args.out, out)
 
 
 if __name__ == "__main__":

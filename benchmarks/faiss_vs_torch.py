@@ -1,33 +1,27 @@
 """Exact top-100 inner-product search: faiss IndexFlatIP (default BLAS threshold and threshold 1) vs
 torch and numpy matmul + top-k, for 1 and 64 queries against 5k and 130k normalized 384-d vectors.
 
-Run: ``python benchmarks/faiss_vs_torch.py``; writes ``benchmarks/results/faiss_vs_torch.json``.
+Run: ``python benchmarks/faiss_vs_torch.py`` (no arguments); writes ``benchmarks/results/faiss_vs_torch.json`` (with
+the run's record: commit, machine, load, date) and prints a table. Each figure is the minimum over ``REPEATS`` timed
+calls after one warm-up call.
 The result decides ``IndexConfig.blas_threshold`` in ``grasp_core/embed/vector_index.py``.
 """
 
 from __future__ import annotations
 
-import json
-import platform
-import time
-from pathlib import Path
+import argparse
 
 import faiss
 import numpy as np
 import torch
+from harness import RESULTS, Run, timed
 
 DIM, K, REPEATS = 384, 100, 30
 SIZES, QUERIES = (5_000, 130_000), (1, 64)
 
 
 def best_ms(fn) -> float:
-    fn()
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * float(np.min(times))  # min: the machine is shared, contention only adds time
+    return float(min(timed(fn, n=REPEATS, warmup=1)))  # min: the machine is shared, contention only adds time
 
 
 def numpy_topk(queries: np.ndarray, vectors: np.ndarray):
@@ -39,6 +33,9 @@ def numpy_topk(queries: np.ndarray, vectors: np.ndarray):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
+    run = Run()
     rng = np.random.default_rng(0)
     default_threshold = faiss.cvar.distance_compute_blas_threshold
     rows = []
@@ -72,13 +69,10 @@ def main() -> None:
         "faiss": faiss.__version__,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
-        "machine": platform.processor(),
         "default_blas_threshold": default_threshold,
         "rows": rows,
     }
-    out = Path(__file__).parent / "results" / "faiss_vs_torch.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    run.write(RESULTS / "faiss_vs_torch.json", result, quiet=True)
     methods = [k for k in rows[0] if k not in ("vectors", "queries")]
     print("| vectors | queries | " + " | ".join(methods) + " |")
     print("|---|---|" + "---|" * len(methods))

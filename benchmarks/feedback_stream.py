@@ -4,7 +4,8 @@ in batches, each followed by the retrain the `feedback_growth` sensor requests.
 Run: ``python benchmarks/feedback_stream.py hpo [--root DIR] [--profile cpu] [--questions 400] [--batches 3]
 [--held-out 0.25] [--seed 7] [--out FILE]`` with ``DAGSTER_HOME`` set to the instance that built the dataset (its
 feedback store and its Dagster records change: run it on a dedicated instance or a copy). Writes
-``benchmarks/results/feedback_stream_<dataset>.json`` (or ``--out``) and prints it.
+``benchmarks/results/feedback_stream_<dataset>.json`` (or ``--out``; with the run's record: commit, machine, load,
+date, command) and prints it.
 
 1. **The stream**: questions in registers people type (bare names with typos, symptom lists in lay words), generated
    from the knowledge base by :func:`grasp_core.skb.intent_queries.lookup_queries` / ``findings_queries`` with a
@@ -26,25 +27,21 @@ import argparse
 import json
 import os
 import random
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run, start_serve
 
 from grasp_core.eval.results import RERANKED, read_per_query
 from grasp_core.eval.significance import mcnemar
-from grasp_core.io import write_json
 from grasp_core.releases import served_artifacts, served_record
 from grasp_core.skb.format import read_skb
 from grasp_core.skb.intent_queries import findings_queries, lookup_queries
 from grasp_core.textnorm import normalize
 
-RESULTS = Path(__file__).parent / "results"
-GRASP = Path(sys.executable).with_name("grasp")
 STREAM_LOOKUP_FORMS = ("looking for {x}", "{x} - what is it", "info {x} pls", "search {x}", "{x} meaning")
 STREAM_FINDINGS_FORMS = (
     "my kid has {f}. what could it be?",
@@ -82,22 +79,9 @@ def _post(url: str, body) -> dict:
 
 def feed(dataset: str, root: str, profile: str, batch: list[tuple[str, list[int]]], keys: list[str]) -> int:
     """Ask every question of ``batch`` to a real ``grasp serve`` and confirm its gold answers by request id."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    cmd = [str(GRASP), "--profile", profile, "--root", root, "serve", dataset, "--port", str(port)]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, url, _ = start_serve(dataset, ["--profile", profile, "--root", root])
     confirmed = 0
     try:
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"{' '.join(cmd)} exited ({server.returncode}) before it answered")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.5)
         for text, gold in batch:
             answer = _post(f"{url}/query", {"query": text, "k": 10})
             records = [{"request_id": answer["request_id"], "answer_key": keys[g], "relevant": True} for g in gold]
@@ -166,6 +150,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if "DAGSTER_HOME" not in os.environ:
         raise SystemExit("set DAGSTER_HOME to the instance that built the dataset (its feedback store changes)")
+    run = Run(profile=args.profile)
     from grasp_core.artifacts import default_root
 
     root = str(args.root or default_root())
@@ -191,20 +176,13 @@ def main(argv=None) -> int:
             }
         )
         print(json.dumps(rounds[-1]), flush=True)
-    from grasp_core.pipeline.evaluation import code_commit
-
     doc = {
         "dataset": args.dataset,
         "profile": args.profile,
-        "commit": code_commit(),
-        "command": "python benchmarks/feedback_stream.py " + " ".join(argv or sys.argv[1:]),
         "stream": {"questions": len(questions), "held_out": len(held), "sent": len(sent), "seed": args.seed},
         "rounds": rounds,
-        "date": time.strftime("%Y-%m-%d"),
     }
-    out = args.out or RESULTS / f"feedback_stream_{args.dataset}.json"
-    write_json(out, doc)
-    print(json.dumps(doc, indent=1))
+    run.write(args.out or RESULTS / f"feedback_stream_{args.dataset}.json", doc)
     return 0
 
 

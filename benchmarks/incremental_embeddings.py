@@ -2,7 +2,9 @@
 
 Run: ``python benchmarks/incremental_embeddings.py hpo [--root DIR] [--fraction 0.01] [--skip-query]``; writes
 ``benchmarks/results/incremental_embeddings.json`` and prints it. ``--root`` is a finished artifact root (read
-only: everything is copied into a temporary directory first).
+only: everything is copied into a temporary directory first). ``--skip-query`` / ``--skip-embeddings`` keep that
+section from the file's last run; each section this run writes (and the file, for ``hash_gbps``) carries the
+run's ``record`` (commit, machine, load at start and end, date, command).
 
 1. Node embeddings (the cpu profile's encoder): a full build of the dataset's SKB (``--nodes``: a seeded
    sample of that many nodes, for a machine where the whole takes too long; a node's texts do not depend on
@@ -14,7 +16,7 @@ only: everything is copied into a temporary directory first).
 3. Verification on read: ``grasp query`` in a new process on a copy of the artifacts, timed to exit, and the
    seconds its :func:`grasp_core.manifest.verify` calls took inside it (deep, the first time each artifact is
    required; counted by a wrapper). Artifacts of a build older than the manifests (an empty ``_COMPLETE``
-   marker) are sealed on the copy first. The first query warms the file cache; the figures are medians.
+   marker) are sealed on the copy first. The first query warms the file cache; the figures are medians (p50).
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run, percentiles, read_result, write_result
 
 from grasp_core import manifest
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import write_json
 
-RESULTS = Path(__file__).parent / "results" / "incremental_embeddings.json"
+RESULT = RESULTS / "incremental_embeddings.json"
 QUESTION = "Which genes are linked to Rett syndrome?"
 LEGACY_MARKER = "_COMPLETE"
 
@@ -116,7 +118,6 @@ def embeddings(dataset: str, art: Artifacts, work: Path, fraction: float, seed: 
         "incremental_vs_full_cpu": round(inc_cpu / full_cpu, 4),
         "rows_compared_with_a_fresh_encoding": len(rows),
         "equal_to_a_full_rebuild_bit_for_bit": equal,
-        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -165,8 +166,8 @@ def cold_query(dataset: str, root: Path, runs: int) -> dict:
         info = json.loads(lines[-1][2:])
         samples.append({"wall_s": wall, "verify_s": info["verify_s"], "artifacts": info["artifacts"]})
     samples = samples[1:]
-    wall = float(np.median([s["wall_s"] for s in samples]))
-    verify = float(np.median([s["verify_s"] for s in samples]))
+    wall = percentiles([s["wall_s"] for s in samples], points=(50,), digits=6)["p50"]
+    verify = percentiles([s["verify_s"] for s in samples], points=(50,), digits=6)["p50"]
     names = [Path(p).relative_to(root / dataset).as_posix() for p in samples[0]["artifacts"]]
     size = sum(e.size for p in samples[0]["artifacts"] if (m := manifest.read(p)) for e in m.files.values())
     return {
@@ -176,7 +177,6 @@ def cold_query(dataset: str, root: Path, runs: int) -> dict:
         "verify_share": round(verify / wall, 4),
         "verified_artifacts": names,
         "verified_mib": round(size / 2**20, 1),
-        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -194,24 +194,25 @@ def main() -> None:
     parser.add_argument("--skip-query", action="store_true", help="no cold-query figures (kept from the last run)")
     parser.add_argument("--skip-embeddings", action="store_true", help="no embeddings figures (kept from the last run)")
     args = parser.parse_args()
+    run = Run(profile="cpu")  # the encoder's profile, and `grasp query`'s default
     source = Artifacts.for_dataset(args.dataset, args.root).root
-    result: dict = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}  # sections a skip keeps
-    command = "python benchmarks/incremental_embeddings.py " + " ".join(sys.argv[1:])
+    result: dict = read_result(RESULT)  # sections a skip keeps
+    written: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="grasp-incremental-") as tmp:
         root = sealed_copy(source, args.dataset, Path(tmp) / "artifacts")
         art = Artifacts.for_dataset(args.dataset, root)
         result["hash_gbps"] = hash_speed()
         if not args.skip_query:
-            result["verification"] = {"command": command, **cold_query(args.dataset, root, args.runs)}
+            written["verification"] = cold_query(args.dataset, root, args.runs)
         if not args.skip_embeddings:
             work = Path(tmp) / "work"
-            result["node_embeddings"] = {
-                "command": command,
-                **embeddings(args.dataset, art, work, args.fraction, args.seed, args.nodes, args.check),
-            }
-    RESULTS.parent.mkdir(exist_ok=True)
-    write_json(RESULTS, result)
-    print(json.dumps(result, indent=2))
+            written["node_embeddings"] = embeddings(
+                args.dataset, art, work, args.fraction, args.seed, args.nodes, args.check
+            )
+    record = run.finish()
+    result.update({name: {"record": record, **section} for name, section in written.items()})
+    result.pop("record", None)  # the last run's: this run wrote hash_gbps
+    write_result(RESULT, {"record": record, **result})
 
 
 if __name__ == "__main__":

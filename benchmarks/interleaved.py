@@ -1,11 +1,17 @@
-"""Time several ways of answering the same questions one at a time, interleaved, as the answer path runs them."""
+"""Time several ways of answering the same questions one at a time, interleaved, as the answer path runs them.
+
+A helper module, not a benchmark: ``mfar_ann.py`` and ``name_index_linking.py`` import :func:`p50_ms` (they run as
+``python benchmarks/NAME.py``, so this folder is on ``sys.path``). Run on its own
+(``python benchmarks/interleaved.py``) it measures nothing and writes nothing: it prints this help.
+"""
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import numpy as np
+from harness import percentiles
 
 from grasp_core.math_threads import answer_threads
 
@@ -21,5 +27,15 @@ def p50_ms(ways: Mapping[str, Callable[[list[str]], object]], questions: Sequenc
             for name, answer in ways.items():
                 start = time.perf_counter()
                 answer([question])
-                times[name].append(time.perf_counter() - start)
-    return {name: round(float(np.median(t)) * 1000, 2) for name, t in times.items()}
+                times[name].append(1e3 * (time.perf_counter() - start))
+    return {name: percentiles(ms, points=(50,)).get("p50", float("nan")) for name, ms in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n")[1])
+    parser.parse_args()
+    parser.print_help()
+
+
+if __name__ == "__main__":
+    main()

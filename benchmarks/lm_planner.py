@@ -10,7 +10,8 @@ valid-plan rate and the stage's seconds. Checkpoints and rounds are selected on 
     python benchmarks/lm_planner.py --dataset synth-prime --work /tmp/lm-bench
 
 Writes ``benchmarks/results/lm_planner_<dataset>.json`` (shaped like the pipeline's results files: ``settings``
-with ``sft``, ``rl1``, ``rl2``; ``mcnemar`` with ``rl1 vs sft``, ``rl2 vs sft``).
+with ``sft``, ``rl1``, ``rl2``; ``mcnemar`` with ``rl1 vs sft``, ``rl2 vs sft``; the run's ``record`` holds the
+commit, machine, load, date and every command-line setting, defaults included).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
@@ -35,8 +37,6 @@ from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env
 from grasp_core.planner.rounds import ROUNDS, Gate, previous_round
 from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.profiles import get_profile
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def bench_profile(
@@ -79,6 +79,7 @@ def main() -> None:
     profile = bench_profile(
         args.scale, args.queries, args.rl_queries, args.grpo_steps, args.rft_epochs, args.val_queries
     )
+    run = Run(profile=profile.name, **vars(args))
     art = Artifacts.for_dataset(args.dataset, args.work)
     seconds: dict[str, float] = {}
 
@@ -92,7 +93,7 @@ def main() -> None:
         timed("skb", data.build_skb_artifact, art, args.dataset, profile.dataset)
     if not is_complete(art.path("queries")):
         timed("queries", data.build_queries_artifact, art, args.dataset, profile.dataset)
-    ws = Components(art, profile)
+    ws = Components(art, profile)  # not harness.components: the profile is the changed one above, not a name
     prepare = [
         ("node_embeddings", graph.node_embeddings_step),
         ("vector_indexes", graph.vector_indexes_step),
@@ -142,9 +143,6 @@ def main() -> None:
         "split": "test",
         "n_queries": len(test),
         "profile": profile.name,
-        "command": f"python benchmarks/lm_planner.py --dataset {args.dataset} --work {args.work} --scale {args.scale} "
-        f"--queries {args.queries} --rl-queries {args.rl_queries} --grpo-steps {args.grpo_steps} "
-        f"--rft-epochs {args.rft_epochs} --val-queries {args.val_queries}",
         "settings": settings,
         "mcnemar": {f"{a} vs {b}": float(mcnemar(hits[a], hits[b])[1]) for a, b in pairs},
         "hit1_wins_losses": {
@@ -160,11 +158,8 @@ def main() -> None:
         },
     }
     ws.close()
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"lm_planner_{args.dataset}.json"
-    out.write_text(json.dumps(doc, indent=1, default=str))
+    run.write(RESULTS / f"lm_planner_{args.dataset}.json", doc, quiet=True)
     print(json.dumps({k: doc[k] for k in ("settings", "mcnemar", "valid_plan_rate", "seconds")}, indent=1))
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Run: ``python benchmarks/memory_model.py`` after ``benchmarks/scale_pipeline.py synth-prime --scales small full``
 (and, for the check, ``benchmarks/scale_pipeline.py synth-mag --scales 0.25 --stages prepare``). Reads
 ``benchmarks/results/scale_synth-prime.json`` (and ``scale_synth-mag.json`` if present), writes
-``benchmarks/results/memory_model.json``; ``docs/scaling.md`` explains it.
+``benchmarks/results/memory_model.json`` (with the run's record: commit, machine, load, date) and prints the
+predictions; ``docs/scaling.md`` explains it. It takes no arguments.
 
 The model:
 
@@ -22,13 +23,14 @@ node and edge counts); the first step whose predicted peak passes the machine's 
 
 from __future__ import annotations
 
+import argparse
 import os
-from pathlib import Path
 
-from grasp_core.io import read_json, write_json
+from harness import RESULTS, Run
+
+from grasp_core.io import read_json
 from grasp_core.skb.synth import SPECS
 
-RESULTS = Path(__file__).parent / "results"
 GiB = 2**30
 MACHINE_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
@@ -160,9 +162,13 @@ def check(model: dict, point: dict) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
+    run = Run()
     prime = read_json(RESULTS / "scale_synth-prime.json")
     model = fit(prime["small"], prime["full"])
-    out: dict = {"fitted_on": f"scale_synth-prime.json (commit {prime['commit']})", "machine_bytes": MACHINE_BYTES}
+    fitted_commit = prime.get("commit") or prime.get("record", {}).get("commit")  # a file with the harness's record
+    out: dict = {"fitted_on": f"scale_synth-prime.json (commit {fitted_commit})", "machine_bytes": MACHINE_BYTES}
     out["model"] = model
     mag_file = RESULTS / "scale_synth-mag.json"
     if mag_file.exists():
@@ -173,7 +179,7 @@ def main() -> None:
         f"synth-{kind} full": predict(model, sum(spec.full_nodes.values()), sum(r.full_edges for r in spec.relations))
         for kind, spec in SPECS.items()
     }
-    write_json(RESULTS / "memory_model.json", out)
+    run.write(RESULTS / "memory_model.json", out, quiet=True)
     for name, p in out["predictions"].items():
         print(
             f"{name}: {p['nodes']:,} nodes, {p['edges']:,} edges: artifacts {p['artifacts_total_bytes'] / GiB:.1f} GiB, "

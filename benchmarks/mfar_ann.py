@@ -1,33 +1,29 @@
 """What HNSW nominees change in mFAR's rankings, against the exact products, on one trained mFAR.
 
-Run: ``python benchmarks/mfar_ann.py synth-prime --root DIR [--questions 50]``; writes
-``benchmarks/results/mfar_ann_<dataset>.json``.
+Run: ``python benchmarks/mfar_ann.py synth-prime --root DIR [--profile cpu] [--questions 50]``; writes
+``benchmarks/results/mfar_ann_<dataset>.json`` (with the run's record: commit, machine, load, profile, date).
 
 From ``MFARConfig.dense_ann_min_nodes`` nodes a dense scorer's nominees come from an HNSW index over its field's
 vectors. This loads the dataset's trained mFAR (the artifact must hold such indexes) and ranks every ``val`` and
 ``test`` question twice with the same model: as served (HNSW nominees) and with the HNSW indexes removed (every
 dense scorer's nominees from its exact product with every node). Per split: Hit@1, Hit@5, Recall@20 and MRR of
 both, and the share of questions whose top 10 is identical. Then the first ``--questions`` test questions are ranked
-one at a time both ways, interleaved, with one BLAS thread as on the answer path, the median kept.
+one at a time both ways, interleaved, with one BLAS thread as on the answer path, the median kept
+(``rank_ms_p50``, :func:`interleaved.p50_ms`).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import interleaved
 import numpy as np
+from harness import RESULTS, Run, components
 
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
 from grasp_core.errors import GraspError
-from grasp_core.io import write_json
 from grasp_core.metrics import evaluate
-from grasp_core.profiles import get_profile
 from grasp_core.text.mfar import FieldIndex, MFARRetriever
 
-RESULTS = Path(__file__).parent / "results"
 SPLITS = ("val", "test")
 
 
@@ -38,7 +34,8 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--questions", type=int, default=50)
     args = parser.parse_args()
-    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    run = Run(profile=args.profile, questions=args.questions)
+    ws = components(args.dataset, args.root, args.profile)
     served = ws.text_retriever("mfar")
     if not isinstance(served, MFARRetriever) or not served.fields.ann:
         raise GraspError(f"{args.dataset}'s mFAR has no HNSW nominees (fewer nodes than dense_ann_min_nodes)")
@@ -62,7 +59,7 @@ def main() -> None:
     result["rank_ms_p50"] = interleaved.p50_ms({n: r.rank for n, r in retrievers.items()}, test)
     result["timed_questions"] = len(test)
     print(f"[mfar-ann] one question, p50 ms: {result['rank_ms_p50']}", flush=True)
-    write_json(RESULTS / f"mfar_ann_{args.dataset}.json", result)
+    run.write(RESULTS / f"mfar_ann_{args.dataset}.json", result, quiet=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """What the HNSW name index changes in entity linking, and what it saves per question, against the exact index.
 
-Run: ``python benchmarks/name_index_linking.py hpo [--root DIR] [--hnsw-from 10000] [--questions 100]``; writes
-``benchmarks/results/name_index_linking_<dataset>.json``.
+Run: ``python benchmarks/name_index_linking.py hpo [--root DIR] [--profile cpu] [--hnsw-from 10000]
+[--questions 100]``; writes ``benchmarks/results/name_index_linking_<dataset>.json`` (with the run's record: commit,
+machine, load, profile, date).
 
 From the dataset's node embeddings, both name indexes are built with the product's constructor: the exact one
 (``IndexFlatIP`` for every type) and an HNSW one (HNSW for a type whose names and aliases reach ``--hnsw-from`` rows,
@@ -10,7 +11,8 @@ with each; per split it reports the share of linked mentions whose links (node i
 identical, of mentions whose best link is, and of questions whose whole entity table is (mentions, types and
 linked ids; the cosines differ in their last bits, since HNSW and the exact scan sum a dot product differently). Then the first
 ``--questions`` test questions are extracted one at a time with each index, interleaved, the median kept: the time
-of the extraction stage as the answer path runs it (one BLAS thread).
+of the extraction stage as the answer path runs it (one BLAS thread; ``extraction_ms_p50``,
+:func:`interleaved.p50_ms`).
 """
 
 from __future__ import annotations
@@ -18,20 +20,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from pathlib import Path
 
 import interleaved
+from harness import RESULTS, Run, components
 
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
 from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.table import EntityRow, EntityTable
-from grasp_core.io import write_json
-from grasp_core.profiles import get_profile
 
-RESULTS = Path(__file__).parent / "results"
 SPLITS = ("val", "val-human", "test", "test-human")
 
 
@@ -69,7 +66,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--hnsw-from", type=int, default=10_000, help="name-index rows from which a type gets HNSW")
     args = parser.parse_args()
-    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    run = Run(profile=args.profile, questions=args.questions, hnsw_from=args.hnsw_from)
+    ws = components(args.dataset, args.root, args.profile)
     cfg = dataclasses.replace(IndexConfig(), name_hnsw_min_size=args.hnsw_from)
     built, seconds = {}, {}
     for name, index_cfg in (("exact", dataclasses.replace(cfg, name_hnsw_min_size=2**62)), ("hnsw", cfg)):
@@ -101,7 +99,7 @@ def main() -> None:
         "timed_questions": len(test),
     }
     print(f"[names] extraction p50 ms: {result['extraction_ms_p50']}", flush=True)
-    write_json(RESULTS / f"name_index_linking_{args.dataset}.json", result)
+    run.write(RESULTS / f"name_index_linking_{args.dataset}.json", result, quiet=True)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ queries' vectors, texts and gold types and reports its accuracy per split (test-
 to choose), with the query vector alone beside it (``cue_window`` 0) when the code has request words, and the
 names view's settings grid (chosen by the mean of val and val-human) when it has that view. Extraction
 is timed warm, all questions of a split in one call and one question per call (as served), the least of
-``REPEATS`` runs each, with the load average recorded (the machine is shared). Runs with any checkout's code on
-``PYTHONPATH`` (``--label before`` with the code the artifacts were built with). Writes
-``benchmarks/results/natural_questions_<label>.json``.
+``REPEATS`` runs each (the machine is shared). Runs with any checkout's code on ``PYTHONPATH`` (``--label before``
+with the code the artifacts were built with; the record's ``pythonpath`` says which). Writes
+``benchmarks/results/natural_questions_<label>.json`` with the run's record (commit, machine, load average at the
+start and the end, ``OMP_NUM_THREADS`` as ``threads``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import dataclasses
 import inspect
 import json
 import os
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,13 +32,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from harness import RESULTS, Run, components, timed  # noqa: E402
 
-from grasp_core.artifacts import Artifacts  # noqa: E402
 from grasp_core.components import Components  # noqa: E402
-from grasp_core.profiles import get_profile  # noqa: E402
 from grasp_core.skb.human_queries import shape  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
 HUMAN_SPLITS = ("test-human", "val-human")
 REPEATS = 3  # timed runs of each extraction measurement (the least is reported)
 
@@ -81,13 +79,9 @@ def extractor(ws: Components):
 
 
 def fastest(run, repeats: int = REPEATS) -> float:
-    """The least wall time of ``repeats`` runs (the machine is shared: the minimum is the least disturbed)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    """The least wall time in seconds of ``repeats`` runs (the machine is shared: the minimum is the least
+    disturbed)."""
+    return min(timed(run, n=repeats)) / 1e3
 
 
 def linking_recall(ws: Components, split: str, gazetteer) -> dict:
@@ -186,7 +180,6 @@ def asked_type_accuracy(ws: Components) -> dict | None:
             print("names view", grid[-1], flush=True)
         result["names_view_grid"] = grid
     return result
-    return {"accuracy": out, "human_errors": errors}
 
 
 def main() -> None:
@@ -196,28 +189,25 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--asked-type-only", action="store_true", help="skip linking and its timing")
     args = parser.parse_args()
-    ws = Components(Artifacts.for_dataset("hpo", args.root), get_profile(args.profile))
+    run = Run(
+        profile=args.profile,
+        threads=os.environ.get("OMP_NUM_THREADS", "default"),
+        pythonpath=os.environ.get("PYTHONPATH"),
+    )
+    ws = components("hpo", args.root, args.profile)
     linking: dict = {}
     result: dict = {"root": str(args.root)}
     if not args.asked_type_only:
         gazetteer = extractor(ws)
         gazetteer.extract([q["query"] for q in questions_of("val-human")[:8]])  # warm: model, tokenizer, caches
-        load = [round(x, 2) for x in os.getloadavg()]
         linking = {split: linking_recall(ws, split, gazetteer) for split in HUMAN_SPLITS}
-        load_after = [round(x, 2) for x in os.getloadavg()]
-        result |= {
-            "load_average_1_5_15": {"before_linking": load, "after_linking": load_after},
-            "threads": os.environ.get("OMP_NUM_THREADS", "default"),
-            "linking": linking,
-        }
+        result["linking"] = linking
     result["asked_type"] = asked_type_accuracy(ws)
-    out = RESULTS / f"natural_questions_{args.label}.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    run.write(RESULTS / f"natural_questions_{args.label}.json", result, quiet=True)
     for split, found in linking.items():
         print(split, json.dumps({k: v for k, v in found.items() if k != "by_shape"}))
     if result["asked_type"]:
         print("asked type accuracy:", result["asked_type"]["accuracy"])
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -4,25 +4,20 @@ train looks like val: fewer folds fit each model on fewer queries (pessimistic),
 
 Run: ``python benchmarks/oof_folds.py DATASET [--root DIR] [--folds 2 3 5]`` on a finished pipeline's artifacts
 (the field index and the full mFAR are read, the fold models fitted here); writes
-``benchmarks/results/oof_folds_<dataset>.json``.
+``benchmarks/results/oof_folds_<dataset>.json`` with the run's record (commit, machine, load average, command).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
-from grasp_core.io import write_json
+from harness import RESULTS, Run, components
+
 from grasp_core.metrics import evaluate
-from grasp_core.profiles import get_profile
 from grasp_core.text.config import OutOfFoldConfig
 from grasp_core.text.mfar import MFARRetriever
 from grasp_core.text.oof import rank_by_folds, train_fold_models
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
@@ -31,7 +26,8 @@ def main() -> None:
     parser.add_argument("--root", default=None, help="artifact root (default: $GRASP_HOME or dagster_home/artifacts)")
     parser.add_argument("--folds", type=int, nargs="+", default=[2, 3, 5])
     args = parser.parse_args()
-    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile("cpu"))
+    run = Run(profile="cpu")
+    ws = components(args.dataset, args.root, "cpu")
     full = ws.text_retriever("mfar")
     assert isinstance(full, MFARRetriever)
     train, val = ws.skb.split("train"), ws.skb.split("val")
@@ -40,7 +36,6 @@ def main() -> None:
         return round(evaluate(rankings, [list(map(int, a)) for a in part["answer_ids"]], ws.skb.num_nodes)["hit@1"], 1)
 
     out = {
-        "command": f"python benchmarks/oof_folds.py {args.dataset} --folds {' '.join(map(str, args.folds))}",
         "dataset": args.dataset,
         "train_queries": len(train),
         "full_model": {"train_hit@1": hit1(full.rank(train["query"].tolist()), train)},
@@ -55,8 +50,7 @@ def main() -> None:
             "seconds": round(time.perf_counter() - start, 1),
         }
         print(k, out["folds"][str(k)], flush=True)
-    write_json(RESULTS / f"oof_folds_{args.dataset}.json", out)
-    print(out)
+    run.write(RESULTS / f"oof_folds_{args.dataset}.json", out)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ Setup and the decisions behind it:
   top-100 set, plans whose exact best answer is still in the top-100). The graph is loaded once per backend
   for all of them; an ``arrays`` run times building its executor's CSR arrays (``adjacency_build_s``).
 - Peak RSS is the process maximum (``ru_maxrss``) after all stages; the machine is shared, so latencies are
-  upper bounds and every run records the 1-minute load average (``os.getloadavg()``) before and after the
-  load and after the plans.
+  upper bounds. Every run this process adds carries its ``record`` (commit, machine, the 1-minute load average
+  at the process's start and end, ``OMP_WAIT_POLICY``, command): runs kept from other processes keep theirs.
 """
 
 from __future__ import annotations
@@ -54,8 +54,6 @@ import argparse
 import gc
 import importlib
 import importlib.metadata
-import json
-import platform
 import resource
 import shutil
 import time
@@ -63,6 +61,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run, load_average, percentiles, read_result, write_result
 
 from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import NodeEmbeddings
@@ -70,7 +69,7 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.graph import ladybug_store
 from grasp_core.graph.open import open_graph_store
 from grasp_core.graph.store import GraphStoreConfig
-from grasp_core.io import is_complete, write_json
+from grasp_core.io import is_complete
 from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.trace import STAGES
@@ -78,8 +77,7 @@ from grasp_core.profiles import get_profile
 from grasp_core.skb.format import SKB, read_skb, write_skb
 from grasp_core.skb.synth import build_synth_skb
 
-ROOT = Path(__file__).parent
-CACHE, RESULTS = ROOT / ".cache", ROOT / "results" / "plan_execution.json"
+CACHE, OUT = Path(__file__).parent / ".cache", RESULTS / "plan_execution.json"
 # the neo4j backend's server: started by main (local) or $NEO4J_URI; imported_s: seconds of its bulk import
 BOLT: dict = {"local": False, "database": None, "batch_size": GraphStoreConfig().batch_size, "imported_s": None}
 DIM = 384
@@ -152,13 +150,9 @@ def rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    v = 1e3 * np.asarray(values)
-    return {
-        "p50_ms": round(float(np.percentile(v, 50)), 2),
-        "p95_ms": round(float(np.percentile(v, 95)), 2),
-        "mean_ms": round(float(v.mean()), 2),
-    }
+def latency_ms(seconds: list[float]) -> dict[str, float]:
+    """p50, p95 and mean of timings in seconds, in milliseconds (keys ``p50_ms``, ``p95_ms``, ``mean_ms``, ``n``)."""
+    return {k if k == "n" else f"{k}_ms": v for k, v in percentiles(1e3 * np.asarray(seconds)).items()}
 
 
 def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tuple[dict, list[np.ndarray], dict]:
@@ -188,7 +182,7 @@ def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tupl
             store._conn.prepare(trace.cypher, trace.params)
             stages["prepare"].append(time.perf_counter() - start)
     summary = {
-        "latency": {s: percentiles(v) for s, v in stages.items() if v},
+        "latency": {s: latency_ms(v) for s, v in stages.items() if v},
         "candidates": {"p50": float(np.median(candidates)), "max": int(max(candidates))},
         "outcomes": errors,
         "first_error_messages": messages,
@@ -238,17 +232,15 @@ def bench_backend(
     reference."""
     path = CACHE / f"store-{backend}"
     store, version = open_backend(backend, path)
-    load_avg = {"before_load": os.getloadavg()[0]}
     start = time.perf_counter()
     if backend == "neo4j" and BOLT["imported_s"] is not None:  # bulk-imported by the server at its start (main)
         load_s, how = BOLT["imported_s"], "ArcadeDB GraphBatch import (server start included)"
     else:
         store.load(skb)
         load_s, how = time.perf_counter() - start, "store.load"
-    load_avg["after_load"] = os.getloadavg()[0]
     print(
         f"{backend}: loaded {len(skb.edges):,} edges in {load_s:.1f} s, rss {rss_gib():.2f} GiB, "
-        f"load avg {load_avg['after_load']:.1f}",
+        f"load avg {load_average():.1f}",
         flush=True,
     )
     base = {
@@ -274,7 +266,6 @@ def bench_backend(
             "max_frontier": cap,
             **extra,
             **summary,
-            "load_avg_1min": {**load_avg, "after_plans": os.getloadavg()[0]},
         }
         if reference is None and exact:
             reference = tops
@@ -320,7 +311,7 @@ def run_key(run: dict) -> tuple:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", default="full")
     parser.add_argument("--skb", type=Path, default=None, help="an SKB directory instead of synth-prime at --scale")
     parser.add_argument("--plans", type=int, default=200)
@@ -342,8 +333,9 @@ def main() -> None:
         help="neo4j on the local server: bulk-import the SKB at server start (ArcadeDB GraphBatch) instead of loading "
         "it over Bolt, and measure the Bolt load on synth-prime at this scale instead (e.g. 0.01)",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (runs of the same setup are merged)")
+    parser.add_argument("--out", type=Path, default=OUT, help="results file (runs of the same setup are merged)")
     args = parser.parse_args()
+    bench = Run(profile="cpu", omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"))
     warnings.simplefilter("ignore", DeprecationWarning)  # the engine's prepare(), timed above on purpose
     start = time.perf_counter()
     skb_dir = args.skb or CACHE / f"synth-prime-{args.scale}"
@@ -400,22 +392,22 @@ def main() -> None:
         "hops": dict(zip(*map(list, np.unique([len(p.hops) for p in plans[10:]], return_counts=True)))),
         "two_anchor_plans": sum(len(p.anchors) > 1 for p in plans[10:]),
         "skb_read_s": round(read_s, 1),
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "encoder": encoder.identity,
         "peak_rss_gib": round(rss_gib(), 2),
-        "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores",
         "runs": runs,
     }
     if bolt_sample is not None:
         result["bolt_load_sample"] = bolt_sample
     result["hops"] = {int(k): int(v) for k, v in result["hops"].items()}
-    if args.out.exists():  # keep other backends' runs of the same setup (one backend per process)
-        old = json.loads(args.out.read_text())
-        if (old.get("scale"), old.get("plans")) == (args.scale, args.plans):
-            done = {run_key(r) for r in runs}
-            result["runs"] = [r for r in old["runs"] if run_key(r) not in done] + runs
-            result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
-    write_json(args.out, result)
+    record = bench.finish()
+    for run in runs:
+        run["record"] = record
+    old = read_result(args.out)  # keep other backends' runs of the same setup (one backend per process)
+    if old and (old.get("scale"), old.get("plans")) == (args.scale, args.plans):
+        done = {run_key(r) for r in runs}
+        result["runs"] = [r for r in old["runs"] if run_key(r) not in done] + runs
+        result["peak_rss_gib"] = max(result["peak_rss_gib"], old.get("peak_rss_gib", 0))
+    write_result(args.out, result, quiet=True)
     print("| backend | traversal | max_frontier | stage | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
     for run in runs:
         for stage, p in run["latency"].items():
@@ -423,7 +415,7 @@ def main() -> None:
                 f"| {run['backend']} {run['version']} | {run['traversal']} | {run['max_frontier']} | {stage} "
                 f"| {p['p50_ms']} | {p['p95_ms']} |"
             )
-        print(f"load avg (1 min): {run['load_avg_1min']}")
+    print(f"load avg (1 min): {record['load_average_1m']}")
     print(
         f"peak RSS {result['peak_rss_gib']} GiB; outcomes {[(r['outcomes'], r['first_error_messages']) for r in runs]}"
     )

@@ -1,8 +1,9 @@
 """Where the ``cpu`` planner stands among its own candidates: every candidate it chooses from, executed and fused.
 
 Run: ``python benchmarks/planner_headroom.py hpo --root dagster_home/artifacts [--splits val test]
-[--planner planner:2] [--tag after]``; writes ``benchmarks/results/planner_headroom_<dataset>[_<tag>].json`` and
-prints a table. Without ``--planner`` it reads the served planner (the last round whose gate passed).
+[--planner planner:2] [--tag after]``; writes ``benchmarks/results/planner_headroom_<dataset>[_<tag>].json`` (with
+the run's record: commit, machine, load average, date) and prints a table. Without ``--planner`` it reads the
+served planner (the last round whose gate passed).
 
 For each question of a split, every candidate of the planner (``Featurizer.candidates`` plus ABSTAIN) is executed
 by the dataset's executor and fused with the stored text ranking (RRF, the profile's weights), as the answer path
@@ -18,36 +19,24 @@ target type``. The planner reads the question as the policy does (its first 64 t
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import torch
+from harness import RESULTS, Run, components
 
-from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
-from grasp_core.io import write_json
 from grasp_core.pipeline.planner_inputs import planner_env
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.chooser import Executed, feature_names, shortlists
 from grasp_core.planner.chooser_train import fused_hit1_labels, picks
 from grasp_core.planner.policy import path_keys
 from grasp_core.planner.policy_train import Outcomes
-from grasp_core.profiles import get_profile
 
-RESULTS = Path(__file__).parent / "results"
 ALL = 10_000  # a shortlist longer than any candidate list: every candidate
-
-
-def _commit() -> str:
-    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return run.stdout.strip() or "unknown"
 
 
 def _shape(plan: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -150,7 +139,8 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--tag", default=None, help="suffix of the results file (before/after)")
     args = parser.parse_args()
-    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    run = Run(profile=args.profile)
+    ws = components(args.dataset, args.root, args.profile)
     if ws.profile.planner != "policy":
         raise SystemExit(f"the {args.profile} profile's planner is {ws.profile.planner!r}; this measures the policy")
     name = args.planner
@@ -160,14 +150,10 @@ def main() -> None:
     out = {
         "dataset": args.dataset,
         "planner": name,
-        "commit": _commit(),
-        "date": datetime.date.today().isoformat(),
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
         "splits": {s: measure(ws, name, s) for s in args.splits},
     }
-    out["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
     suffix = f"_{args.tag}" if args.tag else ""
-    write_json(RESULTS / f"planner_headroom_{args.dataset}{suffix}.json", out)
+    run.write(RESULTS / f"planner_headroom_{args.dataset}{suffix}.json", out, quiet=True)
     for split, m in out["splits"].items():
         print(f"{args.dataset} {split} ({m['queries']} questions, {m['candidates_per_query']} candidates each)")
         for key, value in m["fused_hit1"].items():

@@ -4,15 +4,15 @@
 
 Builds a tiny synth-prime world (real MiniLM, faiss, LadybugDB, gazetteer, BM25, programmatic teacher), the `cpu`
 planner base (TinyModelConfig defaults) and times ``train_sft`` / ``train_grpo`` with the cpu profile's SFTSettings and
-GRPOSettings (steps capped). Writes benchmarks/results/planner_training.json and prints a markdown table with
-``os.getloadavg()`` (this machine is shared: numbers move with the load).
+GRPOSettings (steps capped). Writes benchmarks/results/planner_training.json with the run's record (commit, machine,
+the load average at the start and the end: this machine is shared, numbers move with the load) and prints a
+markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import tempfile
 import time
@@ -21,6 +21,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+from harness import RESULTS, Run
 
 from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
@@ -43,15 +44,16 @@ from grasp_core.skb.querygen import synthesize_queries, with_queries
 from grasp_core.skb.synth import build_synth_skb
 from grasp_core.text.bm25 import BM25Retriever
 
-OUT = Path(__file__).parent / "results" / "planner_training.json"
+OUT = RESULTS / "planner_training.json"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--queries", type=int, default=120)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", type=int, default=120, help="synthesized questions of the tiny world")
     ap.add_argument("--sft-steps", type=int, default=6)
     ap.add_argument("--grpo-steps", type=int, default=2)
     args = ap.parse_args()
+    run = Run(profile="cpu")
     profile = get_profile("cpu")
     tmp = Path(tempfile.mkdtemp())
     skb = build_synth_skb("prime", "tiny")
@@ -101,7 +103,6 @@ def main() -> None:
     rows = []
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        load = os.getloadavg()[0]
         t0 = time.perf_counter()
         train_sft(base, sft_examples, dataclasses.replace(sft_cfg, epochs=1.0), tmp / f"sft{threads}")
         sft_s = time.perf_counter() - t0
@@ -114,7 +115,6 @@ def main() -> None:
         rows.append(
             {
                 "threads": threads,
-                "loadavg_1m": round(load, 2),
                 "sft_steps": args.sft_steps,
                 "sft_tokens_per_s": round(tokens / sft_s),
                 "sft_s_per_step": round(sft_s / args.sft_steps, 2),
@@ -123,13 +123,11 @@ def main() -> None:
             }
         )
     store.close()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"profile": "cpu", "rows": rows}, indent=1))
-    print("| threads | load (1m) | SFT tokens/s | SFT s/step | GRPO s/step |\n|---|---|---|---|---|")
+    run.write(OUT, {"rows": rows}, quiet=True)
+    print("| threads | SFT tokens/s | SFT s/step | GRPO s/step |\n|---|---|---|---|")
     for r in rows:
-        print(
-            f"| {r['threads']} | {r['loadavg_1m']} | {r['sft_tokens_per_s']} | {r['sft_s_per_step']} | {r['grpo_s_per_step']} |"
-        )
+        print(f"| {r['threads']} | {r['sft_tokens_per_s']} | {r['sft_s_per_step']} | {r['grpo_s_per_step']} |")
+    print(f"load avg (1 min): {run.record['load_average_1m']}")
 
 
 if __name__ == "__main__":

@@ -5,25 +5,19 @@
 Loads the dataset's served planner (the last RL round that passed its gate, else SFT) and times
 ``Planner.plan`` on single test queries with their entity tables (query encoding, candidate enumeration,
 features, scoring), after a warm-up that fills the verbalization cache. Writes
-``benchmarks/results/planning_latency.json`` (p50 and p95 in ms, the load average: this machine is shared).
+``benchmarks/results/planning_latency.json`` (p50 and p95 in ms, with the run's record: commit, machine, torch
+threads and the load average at the start and the end, since this machine is shared).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
-from grasp_core.profiles import get_profile
-
-RESULTS = Path(__file__).parent / "results"
+from harness import RESULTS, Run, components, percentiles
 
 
 def main() -> None:
@@ -33,8 +27,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    run = Run(profile="cpu", threads=args.threads)
     torch.set_num_threads(args.threads)
-    ws = Components(Artifacts.for_dataset(args.dataset, args.artifacts), get_profile("cpu"))
+    ws = components(args.dataset, args.artifacts, "cpu")
     name, path = ws.final_planner()
     planner = ws.planner(path)
     test = ws.split("test").head(args.queries)
@@ -51,16 +46,10 @@ def main() -> None:
         "planner": name,
         "head": planner.cfg.head,
         "queries": len(times),
-        "threads": args.threads,
-        "p50_ms": round(float(np.percentile(times, 50)), 2),
-        "p95_ms": round(float(np.percentile(times, 95)), 2),
-        "mean_ms": round(float(np.mean(times)), 2),
+        **{f"{k}_ms": v for k, v in percentiles(times).items() if k != "n"},  # n: queries
         "candidates_per_query": round(float(np.mean(candidates)), 1),
-        "load_average_1min": round(os.getloadavg()[0], 2),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "planning_latency.json").write_text(json.dumps(out, indent=1))
-    print(json.dumps(out, indent=1))
+    run.write(RESULTS / "planning_latency.json", out)
 
 
 if __name__ == "__main__":

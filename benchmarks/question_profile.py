@@ -1,13 +1,14 @@
 """Where one warm question's time goes: per-stage latency and a cProfile of single questions through the product API.
 
 Run: ``python benchmarks/question_profile.py hpo [--root DIR] [--questions 30] [--planner NAME] [--no-rerank]
-[--parallel-branches] [--no-profile] [--tag NAME]``; writes ``benchmarks/results/question_profile.json`` (runs with other tags are kept)
-and prints the stage table and the functions with the most cumulative time.
+[--parallel-branches] [--no-profile] [--tag NAME]``; writes the entry ``--tag`` of
+``benchmarks/results/question_profile.json`` (entries with other tags are kept) and prints the stage table and the
+functions with the most cumulative time.
 
 The retriever loads once and answers 3 warm-up questions; then the first ``--questions`` test questions are
 answered one at a time (as ``grasp query`` and the ``latency`` asset do), timed per stage (``Result.seconds``)
-and end to end, and profiled with cProfile (``--no-profile`` measures without its overhead). The 1-minute load
-average is recorded: the machine is shared.
+and end to end, and profiled with cProfile (``--no-profile`` measures without its overhead). Each entry holds its
+run's ``record`` (commit, machine, the 1-minute load average at the start and the end: the machine is shared).
 """
 
 from __future__ import annotations
@@ -15,18 +16,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
-import subprocess
 import time
-from pathlib import Path
 
-import numpy as np
+from harness import RESULTS, Run, percentiles, read_result, write_result
 
-from grasp_core.io import read_json, write_json
 from grasp_core.retriever import STAGES, GraspRetriever
 
-RESULTS = Path(__file__).parent / "results" / "question_profile.json"
+OUT = RESULTS / "question_profile.json"
 
 
 def main() -> None:
@@ -42,6 +39,7 @@ def main() -> None:
     parser.add_argument("--tag", default="run")
     parser.add_argument("--top", type=int, default=25, help="functions listed by cumulative time")
     args = parser.parse_args()
+    bench = Run(profile=args.profile)
 
     start = time.perf_counter()
     retriever = GraspRetriever.from_artifacts(
@@ -68,15 +66,10 @@ def main() -> None:
         totals.append(time.perf_counter() - t0)
         for s in STAGES:
             per_stage[s].append(res.seconds[s])
-    ms = {s: 1e3 * np.asarray(v) for s, v in {**per_stage, "total": totals}.items()}
-    stages = {
-        s: {
-            "mean_ms": round(float(v.mean()), 1),
-            "p50_ms": round(float(np.median(v)), 1),
-            "p95_ms": round(float(np.percentile(v, 95)), 1),
-        }
-        for s, v in ms.items()
-    }
+    stages = {}
+    for s, seconds in {**per_stage, "total": totals}.items():
+        p = percentiles([1e3 * x for x in seconds], digits=1)
+        stages[s] = {"mean_ms": p["mean"], "p50_ms": p["p50"], "p95_ms": p["p95"]}
     top = ""
     if profiler:
         out = io.StringIO()
@@ -91,20 +84,17 @@ def main() -> None:
         "profiled": profiler is not None,
         "load_s": round(load_s, 1),
         "stages": stages,
-        "load_avg_1min": round(os.getloadavg()[0], 2),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),
         "cprofile_top": top.splitlines()[: args.top + 12],
+        "record": bench.finish(),
     }
-    runs = read_json(RESULTS) if RESULTS.exists() else {}
+    runs = read_result(OUT)
     runs[args.tag] = run
-    write_json(RESULTS, runs)
+    write_result(OUT, runs, quiet=True)
     print(top)
     print("| stage | mean ms | p50 ms | p95 ms |\n|---|---|---|---|")
     for s, v in stages.items():
         print(f"| {s} | {v['mean_ms']} | {v['p50_ms']} | {v['p95_ms']} |")
-    print(f"load avg {run['load_avg_1min']}, retriever loaded in {run['load_s']} s")
+    print(f"load avg {run['record']['load_average_1m']}, retriever loaded in {run['load_s']} s")
 
 
 if __name__ == "__main__":

@@ -6,35 +6,29 @@ the first ``--queries`` test queries to get their fused lists (not timed); then 
 alone, as ``grasp query`` does, timing separately the query encoding (MiniLM: BM25 tokens and query vector,
 which the text branch also computes), the feature matrix, LightGBM's predict and the final RRF. Each query runs
 ``--repeats`` times and its least disturbed run (smallest reranking time) counts, since other processes share
-the cores; the 1-minute load average at the end is recorded. Writes
-``benchmarks/results/rerank_latency.json`` with p50/p95 in milliseconds; the goal is features + predict
-<= 10 ms on 2 cores.
+the cores. Writes ``benchmarks/results/rerank_latency.json`` with p50/p95 in milliseconds and the run's record
+(commit, machine, torch threads, ``OPENBLAS_NUM_THREADS``, the 1-minute load average at the start and the end);
+the goal is features + predict <= 10 ms on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
+from harness import RESULTS, Run, components, percentiles
 
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
-from grasp_core.io import write_json
 from grasp_core.pipeline.reranker import served_inputs
-from grasp_core.profiles import get_profile
 from grasp_core.rerank.inference import fuse_reranked
 
-RESULTS = Path(__file__).parent / "results" / "rerank_latency.json"
+OUT = RESULTS / "rerank_latency.json"
 
 
-def _ms(values: list[float]) -> dict[str, float]:
-    a = 1000.0 * np.asarray(values)
-    return {"p50": round(float(np.percentile(a, 50)), 2), "p95": round(float(np.percentile(a, 95)), 2)}
+def _ms(seconds: list[float]) -> dict[str, float]:
+    return percentiles(1e3 * s for s in seconds)
 
 
 def main() -> None:
@@ -44,12 +38,17 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--K", type=int, default=50)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--repeats", type=int, default=3, help="runs per query; the least disturbed one counts (shared machines)"
     )
     args = parser.parse_args()
-    ws = Components(Artifacts(args.dataset, args.root), get_profile(args.profile))
+    bench = Run(
+        profile=args.profile,
+        torch_threads=torch.get_num_threads(),
+        openblas_num_threads=os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
+    )
+    ws = components(args.dataset, args.root, args.profile)
     planner, _, inputs, _ = served_inputs(ws, "test", args.queries)
     reranker = ws.reranker()
     features = reranker.features
@@ -85,12 +84,9 @@ def main() -> None:
             "with query encoding": _ms([a + b for a, b in zip(rerank, times["encode"])]),
         },
         "repeats": args.repeats,
-        "load_average_1min": round(os.getloadavg()[0], 1),
         "goal_ms_p95": 10.0,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, torch threads {torch.get_num_threads()}, "
-        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, python {platform.python_version()}",
     }
-    write_json(args.out, result)
+    bench.write(args.out, result, quiet=True)
     print(result["ms"])
 
 

@@ -5,7 +5,8 @@ The source artifacts are only read: the scratch root links to them and receives 
 ``reranker_hard_negatives`` and ``reranker`` (built by the pipeline's own steps: the served planner's fused
 lists of every train query, early stopping and the ``(w, k)`` grid on validation). Then the served planner
 runs once on every test query and the fused lists are reranked at each K of ``--k``; McNemar's test compares
-per-query Hit@1 with the fused order. Writes ``benchmarks/results/rerank_quality_<dataset>.json``.
+per-query Hit@1 with the fused order. Writes ``benchmarks/results/rerank_quality_<dataset>.json`` with the run's
+record (commit, machine, profile, load average, command).
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run, components
 
-from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
-from grasp_core.io import is_complete, write_json
+from grasp_core.io import is_complete
 from grasp_core.metrics import evaluate, per_query_hits
 from grasp_core.pipeline.reranker import hard_negatives_step, reranker_step, served_inputs
-from grasp_core.profiles import get_profile
 
-RESULTS = Path(__file__).parent / "results"
 OWN = ("reranker_hard_negatives", "reranker", "reranker_work")
 
 
@@ -35,7 +34,7 @@ def scratch_workspace(dataset: str, source: Path, scratch: Path, profile: str) -
         link = scratch / dataset / item.name
         if item.name not in OWN and not item.name.startswith(".") and not link.exists():
             link.symlink_to(item.resolve())
-    return Components(Artifacts(dataset, scratch), get_profile(profile))
+    return components(dataset, scratch, profile)
 
 
 def _plain(result: dict) -> dict:
@@ -50,8 +49,9 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--k", type=int, nargs="+", default=[20, 50])
     args = parser.parse_args()
+    run = Run(profile=args.profile)
     ws = scratch_workspace(args.dataset, args.source_root, args.scratch, args.profile)
-    out: dict = {"dataset": args.dataset, "profile": args.profile, "kind": ws.reranker_kind}
+    out: dict = {"dataset": args.dataset, "kind": ws.reranker_kind}
     t0 = time.perf_counter()
     if not is_complete(ws.art.path("reranker_hard_negatives")):
         out["hard_negatives"] = hard_negatives_step(ws)
@@ -80,7 +80,7 @@ def main() -> None:
             "fused_only_hits": int(np.sum(~hits & fused_hits)),
             "seconds_per_query_batched": round(seconds, 4),
         }
-    write_json(RESULTS / f"rerank_quality_{args.dataset}.json", out)
+    run.write(RESULTS / f"rerank_quality_{args.dataset}.json", out, quiet=True)
     print(f"{args.dataset} ({planner}, {len(qids)} test queries): fused Hit@1 {out['fused']['hit@1']:.1f}")
     for key, row in out["reranked"].items():
         print(f"  reranked {key}: Hit@1 {row['hit@1']:.1f} (McNemar p = {row['mcnemar_p']:.2g})")

@@ -21,30 +21,27 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import RESULTS, Run, components
 
-from grasp_core.artifacts import Artifacts
-from grasp_core.components import Components
-from grasp_core.io import write_json
 from grasp_core.metrics import evaluate
 from grasp_core.pipeline.reranker import ltr_data, served_inputs
-from grasp_core.profiles import get_profile
 from grasp_core.rerank.asked_type import AskedType
 from grasp_core.rerank.inference import ValItem, fuse_reranked, select_rrf_params
 from grasp_core.rerank.ltr import train_ranker
 
-RESULTS = Path(__file__).parent / "results"
 EVAL_SPLITS = ("val", "test", "val-human", "test-human")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--root", type=Path, required=True, help="a finished pipeline's artifact root")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args()
 
-    ws = Components(Artifacts.for_dataset(args.dataset, args.root), get_profile(args.profile))
+    run = Run(profile=args.profile, seeds=args.seeds)
+    ws = components(args.dataset, args.root, args.profile)
     if ws.reranker_kind != "ltr":
         raise SystemExit(f"the {args.profile} profile's reranker is {ws.reranker_kind!r}; this measures the ltr one")
     K, cfg = ws.profile.rerank.top_k, ws.profile.ltr
@@ -119,7 +116,7 @@ def main() -> None:
         "spread": spread,
         "bag": figures(bag),
     }
-    write_json(RESULTS / f"reranker_seeds_{args.dataset}.json", out)
+    run.write(RESULTS / f"reranker_seeds_{args.dataset}.json", out, quiet=True)
     print("\n| split | Hit@1 min-max (mean) | Hit@5 min-max (mean) | bag Hit@1 / Hit@5 |\n|---|---|---|---|")
     for s, sp in spread.items():
         h1, h5 = sp["hit@1"], sp["hit@5"]

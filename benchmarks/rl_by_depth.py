@@ -16,14 +16,13 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from harness import RESULTS, Run
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.eval.results import per_query_file
-from grasp_core.io import write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.policy import path_keys
 
-RESULTS = Path(__file__).parent / "results"
 BUCKETS = ("abstain", "0", "1", "2", "3+")
 
 
@@ -41,6 +40,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, required=True, help="a finished pipeline's artifact root")
     parser.add_argument("--split", default="test")
     args = parser.parse_args()
+    run = Run()
     art = Artifacts.for_dataset(args.dataset, args.root)
     plans = pd.read_parquet(art.require("eval_metrics") / f"plans_{args.split}.parquet")
     served = pd.read_parquet(art.require("eval_metrics") / per_query_file(args.split))
@@ -60,7 +60,7 @@ def main() -> None:
             | {s: round(100 * float(part[s].mean()), 1) for s in settings}
         )
     out = {"dataset": args.dataset, "split": args.split, "bucket_by": "served plan", "rows": table}
-    write_json(RESULTS / f"rl_by_depth_{args.dataset}.json", out)
+    run.write(RESULTS / f"rl_by_depth_{args.dataset}.json", out, quiet=True)
     print(pd.DataFrame(table).to_string(index=False))
 
 

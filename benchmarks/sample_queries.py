@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import random
-from pathlib import Path
 
 import pandas as pd
+from harness import RESULTS
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import atomic_file
 from grasp_core.skb.format import read_skb
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def sample_table(dataset: str, split: str, n: int, root: str | None, seed: int = 0) -> str:

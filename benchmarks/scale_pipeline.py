@@ -18,7 +18,8 @@ Beside them, the inputs each scale had: nodes, edges, aliases, queries, and the 
 size next to the inputs' ratios, so a step that grows faster than what it reads stands out. Writes
 ``benchmarks/results/scale_<dataset>.json`` (``{"small": {...}, "full": {...}, "ratios": {...}}``) after each
 scale, so a later scale's failure keeps the earlier ones; a run of some scales keeps the file's other scales (each
-scale records its commit and the load average at its end, so one can be rerun on a quieter machine).
+scale carries its own ``record``: commit, machine, load average at its start and end, so one can be rerun on a quieter
+machine; ``load_avg_1min_at_end`` repeats the load at its end).
 """
 
 from __future__ import annotations
@@ -26,16 +27,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import threading
 import time
 import warnings
 from pathlib import Path
 
-from grasp_core.io import read_json, write_json
+from harness import RESULTS, ROOT, Run, components, load_average, read_result, write_result
 
-ROOT = Path(__file__).parent
-CACHE, RESULTS = ROOT / ".cache", ROOT / "results"
+from grasp_core.io import read_json
+
+CACHE = ROOT / "benchmarks" / ".cache"
 SAMPLE_S = 0.5
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -132,11 +133,7 @@ def inputs(root: Path, dataset: str, profile: str) -> dict:
     """What the scale's pipeline read: the SKB's size and the teacher's executed candidates."""
     import pandas as pd
 
-    from grasp_core.artifacts import Artifacts
-    from grasp_core.components import Components
-    from grasp_core.profiles import get_profile
-
-    ws = Components(Artifacts.for_dataset(dataset, root), get_profile(profile))
+    ws = components(dataset, root, profile)
     graph = ws.graph
     teacher = pd.concat([pd.read_parquet(f) for f in sorted(ws.art.require("teacher_plans").glob("*.parquet"))])
     tried = int(teacher["n_tried"].sum()) if "n_tried" in teacher else 0
@@ -153,7 +150,7 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
     home = CACHE / f"scale-{dataset}-{scale}"
     shutil.rmtree(home, ignore_errors=True)
     (home / "dagster_home").mkdir(parents=True)
-    shutil.copy(ROOT.parent / "dagster_home" / "dagster.yaml", home / "dagster_home" / "dagster.yaml")
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster_home" / "dagster.yaml")
     os.environ["DAGSTER_HOME"] = str(home / "dagster_home")
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'dagster_home' / 'mlflow.db'}"
     root = home / "artifacts"
@@ -182,7 +179,6 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
     latency = root / dataset / "latency" / "latency.json"
     return {
         "scale": scale,
-        "commit": _commit(),
         "inputs": inputs(root, dataset, profile),
         "total_seconds": round(total, 1),
         "stage_seconds": {k: round(v, 1) for k, v in stage_seconds.items()},
@@ -191,7 +187,7 @@ def run_scale(dataset: str, scale: str, profile: str, stages: tuple[str, ...]) -
         "artifacts_bytes": dir_bytes(root / dataset),
         "assets": assets,
         "latency": read_json(latency)["stages"]["total"] if latency.exists() else None,  # None: no finish stage
-        "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
+        "load_avg_1min_at_end": load_average(),
     }
 
 
@@ -220,27 +216,23 @@ def main() -> None:
     )
     args = parser.parse_args()
     out_file = RESULTS / f"scale_{args.dataset}.json"
-    result: dict = {"dataset": args.dataset, "profile": args.profile, "stages": args.stages, "commit": _commit()}
-    if out_file.exists():  # the other scales of an earlier run of the same stages stay
-        earlier = read_json(out_file)
-        if earlier.get("stages") == args.stages:
-            result |= {k: v for k, v in earlier.items() if isinstance(v, dict) and "assets" in v}
+    result: dict = {"dataset": args.dataset, "profile": args.profile, "stages": args.stages}
+    earlier = read_result(out_file)
+    if earlier.get("stages") == args.stages:  # the other scales of an earlier run of the same stages stay
+        result |= {k: v for k, v in earlier.items() if isinstance(v, dict) and "assets" in v}
     for scale in args.scales:
         print(f"[scale] {args.dataset} at {scale}", flush=True)
-        result[scale] = run_scale(args.dataset, scale, args.profile, tuple(args.stages))
+        run = Run(profile=args.profile, scale=scale, stages=args.stages)
+        entry = run_scale(args.dataset, scale, args.profile, tuple(args.stages))
+        result[scale] = {"record": run.finish(), **entry}
         if "small" in result and "full" in result:
             result["ratios"] = ratios(result["small"], result["full"])
-        write_json(out_file, result)
+        write_result(out_file, result, quiet=True)
         print(
             f"[scale] {scale}: {result[scale]['total_seconds']:.0f} s, peak RSS "
             f"{result[scale]['peak_rss_bytes'] / 2**30:.2f} GiB -> {out_file}",
             flush=True,
         )
-
-
-def _commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    return out.stdout.strip()
 
 
 if __name__ == "__main__":

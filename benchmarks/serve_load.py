@@ -1,18 +1,21 @@
 """Load test of ``grasp serve`` on loopback: throughput and latency at several concurrencies, answers vs the CLI.
 
 Run: ``python benchmarks/serve_load.py hpo [--root DIR] [--profile cpu] [--questions 48]
-[--concurrency 1 4 16] [--seconds 120] [--branches both] [--no-rerank]``; writes ``benchmarks/results/serve_load.json`` and prints a table.
+[--concurrency 1 4 16] [--seconds 120] [--branches both] [--no-rerank] [--out FILE]``; writes
+``benchmarks/results/serve_load.json`` (or ``--out``) and prints a table.
 
 1. The first ``--questions`` test questions of the dataset are answered by the CLI,
    ``grasp retrieve --batch-size 1`` (each question alone, as the server answers a one-record request): that
    output is the reference.
-2. ``grasp serve`` starts on a free 127.0.0.1 port (the time until ``/health`` answers is reported).
+2. ``grasp serve`` starts on a free 127.0.0.1 port (the time until ``/health`` answers is reported; its output is
+   discarded).
 3. At each concurrency ``c``, ``c`` clients send the questions, one ``POST /retrieve`` of one record each,
    until all are answered or ``--seconds`` have passed (then the level stops early and says so). Each
    answer must equal the CLI's line exactly (node ids, keys and scores); errors (non-200, error records,
    transport failures) and mismatches are counted. Latency is per request, client side; throughput is
    answered questions per second of the level's wall time.
-4. The server is stopped (SIGINT) and the 1-minute load average is recorded (the machine is shared).
+4. The server is stopped (SIGINT). The results file's ``record`` holds the 1-minute load average at the start and
+   the end (the machine is shared), the commit and the machine.
 """
 
 from __future__ import annotations
@@ -22,40 +25,16 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pandas as pd
+from harness import GRASP, RESULTS, Run, percentiles, start_serve
 
 from grasp_core.artifacts import Artifacts
-from grasp_core.io import write_json
-
-RESULTS = Path(__file__).parent / "results" / "serve_load.json"
-CLI = [sys.executable, "-m", "grasp_assets.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"grasp serve exited with code {proc.returncode}")
-        try:
-            return httpx.get(f"{url}/health", timeout=2).json()
-        except httpx.TransportError:
-            time.sleep(0.5)
-    raise TimeoutError(f"grasp serve did not answer {url}/health within {timeout:.0f} s")
 
 
 async def run_level(url: str, records: list[dict], reference: dict, concurrency: int, seconds: float) -> dict:
@@ -90,7 +69,7 @@ async def run_level(url: str, records: list[dict], reference: dict, concurrency:
     async with httpx.AsyncClient(timeout=600) as http:
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
     wall = time.perf_counter() - start
-    ms = 1e3 * np.asarray(latencies or [np.nan])
+    latency = percentiles((1e3 * s for s in latencies), digits=1)
     return {
         "concurrency": concurrency,
         "requests": sent,
@@ -100,8 +79,8 @@ async def run_level(url: str, records: list[dict], reference: dict, concurrency:
         "mismatches": len(mismatches),
         "mismatched_qids": mismatches[:10],
         "throughput_qps": round(answered / wall, 2),
-        "p50_ms": round(float(np.percentile(ms, 50)), 1),
-        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "p50_ms": latency.get("p50"),
+        "p95_ms": latency.get("p95"),
         "wall_s": round(wall, 1),
     }
 
@@ -116,8 +95,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120, help="time limit of each concurrency level")
     parser.add_argument("--branches", choices=("text", "graph", "both"), default="both")
     parser.add_argument("--no-rerank", action="store_true", help="serve (and answer with the CLI) without reranker")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(RESULTS / "serve_load.json"))
     args = parser.parse_args()
+    run = Run(profile=args.profile, questions=args.questions, seconds_per_level=args.seconds)
 
     art = Artifacts.for_dataset(args.dataset, args.root)
     queries = pd.read_parquet(art.require("queries") / "queries.parquet")
@@ -132,7 +112,7 @@ def main() -> None:
         start = time.perf_counter()
         subprocess.run(
             [
-                *CLI,
+                *GRASP,
                 *flags,
                 "retrieve",
                 args.dataset,
@@ -150,13 +130,10 @@ def main() -> None:
         cli_s = time.perf_counter() - start
         reference = {r["qid"]: r for r in map(json.loads, ref.read_text().splitlines())}
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([*CLI, *flags, "serve", args.dataset, *served, "--port", str(port)], env=env)
+    start = time.perf_counter()
+    proc, url, health = start_serve(args.dataset, flags, served, env=env, timeout=600)
+    startup_s = time.perf_counter() - start
     try:
-        start = time.perf_counter()
-        health = wait_healthy(url, proc, timeout=600)
-        startup_s = time.perf_counter() - start
         levels = []
         for c in args.concurrency:
             levels.append(asyncio.run(run_level(url, records, reference, c, args.seconds)))
@@ -164,20 +141,16 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {
         "dataset": args.dataset,
         "profile": args.profile,
         "questions": len(records),
-        "commit": commit,
         "served": {k: health[k] for k in ("branches", "rerank", "planner")},
         "cli_batch_size_1_s": round(cli_s, 1),
         "server_startup_s": round(startup_s, 1),
-        "load_avg_1min_after": round(os.getloadavg()[0], 2),
-        "cores": len(os.sched_getaffinity(0)),
         "levels": levels,
     }
-    write_json(args.out, result)
+    run.write(Path(args.out), result, quiet=True)
     print("| concurrency | answered | errors | mismatches vs CLI | questions/s | p50 ms | p95 ms |")
     print("|---|---|---|---|---|---|---|")
     for lv in levels:

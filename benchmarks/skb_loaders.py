@@ -4,11 +4,14 @@ edges as kg.csv lists them, i.e. every edge in both directions; the real files c
 nodes carry short synthetic details).
 
 Run: ``python benchmarks/skb_loaders.py``. Each case runs in its own process (peak RSS is a process high-water
-mark). Writes ``benchmarks/results/skb_loaders.json`` and prints a markdown table.
+mark): this script again, as ``skb_loaders.py --case CASE``, which prints the case's figures as one JSON line.
+Writes ``benchmarks/results/skb_loaders.json`` (the cases under ``"0"`` and ``"1"``, in the order above, beside the
+``record``) and prints a markdown table.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import pickle
 import resource
@@ -20,10 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from harness import RESULTS, Run
 
-from grasp_core.io import write_json
-
-RESULTS = Path(__file__).parent / "results" / "skb_loaders.json"
+CASES = ("hpo", "stark-prime-scale")
 PRIME_NODES, PRIME_DIRECTED_EDGES = 129_375, 8_100_000
 
 
@@ -91,14 +93,19 @@ def run_case(case: str) -> dict:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--case":
-        print(json.dumps(run_case(sys.argv[2])))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # the child process of one case
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case)))
         return
+    run = Run()
     rows = []
-    for case in ("hpo", "stark-prime-scale"):
+    for case in CASES:
         out = subprocess.run([sys.executable, __file__, "--case", case], check=True, capture_output=True, text=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    write_json(RESULTS, rows)
+    # keyed by position, as the list this file held before: the docs quote ``1/peak_rss_gib``
+    run.write(RESULTS / "skb_loaders.json", {str(i): row for i, row in enumerate(rows)}, quiet=True)
     print("| case | seconds | peak RSS GiB | nodes | edges stored |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['case']} | {r['seconds']:.2f} | {r['peak_rss_gib']:.2f} | {r['nodes']:,} | {r['edges']:,} |")

@@ -3,49 +3,47 @@
     python benchmarks/text_branch_quality.py [--datasets hpo synth-amazon synth-mag synth-prime]
 
 Writes ``benchmarks/results/text_branch_quality.json`` and ``.md`` (test-split Hit@1, Hit@5, R@20, MRR
-from :func:`grasp_core.metrics.evaluate`, plus mFAR's training time, history and mean field weights).
+from :func:`grasp_core.metrics.evaluate`, plus mFAR's training time, history and mean field weights). The JSON keeps
+the datasets an earlier run measured; each dataset's entry carries the ``record`` of the run that measured it.
 
 Setup: each SKB is ``build_graph(name, DatasetConfig())`` (synthetic ones at scale ``small``) with the
 queries of ``build_queries`` (3,000, split 60/20/20); the SKB with queries and its node embeddings
 (MiniLM, ``doc_max_tokens=256``) are cached under ``benchmarks/.cache/`` (git-ignored), so only the first
 run pays the encoding. BM25 is :class:`BM25Retriever` over node documents, dense is
 :class:`DenseRetriever` over the document index, and mFAR is :func:`train_mfar` with the ``cpu`` defaults of
-:class:`MFARConfig` (lexical scorer on every field, dense scorer on ``doc`` and ``name``). Timings come from a
-machine whose 2 cores are shared with other jobs: they are upper bounds. On such a machine run it with
-``OMP_NUM_THREADS=1``: torch's 2 OpenMP threads spin against the other jobs and make everything 3-5x slower.
+:class:`MFARConfig` (lexical scorer on every field, dense scorer on ``doc`` and ``name``). On a machine whose
+cores are shared with other jobs the timings are upper bounds; run it there with ``OMP_NUM_THREADS=1``: torch's
+OpenMP threads otherwise spin against the other jobs.
 
-``--lexical-only`` skips the node embeddings (no dense row; mFAR with ``dense_fields=()``): encoding every
-node document with MiniLM ran at ~3-4 documents/s on the shared cores, i.e. ~3 h for hpo's 37k nodes.
+``--lexical-only`` skips the node embeddings (no dense row; mFAR with ``dense_fields=()``), for machines where
+encoding every node document with MiniLM is too slow.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from dataclasses import asdict
-from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from harness import RESULTS, ROOT, Run, read_result, write_result
 
-from grasp_core.datasets import DatasetConfig, build_graph, build_queries  # noqa: E402
+from grasp_core.datasets import DatasetConfig, build_graph, build_queries
 from grasp_core.embed.config import EncoderConfig
-from grasp_core.embed.encoder import Encoder, load_encoder  # noqa: E402
-from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings  # noqa: E402
-from grasp_core.embed.vector_index import NodeIndex  # noqa: E402
-from grasp_core.io import atomic_file, is_complete, write_json  # noqa: E402
-from grasp_core.metrics import evaluate  # noqa: E402
-from grasp_core.skb.format import SKB, read_skb, write_skb  # noqa: E402
-from grasp_core.skb.querygen import with_queries  # noqa: E402
-from grasp_core.text.bm25 import BM25Retriever  # noqa: E402
+from grasp_core.embed.encoder import Encoder, load_encoder
+from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
+from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.io import atomic_file, is_complete
+from grasp_core.metrics import evaluate
+from grasp_core.skb.format import SKB, read_skb, write_skb
+from grasp_core.skb.querygen import with_queries
+from grasp_core.text.bm25 import BM25Retriever
 from grasp_core.text.config import MFARConfig
-from grasp_core.text.dense import DenseRetriever  # noqa: E402
-from grasp_core.text.mfar import FieldIndex, train_mfar  # noqa: E402
+from grasp_core.text.dense import DenseRetriever
+from grasp_core.text.mfar import FieldIndex, train_mfar
 
-ROOT = Path(__file__).parent
-CACHE = ROOT / ".cache" / "text_branch"
-RESULTS = ROOT / "results" / "text_branch_quality"
+CACHE = ROOT / "benchmarks" / ".cache" / "text_branch"
+OUT = RESULTS / "text_branch_quality"
 DATASETS = ("hpo", "synth-amazon", "synth-mag", "synth-prime")
 ENCODER = EncoderConfig(doc_max_tokens=256)
 K = 100
@@ -64,7 +62,8 @@ def prepare(name: str, encoder: Encoder, embed: bool = True) -> tuple[SKB, NodeI
     return skb, NodeIndex.build(skb, load_node_embeddings(embeddings))
 
 
-def timed(fn):
+def clocked(fn):
+    """(what ``fn()`` returns, its wall seconds): one call, no warm-up."""
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
@@ -78,17 +77,17 @@ def evaluate_dataset(name: str, encoder: Encoder, lexical_only: bool) -> dict:
     out: dict = {"num_nodes": skb.num_nodes, "splits": skb.split_counts(), "metrics": {}, "rank_s": {}}
 
     def measure(label: str, retriever) -> None:
-        rankings, seconds = timed(lambda: retriever.rank(queries, K))
+        rankings, seconds = clocked(lambda: retriever.rank(queries, K))
         out["metrics"][label] = evaluate(rankings, answers, skb.num_nodes)
         out["rank_s"][label] = seconds
 
-    bm25, out["bm25_build_s"] = timed(lambda: BM25Retriever.build(skb))
+    bm25, out["bm25_build_s"] = clocked(lambda: BM25Retriever.build(skb))
     measure("bm25", bm25)
     if index is not None:
         measure("dense", DenseRetriever(index, encoder))
     cfg = MFARConfig() if index is not None else MFARConfig(dense_fields=())
-    fields, out["mfar_field_index_s"] = timed(lambda: FieldIndex.build(skb, index, encoder, cfg))
-    (mfar, history), out["mfar_train_s"] = timed(lambda: train_mfar(skb, index, encoder, cfg, fields=fields))
+    fields, out["mfar_field_index_s"] = clocked(lambda: FieldIndex.build(skb, index, encoder, cfg))
+    (mfar, history), out["mfar_train_s"] = clocked(lambda: train_mfar(skb, index, encoder, cfg, fields=fields))
     measure("mfar", mfar)
     out["mfar_config"] = asdict(cfg)
     out["mfar_history"] = history
@@ -117,7 +116,7 @@ def markdown(results: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument(
         "--lexical-only",
@@ -126,13 +125,16 @@ def main() -> None:
         "where encoding every node document is too slow",
     )
     args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     encoder = load_encoder(ENCODER)
-    path = RESULTS.with_suffix(".json")
-    results = json.loads(path.read_text()) if path.exists() else {}  # earlier datasets are kept
+    path = OUT.with_suffix(".json")
+    results = read_result(path)  # earlier datasets are kept
     for name in args.datasets:
-        results[name] = evaluate_dataset(name, encoder, args.lexical_only)
-        write_json(path, results)
-    with atomic_file(RESULTS.with_suffix(".md"), "w") as handle:
+        run = Run(dataset=name, lexical_only=args.lexical_only)
+        entry = evaluate_dataset(name, encoder, args.lexical_only)
+        results[name] = {"record": run.finish(), **entry}
+        write_result(path, results, quiet=True)
+    with atomic_file(OUT.with_suffix(".md"), "w") as handle:
         handle.write(markdown(results))
     print(markdown(results))
 

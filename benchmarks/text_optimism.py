@@ -9,7 +9,8 @@ test: how many questions the served planner abstained on (``eval_metrics/plans_t
 
     python benchmarks/text_optimism.py ARTIFACTS_DIR [--retriever mfar] [--out benchmarks/results/NAME.json]
 
-``ARTIFACTS_DIR`` is ``$DAGSTER_HOME/artifacts/<dataset>``.
+``ARTIFACTS_DIR`` is ``$DAGSTER_HOME/artifacts/<dataset>``. Prints the figures; with ``--out``, writes them there
+too, with the run's ``record``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from harness import Run
 
 from grasp_core.manifest import MANIFEST_FILE
 from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
@@ -79,11 +81,12 @@ def main() -> None:
     parser.add_argument("--retriever", default="mfar")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    run = Run()
     result = measure(args.artifacts, args.retriever)
-    text = json.dumps(result, indent=1)
-    print(text)
     if args.out:
-        args.out.write_text(text + "\n")
+        run.write(args.out, result)
+    else:
+        print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -14,35 +14,34 @@
   scoring of the ``cpu`` default's dense fields (doc and name), vectorized candidate union, weighting), but
   its dense vectors are random unit vectors of the right shape and its weights untrained: speed does not
   depend on their values. ``mfar_without_query_encoding`` subtracts the separately timed MiniLM encoding
-  of the same queries, which on a loaded 2-core machine is most of the cost.
+  of the same queries.
 - ``field_embedding`` is the one-off cost of giving every other field a dense scorer (the ``gpu``
   setting, ``MFARConfig.dense_fields=None``): MiniLM texts/s on ``--embed-sample`` texts of each field,
   extrapolated to all of them. ``--embed-sample 0`` skips it and keeps the previous measurement.
-- Queries: 1,000 pseudo-queries, each 12 words sampled from a random node's document (seeded).
+- Queries: ``--queries`` (1,000) pseudo-queries, each 12 words sampled from a random node's document (seeded).
+
+Writes ``benchmarks/results/text_throughput.json`` (queries per second of each, their ratio to stark-qa's BM25,
+index build seconds, the field-embedding estimate) and prints a table.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from harness import RESULTS, Run, read_result
 
 from grasp_core.embed.config import EncoderConfig
-from grasp_core.embed.encoder import load_encoder  # noqa: E402
-from grasp_core.io import write_json  # noqa: E402
-from grasp_core.skb.hpo import build_hpo_skb  # noqa: E402
-from grasp_core.text.bm25 import BM25Retriever, LexicalIndex  # noqa: E402
+from grasp_core.embed.encoder import load_encoder
+from grasp_core.skb.hpo import build_hpo_skb
+from grasp_core.text.bm25 import BM25Retriever, LexicalIndex
 from grasp_core.text.config import MFARConfig
-from grasp_core.text.fields import field_texts  # noqa: E402
-from grasp_core.text.mfar import QUERY_MAX_TOKENS, FieldIndex, FieldWeights, MFARRetriever  # noqa: E402
+from grasp_core.text.fields import field_texts
+from grasp_core.text.mfar import QUERY_MAX_TOKENS, FieldIndex, FieldWeights, MFARRetriever
 
-RESULTS = Path(__file__).parent / "results" / "text_throughput.json"
+OUT = RESULTS / "text_throughput.json"
 
 
 class StarkAdapter:
@@ -66,35 +65,38 @@ def pseudo_queries(docs: list[str], n: int, seed: int = 0) -> list[str]:
     return out
 
 
-def timed(fn):
+def clocked(fn):
+    """(what ``fn()`` returns, its wall seconds): one call, no warm-up."""
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument(
         "--embed-sample", type=int, default=256, help="texts per field timed for the embedding estimate"
     )
     args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    run = Run(queries=args.queries, embed_sample=args.embed_sample)
 
     skb = build_hpo_skb()
     docs = skb.documents()
     queries = pseudo_queries(docs, args.queries)
     cfg = MFARConfig()
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    previous = read_result(OUT)
     results: dict = {"dataset": "hpo", "num_nodes": skb.num_nodes, "num_queries": len(queries), "k": 100}
 
     from stark_qa.models import BM25 as StarkBM25
 
-    stark, stark_build = timed(lambda: StarkBM25(StarkAdapter(docs)))
+    stark, stark_build = clocked(lambda: StarkBM25(StarkAdapter(docs)))
     stark.retriever.corpus = None  # see the module docstring
-    _, stark_time = timed(lambda: [stark.forward(q, k=100) for q in queries])
+    _, stark_time = clocked(lambda: [stark.forward(q, k=100) for q in queries])
 
-    ours, bm25_build = timed(lambda: BM25Retriever.build(skb))
-    _, bm25_time = timed(lambda: ours.rank(queries, k=100))
+    ours, bm25_build = clocked(lambda: BM25Retriever.build(skb))
+    _, bm25_time = clocked(lambda: ours.rank(queries, k=100))
 
     encoder = load_encoder(EncoderConfig())
     texts = field_texts(skb, cfg.max_neighbours)
@@ -108,7 +110,7 @@ def main() -> None:
             dense[f] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         elif args.embed_sample and len(rows):
             sample = [values[i] for i in rng.choice(rows, min(args.embed_sample, len(rows)), replace=False)]
-            _, seconds = timed(lambda sample=sample: encoder.encode(sample, cfg.field_max_tokens))
+            _, seconds = clocked(lambda sample=sample: encoder.encode(sample, cfg.field_max_tokens))
             embed[f] = {
                 "texts": int(len(rows)),
                 "texts_per_s": len(sample) / seconds,
@@ -116,8 +118,8 @@ def main() -> None:
             }
     fields = FieldIndex(list(texts), lexical, dense, cfg.bm25, encoder.identity)
     mfar = MFARRetriever(fields, FieldWeights(encoder.dim, fields.num_scorers), encoder, cfg)
-    _, mfar_time = timed(lambda: mfar.rank(queries, k=100))
-    _, encode_time = timed(lambda: encoder.encode(queries, QUERY_MAX_TOKENS))
+    _, mfar_time = clocked(lambda: mfar.rank(queries, k=100))
+    _, encode_time = clocked(lambda: encoder.encode(queries, QUERY_MAX_TOKENS))
 
     qps = {
         "stark_qa_bm25": len(queries) / stark_time,
@@ -142,10 +144,9 @@ def main() -> None:
                 if embed
                 else previous.get("field_embedding")
             ),
-            "cpu_count": os.cpu_count(),
         }
     )
-    write_json(RESULTS, results)
+    run.write(OUT, results, quiet=True)
     print("| retriever | queries/s | × stark-qa BM25 |\n|---|---|---|")
     for name, v in qps.items():
         print(f"| {name} | {v:.1f} | {v / qps['stark_qa_bm25']:.2f} |")

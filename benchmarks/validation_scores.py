@@ -7,19 +7,20 @@ The evaluation (``eval_metrics``) scores ``test`` and ``test-human`` only, the s
 between two settings whose effect runs through the whole pipeline (an index, a threshold) is made here instead:
 :class:`~grasp_core.retriever.GraspRetriever` answers every question of ``val`` and ``val-human`` (when the dataset
 has them) through the served path, with and without the reranker, and Hit@1, Hit@5 and MRR are written per split.
+``commit`` is the build's (its evaluation's), the ``record``'s the checkout's that measured it.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from harness import RESULTS, Run
 
 from grasp_core.components import Components
-from grasp_core.io import read_json, write_json
+from grasp_core.io import read_json
 from grasp_core.metrics import evaluate
 from grasp_core.retriever import GraspRetriever
 
-RESULTS = Path(__file__).parent / "results"
 SPLITS = ("val", "val-human")
 
 
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--root", required=True, help="an artifact root with the dataset's finished DAG")
     parser.add_argument("--label", required=True, help="names the build in the results file")
     args = parser.parse_args()
+    run = Run(profile="cpu")  # GraspRetriever.from_artifacts's default
     result: dict = {"dataset": args.dataset, "root": args.root, "label": args.label, "splits": {}}
     retrievers = {
         "served+rerank": GraspRetriever.from_artifacts(args.dataset, args.root),
@@ -47,7 +49,7 @@ def main() -> None:
             metrics = evaluate(rankings, gold, ws.skb.num_nodes)
             result["splits"][split][setting] = {m: round(metrics[m], 2) for m in ("hit@1", "hit@5", "mrr")}
         print(f"[val] {split}: {result['splits'][split]}", flush=True)
-    write_json(RESULTS / f"validation_{args.dataset}_{args.label}.json", result)
+    run.write(RESULTS / f"validation_{args.dataset}_{args.label}.json", result, quiet=True)
 
 
 if __name__ == "__main__":

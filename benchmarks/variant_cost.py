@@ -11,6 +11,8 @@ It builds the variant (``grasp pipeline DATASET --variant VARIANT``, timed from 
   against the base's (the Dagster run records): both shares, since the two builds may have run under other loads;
 - **bytes**: the bytes of the files of the variant's directory that are not hard links of a file of the base
   directory (what the variant adds), against the base directory's bytes;
+- **reranking latency**: the p50 of the reranking stage in each partition's latency asset
+  (``latency/latency.json``, ``stages.reranking.p50``), in ms;
 - which assets it built and which it linked (``reused_from`` in their materializations).
 """
 
@@ -24,8 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
-GRASP = Path(sys.executable).with_name("grasp")
+from harness import GRASP, RESULTS, Run
 
 
 def _files(directory: Path) -> dict[tuple[int, int], int]:
@@ -36,6 +37,15 @@ def _files(directory: Path) -> dict[tuple[int, int], int]:
             st = path.stat()
             out[(st.st_dev, st.st_ino)] = st.st_size
     return out
+
+
+def _reranking_p50_ms(partition: Path) -> float | None:
+    """The reranking stage's p50 in a partition's latency asset, in ms (None without one)."""
+    latency = partition / "latency" / "latency.json"
+    if not latency.exists():
+        return None
+    stage = json.loads(latency.read_text())["stages"].get("reranking")
+    return round(1e3 * stage["p50"], 1) if stage else None
 
 
 def main(argv=None) -> int:
@@ -51,14 +61,15 @@ def main(argv=None) -> int:
     from grasp_assets.run_records import step_seconds
     from grasp_core.artifacts import default_root
     from grasp_core.experiments import variant_key
-    from grasp_core.pipeline.evaluation import code_commit
+
+    run = Run()
 
     root = Path(args.root or default_root())
     key = variant_key(args.dataset, args.variant)
     t0 = time.perf_counter()
-    subprocess.run([str(GRASP), "--root", str(root), "pipeline", args.dataset, "--variant", args.variant], check=True)
+    subprocess.run([*GRASP, "--root", str(root), "pipeline", args.dataset, "--variant", args.variant], check=True)
     wall = time.perf_counter() - t0
-    command = [str(GRASP), "--root", str(root), "compare", args.dataset, "base", args.variant]
+    command = [*GRASP, "--root", str(root), "compare", args.dataset, "base", args.variant]
     compared = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     compared_json = json.loads(subprocess.run([*command, "--json"], check=True, capture_output=True, text=True).stdout)
     base_steps, variant_steps = step_seconds(args.dataset), step_seconds(key)
@@ -68,8 +79,6 @@ def main(argv=None) -> int:
     doc = {
         "dataset": args.dataset,
         "variant": args.variant,
-        "commit": code_commit(),
-        "command": "python benchmarks/variant_cost.py " + " ".join(argv or sys.argv[1:]),
         "variant_wall_s": round(wall, 1),
         "variant_step_s": round(sum(variant_steps.values()), 1),
         "variant_steps": variant_steps,
@@ -81,14 +90,16 @@ def main(argv=None) -> int:
         "base_bytes": sum(base_files.values()),
         "variant_added_bytes": added,
         "bytes_share_pct": round(100.0 * added / max(1, sum(base_files.values())), 2),
+        "reranking_p50_ms": {
+            "base": _reranking_p50_ms(root / args.dataset),
+            args.variant: _reranking_p50_ms(root / key),
+        },
+        "reranking_p50_from": "each partition's latency asset (latency/latency.json, stages.reranking.p50)",
         "compare_md": compared,
         "compare": compared_json,
-        "date": time.strftime("%Y-%m-%d"),
     }
     out = args.out or RESULTS / f"variant_{args.dataset}_{args.variant}.json"
-    from grasp_core.io import write_json
-
-    write_json(out, doc)
+    run.write(out, doc, quiet=True)
     print(json.dumps({k: v for k, v in doc.items() if k not in ("compare_md", "compare")}, indent=1))
     print(compared)
     return 0

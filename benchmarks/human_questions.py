@@ -1,6 +1,6 @@
 """hpo's hand-written ``test-human`` set: answer counts per target type, and the retriever on it.
 
-    python benchmarks/test_human.py [--root ARTIFACT_ROOT] [--branches text|graph|both] [--rerank]
+    python benchmarks/human_questions.py [--root ARTIFACT_ROOT] [--branches text|graph|both] [--rerank]
 
 Reads the hpo graph from ``<root>/hpo/skb`` (default root: ``$GRASP_HOME`` or ``dagster_home/artifacts``),
 computes every question's gold with :func:`grasp_core.skb.human_queries.human_queries` and writes the answer
@@ -14,23 +14,20 @@ and shape; with the graph branch, McNemar's p on Hit@1 against the text branch a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import pandas as pd
+from harness import RESULTS, Run
 
-import pandas as pd  # noqa: E402
+from grasp_core.artifacts import default_root
+from grasp_core.errors import MissingArtifactError
+from grasp_core.io import atomic_file
+from grasp_core.metrics import evaluate, per_query
+from grasp_core.skb.format import read_skb
+from grasp_core.skb.human_queries import human_queries, load_questions
 
-from grasp_core.artifacts import default_root  # noqa: E402
-from grasp_core.errors import MissingArtifactError  # noqa: E402
-from grasp_core.io import write_json  # noqa: E402
-from grasp_core.metrics import evaluate, per_query  # noqa: E402
-from grasp_core.skb.format import read_skb  # noqa: E402
-from grasp_core.skb.human_queries import human_queries, load_questions  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
 N_SYNTH = 200
 
 
@@ -40,6 +37,8 @@ def main() -> None:
     parser.add_argument("--branches", default="text", choices=("text", "graph", "both"))
     parser.add_argument("--rerank", action="store_true", help="also apply the trained reranker")
     args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before the retriever's models load
+    run = Run(branches=args.branches, rerank=args.rerank)
     root = Path(args.root) if args.root else default_root()
 
     graph = read_skb(root / "hpo" / "skb", with_queries=False)
@@ -69,9 +68,9 @@ def main() -> None:
     except MissingArtifactError as exc:
         out["retrieval"] = f"not run: {exc}"
     name = f"test_human_hpo_{args.branches}{'_rerank' if args.rerank else ''}"
-    write_json(RESULTS / f"{name}.json", out)
-    (RESULTS / f"{name}.md").write_text(_markdown(out))
-    print(json.dumps(out, indent=1))
+    run.write(RESULTS / f"{name}.json", out)
+    with atomic_file(RESULTS / f"{name}.md", "w") as handle:
+        handle.write(_markdown(out))
 
 
 def _retrieval(root: Path, graph, human: pd.DataFrame, table: pd.DataFrame, branches: str, rerank: bool) -> dict:
