@@ -59,10 +59,10 @@ def _without_disposed_defs_state_storage():
 _per_module = pytest.fixture(autouse=True, scope="module", name="_per_module")(_without_disposed_defs_state_storage)
 
 
-# the longest files start first, so parallel workers finish together (scripts/test.sh keeps this order): the
-# end-to-end module on one worker, while the other runs the gpu-shaped one, then the planner files that share the
-# session's planner world (tests/planner/conftest.py), so that world is built once, on that worker
-FIRST = ("tests/test_end_to_end.py", "tests/test_end_to_end_gpu.py")
+# the longest files start first, so parallel workers finish together (scripts/test.sh keeps this order): the two
+# end-to-end modules (each builds its own tiny system, so they run side by side), the gpu-shaped one, then the
+# planner files that share the session's planner world (tests/planner/conftest.py), so that world is built once
+FIRST = ("tests/test_end_to_end.py", "tests/test_end_to_end_rebuilds.py", "tests/test_end_to_end_gpu.py")
 
 
 def pytest_collection_modifyitems(items):

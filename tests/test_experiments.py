@@ -1,6 +1,6 @@
 """Experiment variants without a pipeline: variant files checked against the config dataclasses, partition keys,
 flattened settings, the reuse index (hard links, holders, ``grasp gc``) and ``grasp compare`` on evaluation rows.
-The variants built through Dagster are in ``tests/test_end_to_end.py`` (``test_a_variant_...``)."""
+The variants built through Dagster are in ``tests/test_end_to_end_rebuilds.py`` (``test_a_variant_...``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A variant partition through Dagster on the first assets of the tiny synth-prime graph (real materializations, a
 real instance): what it does not change is hard-linked from the base partition — also from artifacts built before
 the reuse index existed —, says so in its materialization, and keeps the variant's own code version; what it
-changes is built. The whole DAG with a variant, MLflow and `grasp compare` is in tests/test_end_to_end.py."""
+changes is built. The whole DAG with a variant, MLflow and `grasp compare` is in tests/test_end_to_end_rebuilds.py."""
 
 import os
 import shutil
