@@ -99,13 +99,14 @@ class Run:
 
 
 def write_result(path: Path, doc: dict[str, Any], quiet: bool = False) -> Path:
-    """Write a results document as indented JSON (to a temporary file first: a crash never leaves half a file)."""
+    """Write a results document as indented JSON (through :func:`grasp_core.io.atomic_file`: a crash never leaves
+    half a file)."""
+    from grasp_core.io import atomic_file
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1, default=str) + "\n"
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    with atomic_file(path) as handle:
+        handle.write(text)
     if not quiet:
         print(text, end="")
     print(f"-> {path}", file=sys.stderr)
