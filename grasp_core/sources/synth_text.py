@@ -2,63 +2,14 @@
 
 Every list is grouped by *topic* (a Prime organ system, an Amazon shopping domain, a MAG research area):
 a node gets one topic and draws most of its words from it, so texts of linked nodes share vocabulary the
-way real ones do. Synonym groups (``kidney``/``renal``, ``waterproof``/``water resistant``) make a name
-and a description say the same thing in different words, which keeps lexical retrieval honest.
+way real ones do. Synonym groups (``kidney``/``renal``, ``waterproof``/``water resistant``,
+:mod:`grasp_core.questions.synonyms`, shared with the questions) make a name and a description say the same thing
+in different words, which keeps lexical retrieval honest.
 """
 
 from __future__ import annotations
 
-import random
-
 # --------------------------------------------------------------------------------------------- shared
-SYNONYMS: tuple[tuple[str, ...], ...] = (
-    ("kidney", "renal", "nephric"),
-    ("heart", "cardiac", "myocardial"),
-    ("liver", "hepatic"),
-    ("lung", "pulmonary", "respiratory"),
-    ("skin", "cutaneous", "dermal"),
-    ("brain", "cerebral", "neural"),
-    ("bone", "skeletal", "osseous"),
-    ("eye", "ocular", "ophthalmic"),
-    ("blood", "hematologic", "haematological"),
-    ("stomach", "gastric"),
-    ("bowel", "intestinal", "enteric"),
-    ("muscle", "muscular", "myopathic"),
-    ("ear", "auditory", "otic"),
-    ("joint", "articular"),
-    ("vessel", "vascular"),
-    ("nerve", "neuronal"),
-    ("gland", "glandular"),
-    ("tooth", "dental"),
-    ("breast", "mammary"),
-    ("pancreas", "pancreatic"),
-    ("enlarged", "hypertrophic", "swollen"),
-    ("reduced", "decreased", "diminished", "low"),
-    ("increased", "elevated", "raised", "high"),
-    ("absent", "missing", "lacking"),
-    ("inflammation", "inflammatory", "itis"),
-    ("pain", "ache", "discomfort"),
-    ("tumor", "neoplasm", "growth"),
-    ("inherited", "hereditary", "familial", "genetic"),
-    ("congenital", "present at birth", "inborn"),
-    ("waterproof", "water resistant", "water repellent"),
-    ("lightweight", "light", "featherweight"),
-    ("durable", "sturdy", "rugged", "heavy duty"),
-    ("portable", "compact", "travel size"),
-    ("cheap", "affordable", "budget", "inexpensive"),
-    ("small", "mini", "little"),
-    ("large", "big", "oversized"),
-    ("stainless steel", "steel"),
-    ("bag", "pouch", "case"),
-    ("bottle", "flask"),
-    ("method", "approach", "technique"),
-    ("model", "framework"),
-    ("analysis", "study", "investigation"),
-    ("efficient", "fast", "scalable"),
-    ("novel", "new"),
-    ("robust", "reliable", "stable"),
-)
-
 DIGITS = "0123456789"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SYLLABLES = (
@@ -1160,21 +1111,6 @@ MAG_PLACES = (
     "Toronto",
     "Lyon",
 )
-
-
-_SYNONYM_OF = {w: group for group in SYNONYMS for w in group}
-
-
-def swap_synonym(r: random.Random, phrase: str) -> str:
-    """``phrase`` with the whole phrase or one word swapped for a synonym, each half of the time."""
-    if phrase in _SYNONYM_OF and r.random() < 0.5:
-        return r.choice(_SYNONYM_OF[phrase])
-    words = phrase.split()
-    hits = [i for i, w in enumerate(words) if w in _SYNONYM_OF]
-    if hits and r.random() < 0.5:
-        i = r.choice(hits)
-        words[i] = r.choice(_SYNONYM_OF[words[i]])
-    return " ".join(words)
 
 
 def article(phrase: str) -> str:

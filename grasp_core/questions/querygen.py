@@ -23,7 +23,7 @@ One query is made in four steps:
    stopwords or generic words, is never a property (:func:`is_meaningful`). Identifier-like fields
    (``source``, counts, dates, aliases) give none (:data:`NON_PROPERTY_FIELDS`).
 3. **Wording.** hpo questions come from patterns per template and register (clinician, patient's family,
-   researcher, terse search-box), :mod:`grasp_core.skb.hpo_questions`, with anchors named by name, exact
+   researcher, terse search-box), :mod:`grasp_core.questions.hpo_questions`, with anchors named by name, exact
    synonym, abbreviation or lay synonym (the synonym kinds of ``hp.obo``, passed as ``aliases``). The
    ``synth-*`` SKBs name the target type (several nouns), the relation path (several participle phrases
    per hop, nested for two hops), the anchors (name, alias or light paraphrase) and the property inside
@@ -54,9 +54,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
-from grasp_core.skb import hpo_questions as HQ
+from grasp_core.questions import hpo_questions as HQ
+from grasp_core.questions.synonyms import swap_synonym
 from grasp_core.skb.format import SKB, validate
-from grasp_core.skb.synth_text import swap_synonym
 
 NON_PROPERTY_FIELDS = frozenset(
     {
@@ -825,7 +825,7 @@ def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
 @dataclass(frozen=True)
 class PropertyRules:
     """Which fields give properties and how: the built-in field names by default; the generic synthesizer adds
-    what a user SKB's data shows (:mod:`grasp_core.skb.generic_queries`)."""
+    what a user SKB's data shows (:mod:`grasp_core.questions.generic_queries`)."""
 
     skip_fields: frozenset[str] = NON_PROPERTY_FIELDS
     term_fields: frozenset[str] = TERM_FIELDS
