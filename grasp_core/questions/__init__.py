@@ -3,8 +3,8 @@
 - ``querygen``: the STaRK protocol (template, grounding, property, wording, gold) for ``hpo`` and ``synth-*``.
 - ``generic_queries``: the same protocol from any SKB's schema, for user SKBs that ship no questions.
 - ``wording``: how ``generic_queries`` words a question from the schema's names, and a user's ``wording.json``.
-- ``hpo_questions``: hpo question patterns per template and register.
-- ``synonyms``: the synonym groups the synthetic texts and their questions swap.
+- ``hpo_questions``: hpo question patterns per template and register (``data/hpo_questions.json``).
+- ``synonyms``: the synonym groups the synthetic texts and their questions swap (``data/synonyms.json``).
 - ``paraphrase``: the optional LLM rewording of synthesized questions, keeping their anchors and property.
 - ``term_queries``: "what is the term for <a description>?" questions.
 - ``intent_queries``: search-box look-ups of a name and "several findings -> which one?" lists.

