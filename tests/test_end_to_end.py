@@ -16,6 +16,10 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.io import is_complete
 from tests.e2e_system import DATASET, trained_system
 
+# the module's first test also pays for the build (a whole pipeline, a few minutes alone on 2 cores; the two modules
+# build side by side): more than the suite's 900 s per test where the machine is shared
+pytestmark = pytest.mark.timeout(1800)
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
