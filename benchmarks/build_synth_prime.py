@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import RESULTS, Run
 
 from grasp_core.skb.format import write_skb
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 
 
 def _peak_rss_gib() -> float:

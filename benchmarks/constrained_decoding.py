@@ -61,7 +61,7 @@ from grasp_core.planner.grammar import (  # noqa: E402
 from grasp_core.planner.prompt import build_planner_messages  # noqa: E402
 from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
 from grasp_core.planner.tokenizer import train_planner_tokenizer  # noqa: E402
-from grasp_core.skb.synth import build_synth_skb  # noqa: E402
+from grasp_core.sources.synth import build_synth_skb  # noqa: E402
 
 N_PROMPTS, N_SAMPLES, MAX_NEW = 8, 4, 400
 OPTIONS = ("none", "plan_grammar", "plan_grammar_xgrammar", "xgrammar", "lmfe")

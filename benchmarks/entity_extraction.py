@@ -25,8 +25,8 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.coverage import anchor_coverage
 from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
 from grasp_core.io import atomic_file
-from grasp_core.skb.hpo import build_hpo_skb
-from grasp_core.skb.querygen import synthesize_queries, with_queries
+from grasp_core.questions.querygen import synthesize_queries, with_queries
+from grasp_core.sources.hpo import build_hpo_skb
 
 
 def name_embeddings(skb, encoder, cache: Path) -> NodeEmbeddings:

@@ -8,7 +8,7 @@ feedback store and its Dagster records change: run it on a dedicated instance or
 date, command) and prints it.
 
 1. **The stream**: questions in registers people type (bare names with typos, symptom lists in lay words), generated
-   from the knowledge base by :func:`grasp_core.skb.intent_queries.lookup_queries` / ``findings_queries`` with a
+   from the knowledge base by :func:`grasp_core.questions.intent_queries.lookup_queries` / ``findings_queries`` with a
    seed and wrappers of their own (``STREAM_LOOKUP_FORMS``, ``STREAM_FINDINGS_FORMS``: no evaluation split uses
    them); a text equal to one of the dataset's questions is dropped. ``--held-out`` of it is never sent: the held-out
    part of the stream on which learning is measured.
@@ -37,9 +37,9 @@ from harness import RESULTS, Run, start_serve
 
 from grasp_core.eval.results import RERANKED, read_per_query
 from grasp_core.eval.significance import mcnemar
+from grasp_core.questions.intent_queries import findings_queries, lookup_queries
 from grasp_core.releases import served_artifacts, served_record
 from grasp_core.skb.format import read_skb
-from grasp_core.skb.intent_queries import findings_queries, lookup_queries
 from grasp_core.textnorm import normalize
 
 STREAM_LOOKUP_FORMS = ("looking for {x}", "{x} - what is it", "info {x} pls", "search {x}", "{x} meaning")

@@ -3,7 +3,7 @@
     python benchmarks/human_questions.py [--root ARTIFACT_ROOT] [--branches text|graph|both] [--rerank]
 
 Reads the hpo graph from ``<root>/hpo/skb`` (default root: ``$GRASP_HOME`` or ``dagster_home/artifacts``),
-computes every question's gold with :func:`grasp_core.skb.human_queries.human_queries` and writes the answer
+computes every question's gold with :func:`grasp_core.questions.human_queries.human_queries` and writes the answer
 counts per target type, the shapes and the registers. When the dataset's trained parts are there, it also
 runs :class:`GraspRetriever` (``--branches``, reranker only with ``--rerank``) on the questions and on the
 first 200 synthetic ``test`` queries for reference, and writes Hit@1, Hit@5, R@20 and MRR per target type
@@ -25,8 +25,8 @@ from grasp_core.artifacts import default_root
 from grasp_core.errors import MissingArtifactError
 from grasp_core.io import atomic_file
 from grasp_core.metrics import evaluate, per_query
+from grasp_core.questions.human_queries import human_queries, load_questions
 from grasp_core.skb.format import read_skb
-from grasp_core.skb.human_queries import human_queries, load_questions
 
 N_SYNTH = 200
 

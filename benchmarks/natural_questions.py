@@ -35,7 +35,7 @@ import pandas as pd  # noqa: E402
 from harness import RESULTS, Run, components, timed  # noqa: E402
 
 from grasp_core.components import Components  # noqa: E402
-from grasp_core.skb.human_queries import shape  # noqa: E402
+from grasp_core.questions.human_queries import shape  # noqa: E402
 
 HUMAN_SPLITS = ("test-human", "val-human")
 REPEATS = 3  # timed runs of each extraction measurement (the least is reported)
@@ -123,8 +123,8 @@ def asked_type_accuracy(ws: Components) -> dict | None:
         from grasp_core.rerank.asked_type import fit_asked_type
     except ImportError:  # code from before the asked-type model
         return None
+    from grasp_core.questions.human_queries import human_queries
     from grasp_core.skb.format import SKB
-    from grasp_core.skb.human_queries import human_queries
     from grasp_core.text.mfar import QUERY_MAX_TOKENS
 
     synthetic = ws.skb.queries[~ws.skb.queries["split"].str.endswith("-human")]

@@ -75,7 +75,7 @@ from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.trace import STAGES
 from grasp_core.profiles import get_profile
 from grasp_core.skb.format import SKB, read_skb, write_skb
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 
 CACHE, OUT = Path(__file__).parent / ".cache", RESULTS / "plan_execution.json"
 # the neo4j backend's server: started by main (local) or $NEO4J_URI; imported_s: seconds of its bulk import

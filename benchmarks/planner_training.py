@@ -40,8 +40,8 @@ from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.sft import train_sft
 from grasp_core.planner.teacher import ProgrammaticTeacher
 from grasp_core.profiles import get_profile
-from grasp_core.skb.querygen import synthesize_queries, with_queries
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.questions.querygen import synthesize_queries, with_queries
+from grasp_core.sources.synth import build_synth_skb
 from grasp_core.text.bm25 import BM25Retriever
 
 OUT = RESULTS / "planner_training.json"

@@ -61,7 +61,7 @@ def _write_prime_like(folder: Path, seed: int = 0) -> None:
 
 def run_case(case: str) -> dict:
     if case == "hpo":
-        from grasp_core.skb.hpo import build_hpo_skb
+        from grasp_core.sources.hpo import build_hpo_skb
 
         start = time.perf_counter()
         skb = build_hpo_skb()
@@ -72,7 +72,7 @@ def run_case(case: str) -> dict:
             "nodes": skb.num_nodes,
             "edges": len(skb.edges),
         }
-    from grasp_core.skb.stark import load_stark_graph
+    from grasp_core.sources.stark import load_stark_graph
 
     with tempfile.TemporaryDirectory() as tmp:
         _write_prime_like(Path(tmp) / "processed")

@@ -35,8 +35,8 @@ from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_em
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.io import atomic_file, is_complete
 from grasp_core.metrics import evaluate
+from grasp_core.questions.querygen import with_queries
 from grasp_core.skb.format import SKB, read_skb, write_skb
-from grasp_core.skb.querygen import with_queries
 from grasp_core.text.bm25 import BM25Retriever
 from grasp_core.text.config import MFARConfig
 from grasp_core.text.dense import DenseRetriever

@@ -35,7 +35,7 @@ from harness import RESULTS, Run, read_result
 
 from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
-from grasp_core.skb.hpo import build_hpo_skb
+from grasp_core.sources.hpo import build_hpo_skb
 from grasp_core.text.bm25 import BM25Retriever, LexicalIndex
 from grasp_core.text.config import MFARConfig
 from grasp_core.text.fields import field_texts

@@ -7,9 +7,9 @@ changed (a setting its step declares, or library code its step runs: :mod:`grasp
 data version changed. Every asset's data version is its artifact's content digest (the manifest's), and the
 dataset's source (``skb_source``: the user SKB directory, the STaRK files, the HPO files) is observed as an
 external asset whose data version is its files' fingerprint; the questions confirmed in use (``feedback_source``,
-:mod:`grasp_core.skb.feedback_queries`) likewise, read by ``queries``. So an edited ``nodes.parquet`` makes ``skb``
-stale; rebuilt, ``skb`` gets a new digest and makes what reads it stale, wave after wave; an identical rebuild
-keeps its digest and stops there.
+:mod:`grasp_core.questions.feedback_queries`) likewise, read by ``queries``. So an edited ``nodes.parquet`` makes
+``skb`` stale; rebuilt, ``skb`` gets a new digest and makes what reads it stale, wave after wave; an identical
+rebuild keeps its digest and stops there.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.experiments import base_dataset, partition_of
 from grasp_core.feedback import store_path
 from grasp_core.planner.rounds import ROUNDS, gate_failed, previous_round
-from grasp_core.skb.feedback_queries import fingerprint, read_confirmed
+from grasp_core.questions.feedback_queries import fingerprint, read_confirmed
 
 SOURCE = "skb_source"
 skb_source = dg.AssetSpec(

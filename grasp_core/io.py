@@ -17,6 +17,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,20 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 def read_json(path: str | os.PathLike) -> Any:
     with open(path) as handle:
         return json.load(handle)
+
+
+def read_package_json(package: str, name: str) -> Any:
+    """The JSON file ``data/<name>`` shipped in ``package`` (package data, declared in ``pyproject.toml``), every
+    list read as a tuple: the word and phrase tables of the synthetic SKBs and of question synthesis, read-only."""
+    return _tuples(json.loads(resources.files(package).joinpath("data", name).read_text(encoding="utf-8")))
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
 
 
 def link_dir(src: str | os.PathLike, path: str | os.PathLike) -> Path:

@@ -13,7 +13,7 @@ DATASET = "mykb"  # a user SKB, imported from CSV files
 
 def csv_files(tmp):
     """nodes.csv / edges.csv of the tiny synth-prime graph, as a user's export would have them."""
-    from grasp_core.skb.synth import build_synth_skb
+    from grasp_core.sources.synth import build_synth_skb
 
     skb = build_synth_skb("prime", "tiny", seed=0)
     skb.nodes.rename(columns={"key": "id"}).drop(columns="node_id").to_csv(tmp / "nodes.csv", index=False)

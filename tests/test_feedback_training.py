@@ -18,8 +18,7 @@ from grasp_assets.partitions import DATASET
 from grasp_assets.resources import GraspSettings, MLflowTracking
 from grasp_core.artifacts import Artifacts
 from grasp_core.feedback import FeedbackStore, skb_keys
-from grasp_core.retrain_config import FeedbackConfig
-from grasp_core.skb.feedback_queries import (
+from grasp_core.questions.feedback_queries import (
     FEEDBACK_SPLIT,
     ConfirmedQuestion,
     confirmed_questions,
@@ -27,6 +26,7 @@ from grasp_core.skb.feedback_queries import (
     fingerprint,
     is_held_out,
 )
+from grasp_core.retrain_config import FeedbackConfig
 from grasp_core.skb.format import SKB, write_skb
 from tests.assets.test_automation import tiny_skb
 

@@ -24,7 +24,7 @@ from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.rerank.ranker import check_model_text, load_booster
 from grasp_core.skb.format import write_skb
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 
 DATASET = "synth-prime"
 

@@ -16,6 +16,9 @@ ROOT = Path(grasp_core.__file__).parent
 TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
 TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
 ORCHESTRATION = {"dagster", "dagster_docker", "grasp_assets"}
+ANSWER_PATH = ("grasp_core.retriever", "grasp_core.answer", "grasp_core.components", "grasp_core.text")
+ANSWER_PATH += ("grasp_core.entities", "grasp_core.planner", "grasp_core.plan", "grasp_core.rerank", "grasp_core.embed")
+ANSWER_PATH += ("grasp_core.graph", "grasp_core.ranking")
 
 
 def test_importing_the_retriever_loads_no_training_module():
@@ -104,6 +107,30 @@ def test_no_import_cycle_between_packages():
     assert "grasp_core.pipeline" not in graph["grasp_core.retriever"] | graph["grasp_core.answer"]
     assert "grasp_core.answer" in graph["grasp_core.pipeline"]  # evaluation and training answer through it
     assert cycles(graph) == []
+
+
+def reachable(graph: dict[str, set[str]], unit: str) -> set[str]:
+    """Every unit ``unit`` imports, directly or through others."""
+    found, todo = set(), [unit]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in found:
+                found.add(nxt)
+                todo.append(nxt)
+    return found
+
+
+def test_data_sources_and_question_synthesis_sit_below_the_answer_path():
+    """The knowledge base in three layers: the data model (``skb``) below question synthesis (``questions``) below
+    the data sources (``sources``: the hpo source synthesizes its queries, an import writes the default wording);
+    none of them reaches the answer path or the training steps."""
+    graph = package_graph()
+    sources, questions, skb = "grasp_core.sources", "grasp_core.questions", "grasp_core.skb"
+    assert {skb, questions} <= graph[sources] and skb in graph[questions]
+    assert sources not in reachable(graph, questions)
+    assert not {sources, questions} & reachable(graph, skb)
+    for unit in (sources, questions):
+        assert sorted(reachable(graph, unit) & {*ANSWER_PATH, "grasp_core.pipeline"}) == []
 
 
 def module_graph(root: Path) -> dict[str, set[str]]:

@@ -17,8 +17,8 @@ from grasp_core.datasets import DatasetConfig, build_graph, build_queries
 from grasp_core.errors import GraspError
 from grasp_core.feedback import store_path
 from grasp_core.pipeline.step import step
+from grasp_core.questions.feedback_queries import ConfirmedQuestion, feedback_queries, read_confirmed
 from grasp_core.retrain_config import FeedbackConfig
-from grasp_core.skb.feedback_queries import ConfirmedQuestion, feedback_queries, read_confirmed
 from grasp_core.skb.format import (
     BUILT_FROM,
     FINGERPRINT,

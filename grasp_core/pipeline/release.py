@@ -2,8 +2,8 @@
 
 Both systems answer the same questions through the whole answer path (text branch, planner, reranker, as served):
 the first :attr:`~grasp_core.retrain_config.RetrainConfig.guard_queries` val questions and the held-out ``feedback``
-questions (:mod:`grasp_core.skb.feedback_queries`), both never trained on. The candidate is promoted when its Hit@1
-is not below the served release's by more than ``guard_tolerance`` points on either set; otherwise the served
+questions (:mod:`grasp_core.questions.feedback_queries`), both never trained on. The candidate is promoted when its
+Hit@1 is not below the served release's by more than ``guard_tolerance`` points on either set; otherwise the served
 release stays, and the ``release`` asset's blocking check says why. The first build is promoted as it is, and so is
 a build of a changed knowledge base (the served release answers from the old one) or one whose served release can
 no longer answer (damaged files).
@@ -23,8 +23,8 @@ from grasp_core.errors import GraspError
 from grasp_core.experiments import partition_of
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.step import step
+from grasp_core.questions.feedback_queries import FEEDBACK_SPLIT
 from grasp_core.releases import RELEASE, promote, served_artifacts, served_record
-from grasp_core.skb.feedback_queries import FEEDBACK_SPLIT
 
 DECISION_FILE = "decision.json"
 

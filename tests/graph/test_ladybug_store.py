@@ -6,7 +6,7 @@ from grasp_core.graph.open import open_graph_store
 from grasp_core.graph.store import GraphStoreConfig, quote, table_names
 from grasp_core.io import is_complete
 from grasp_core.skb.schema import Relation, Schema
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 from tests.plan.oracle import random_skb
 
 

@@ -28,10 +28,10 @@ from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, rerank
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
 from grasp_core.planner.rl import rl_queries
 from grasp_core.profiles import get_profile
+from grasp_core.questions.querygen import synthesize_queries
 from grasp_core.rerank.ranker import LTRReranker
 from grasp_core.skb.format import HUMAN_QID_OFFSET, write_queries, write_skb
-from grasp_core.skb.querygen import synthesize_queries
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 from tests.answer_parity import assert_retrieve_answers_as_evaluated
 
 pytestmark = pytest.mark.slow  # builds a tiny world and trains tiny models (about 20 s of CPU)

@@ -7,7 +7,7 @@ from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 from tests.plan.oracle import (
     PRIME_LIKE,
     adjacency,

@@ -14,7 +14,7 @@ from grasp_core.plan.traverse import traverse
 from grasp_core.plan.validate import validate_plan
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Relation, Schema
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 from tests.plan.oracle import adjacency, oracle, random_bindings, random_plan, random_skb
 
 

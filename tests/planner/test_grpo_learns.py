@@ -19,7 +19,7 @@ from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rl import train_grpo
 from grasp_core.planner.scoring import PlannerEnv
 from grasp_core.planner.train_settings import GRPOSettings
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.sources.synth import build_synth_skb
 
 GRAMMAR = PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)  # the cpu profile's
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from grasp_core.skb.format import validate
-from grasp_core.skb.stark import find_stark_dirs, load_stark_graph, load_stark_skb
+from grasp_core.sources.stark import find_stark_dirs, load_stark_graph, load_stark_skb
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 
 from grasp_core.errors import GraspError
 from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.skb.synth import SPECS, build_synth_skb, resolve_scale
+from grasp_core.sources.synth import SPECS, build_synth_skb, resolve_scale
 
 PRIME_RELATIONS = {
     "ppi",

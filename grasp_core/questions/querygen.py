@@ -23,11 +23,11 @@ One query is made in four steps:
    stopwords or generic words, is never a property (:func:`is_meaningful`). Identifier-like fields
    (``source``, counts, dates, aliases) give none (:data:`NON_PROPERTY_FIELDS`).
 3. **Wording.** hpo questions come from patterns per template and register (clinician, patient's family,
-   researcher, terse search-box), :mod:`grasp_core.skb.hpo_questions`, with anchors named by name, exact
+   researcher, terse search-box), :mod:`grasp_core.questions.hpo_questions`, with anchors named by name, exact
    synonym, abbreviation or lay synonym (the synonym kinds of ``hp.obo``, passed as ``aliases``). The
    ``synth-*`` SKBs name the target type (several nouns), the relation path (several participle phrases
    per hop, nested for two hops), the anchors (name, alias or light paraphrase) and the property inside
-   one of several frames, sometimes after a distractor sentence.
+   one of several frames, sometimes after a distractor sentence (the tables: ``data/querygen_phrases.json``).
 4. **Gold.** Every candidate that satisfies the relation *and* the property, where a node satisfies the
    property when the phrase's tokens occur, contiguously and within one clause, in the property's field of
    that node (tokens: lowercase alphanumeric runs). A query is kept when it has 1..``max_answers`` answers
@@ -54,9 +54,10 @@ import pandas as pd
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
-from grasp_core.skb import hpo_questions as HQ
+from grasp_core.io import read_package_json
+from grasp_core.questions import hpo_questions as HQ
+from grasp_core.questions.synonyms import swap_synonym
 from grasp_core.skb.format import SKB, validate
-from grasp_core.skb.synth_text import swap_synonym
 
 NON_PROPERTY_FIELDS = frozenset(
     {
@@ -270,301 +271,21 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
     ),
 }
 
+# The synth-* wording tables, ``data/querygen_phrases.json`` (one key per constant, of the same name).
+_PHRASES = read_package_json("grasp_core.questions", "querygen_phrases.json")
 # What a node of the target type is called: (singular, plural) choices.
-TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "disease": (("disease", "diseases"), ("disorder", "disorders"), ("condition", "conditions")),
-    "gene/protein": (("gene", "genes"), ("protein", "proteins"), ("gene or protein", "genes or proteins")),
-    "drug": (("drug", "drugs"), ("medication", "medications"), ("compound", "compounds")),
-    "pathway": (("pathway", "pathways"), ("signaling pathway", "signaling pathways")),
-    "anatomy": (("tissue", "tissues"), ("anatomical structure", "anatomical structures"), ("body part", "body parts")),
-    "effect/phenotype": (("phenotype", "phenotypes"), ("clinical effect", "clinical effects"), ("symptom", "symptoms")),
-    "biological_process": (("biological process", "biological processes"), ("process", "processes")),
-    "molecular_function": (("molecular function", "molecular functions"), ("molecular activity", "activities")),
-    "cellular_component": (("cellular component", "cellular components"), ("cell compartment", "compartments")),
-    "exposure": (("exposure", "exposures"), ("environmental exposure", "environmental exposures")),
-    "product": (("product", "products"), ("item", "items")),
-    "brand": (("brand", "brands"),),
-    "category": (("category", "categories"),),
-    "color": (("color", "colors"),),
-    "paper": (("paper", "papers"), ("article", "articles"), ("publication", "publications")),
-    "author": (("author", "authors"), ("researcher", "researchers")),
-    "institution": (("institution", "institutions"),),
-    "field_of_study": (("field of study", "fields of study"), ("research field", "research fields")),
-}
-
-# How the node at the end of a hop relates to the node ``{x}`` at its start: keys (rel, from, to) or (rel,).
+TYPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = _PHRASES["TYPE_NOUNS"]
+# How the node at the end of a hop relates to the node ``{x}`` at its start: keys (rel, from, to) or (rel,); in
+# the file one entry per key, ``relation`` with ``from`` and ``to`` or alone.
 HOP_PHRASES: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("phenotype present", "effect/phenotype", "disease"): (
-        "presenting with {x}",
-        "characterized by {x}",
-        "with {x} among their features",
-        "that show {x}",
-    ),
-    ("phenotype present", "disease", "effect/phenotype"): (
-        "seen in {x}",
-        "reported in patients with {x}",
-        "that are features of {x}",
-        "occurring in {x}",
-    ),
-    ("phenotype absent",): (
-        "where {x} is explicitly absent",
-        "known to lack {x}",
-        "that do not show {x}",
-        "with {x} ruled out",
-    ),
-    ("parent-child",): (
-        "directly above or below {x} in the hierarchy",
-        "that are a parent or child term of {x}",
-        "one level away from {x} in the ontology",
-        "immediately related to {x} as parent or child",
-    ),
-    ("associated with",): (
-        "associated with {x}",
-        "linked to {x}",
-        "with a known association to {x}",
-        "implicated with {x}",
-    ),
-    ("ppi",): (
-        "that physically interact with {x}",
-        "binding partners of {x}",
-        "in a protein interaction with {x}",
-        "that bind {x}",
-    ),
-    ("target", "drug", "gene/protein"): (
-        "targeted by {x}",
-        "that are drug targets of {x}",
-        "acted on by {x}",
-        "that {x} binds to",
-    ),
-    ("target", "gene/protein", "drug"): (
-        "targeting {x}",
-        "that act on {x}",
-        "with {x} as a target",
-        "designed against {x}",
-    ),
-    ("enzyme", "drug", "gene/protein"): (
-        "that metabolize {x}",
-        "enzymes processing {x}",
-        "acting as enzymes for {x}",
-        "involved in breaking down {x}",
-    ),
-    ("enzyme", "gene/protein", "drug"): (
-        "metabolized by {x}",
-        "processed by the enzyme {x}",
-        "broken down by {x}",
-        "that {x} metabolizes",
-    ),
-    ("transporter", "drug", "gene/protein"): (
-        "that transport {x}",
-        "carrying {x} across membranes",
-        "acting as transporters of {x}",
-        "moving {x} into cells",
-    ),
-    ("transporter", "gene/protein", "drug"): (
-        "transported by {x}",
-        "carried by {x}",
-        "moved by {x}",
-        "that rely on {x} for transport",
-    ),
-    ("carrier",): (
-        "with a carrier relation to {x}",
-        "carried by {x}",
-        "bound by {x} as carrier",
-        "linked to {x} as carrier",
-    ),
-    ("indication", "disease", "drug"): (
-        "indicated for {x}",
-        "used to treat {x}",
-        "approved for {x}",
-        "prescribed for {x}",
-    ),
-    ("indication", "drug", "disease"): (
-        "treated with {x}",
-        "for which {x} is indicated",
-        "managed with {x}",
-        "that {x} is approved for",
-    ),
-    ("contraindication", "disease", "drug"): (
-        "contraindicated in {x}",
-        "that should be avoided with {x}",
-        "not to be used with {x}",
-        "unsafe in {x}",
-    ),
-    ("contraindication", "drug", "disease"): (
-        "in which {x} is contraindicated",
-        "where {x} must be avoided",
-        "that rule out {x}",
-        "incompatible with {x}",
-    ),
-    ("off-label use",): (
-        "with an off-label use for {x}",
-        "used off-label with {x}",
-        "off-label related to {x}",
-        "tied to {x} off-label",
-    ),
-    ("synergistic interaction",): (
-        "with a synergistic interaction with {x}",
-        "that act synergistically with {x}",
-        "that potentiate {x}",
-        "combining synergistically with {x}",
-    ),
-    ("side effect", "drug", "effect/phenotype"): (
-        "that are side effects of {x}",
-        "caused as a side effect by {x}",
-        "reported as adverse effects of {x}",
-        "induced by {x}",
-    ),
-    ("side effect", "effect/phenotype", "drug"): (
-        "with {x} as a side effect",
-        "that can cause {x}",
-        "known to induce {x}",
-        "listing {x} among adverse effects",
-    ),
-    ("interacts with",): (
-        "interacting with {x}",
-        "that interact with {x}",
-        "involved with {x}",
-        "in interaction with {x}",
-    ),
-    ("linked to",): ("linked to {x}", "connected to {x}", "related to {x}", "tied to {x}"),
-    ("expression present", "anatomy", "gene/protein"): (
-        "expressed in {x}",
-        "present in {x}",
-        "with expression in {x}",
-        "found in {x}",
-    ),
-    ("expression present", "gene/protein", "anatomy"): (
-        "expressing {x}",
-        "where {x} is expressed",
-        "in which {x} is present",
-        "with {x} expression",
-    ),
-    ("expression absent", "anatomy", "gene/protein"): (
-        "not expressed in {x}",
-        "absent from {x}",
-        "with no expression in {x}",
-        "missing in {x}",
-    ),
-    ("expression absent", "gene/protein", "anatomy"): (
-        "lacking {x} expression",
-        "where {x} is not expressed",
-        "in which {x} is absent",
-        "without {x}",
-    ),
-    ("has_brand", "brand", "product"): ("made by {x}", "from {x}", "by the brand {x}", "sold under {x}"),
-    ("has_brand", "product", "brand"): ("that make {x}", "behind {x}", "that sell {x}", "producing {x}"),
-    ("has_color",): ("in {x}", "colored {x}", "that come in {x}", "available in {x}"),
-    ("has_category",): ("in the {x} category", "listed under {x}", "from the {x} section", "categorized as {x}"),
-    ("also_buy",): (
-        "often bought together with {x}",
-        "that people also buy with {x}",
-        "frequently purchased alongside {x}",
-        "bought by customers of {x}",
-    ),
-    ("also_view",): (
-        "also viewed with {x}",
-        "that shoppers browse next to {x}",
-        "viewed alongside {x}",
-        "looked at by people viewing {x}",
-    ),
-    ("author___writes___paper", "author", "paper"): (
-        "written by {x}",
-        "authored by {x}",
-        "by {x}",
-        "with {x} as an author",
-    ),
-    ("author___writes___paper", "paper", "author"): (
-        "who wrote {x}",
-        "who authored {x}",
-        "behind {x}",
-        "among the authors of {x}",
-    ),
-    ("paper___cites___paper",): (
-        "citing or cited by {x}",
-        "with a citation link to {x}",
-        "connected to {x} by citation",
-        "in the citation neighbourhood of {x}",
-    ),
-    ("paper___has_topic___field_of_study", "field_of_study", "paper"): (
-        "on {x}",
-        "about {x}",
-        "in the field {x}",
-        "tagged with {x}",
-    ),
-    ("paper___has_topic___field_of_study", "paper", "field_of_study"): (
-        "covered by {x}",
-        "that {x} is about",
-        "topics of {x}",
-        "addressed in {x}",
-    ),
-    ("author___affiliated_with___institution", "institution", "author"): (
-        "affiliated with {x}",
-        "from {x}",
-        "working at {x}",
-        "at {x}",
-    ),
-    ("author___affiliated_with___institution", "author", "institution"): (
-        "hosting {x}",
-        "where {x} works",
-        "employing {x}",
-        "of {x}",
-    ),
+    (h["relation"], h["from"], h["to"]) if "from" in h else (h["relation"],): h["phrases"]
+    for h in _PHRASES["HOP_PHRASES"]
 }
 # The property clause around a phrase ``{p}``, by the field it comes from ("*": a noun phrase of a description).
-PROPERTY_PHRASES: dict[str, tuple[str, ...]] = {
-    "*": (
-        "mentioning {p}",
-        "described with {p}",
-        "involving {p}",
-        "related to {p}",
-        "with {p} in their description",
-        "noted for {p}",
-        "that mention {p}",
-    ),
-    "features": ("with {p}", "featuring {p}", "that offer {p}"),
-    "interpro": ("with a {p}", "containing a {p}", "that have a {p}"),
-    "category": ("classed as {p}", "in the class {p}", "of the {p} kind"),
-    "venue": ("published in {p}", "that appeared in {p}", "from {p}"),
-}
-FRAMES = (
-    "Which {T} {R} {P}?",
-    "Find {T} {R} {P}.",
-    "I'm looking for {T} {P}, {R}.",
-    "List {T} {R}. Only those {P}.",
-    "What are the {T} {R} {P}?",
-    "{T} {R} {P}",
-    "Can you suggest {T} {P} {R}?",
-    "Looking for {T} {R}, ideally {P}.",
-    "Name one {t} {R} {P}.",
-)
-FRAMES_NO_PROPERTY = (
-    "Which {T} {R}?",
-    "Find {T} {R}.",
-    "I'm looking for {T} {R}.",
-    "List the {T} {R}.",
-    "{T} {R}",
-    "Name one {t} {R}.",
-)
-DISTRACTORS: dict[str, tuple[str, ...]] = {
-    "prime": (
-        "I'm a clinician looking into a case.",
-        "For a pharmacology review:",
-        "Working on a drug repurposing project.",
-        "A colleague in the lab asked me this.",
-    ),
-    "amazon": (
-        "I'm shopping for a gift.",
-        "My old one broke last week.",
-        "Planning a trip next month.",
-        "Trying to stay within budget.",
-    ),
-    "mag": (
-        "I'm writing a literature review.",
-        "For my thesis background chapter:",
-        "A reviewer asked us to cite related work.",
-        "Preparing a reading list for students.",
-    ),
-}
+PROPERTY_PHRASES: dict[str, tuple[str, ...]] = _PHRASES["PROPERTY_PHRASES"]
+FRAMES: tuple[str, ...] = _PHRASES["FRAMES"]
+FRAMES_NO_PROPERTY: tuple[str, ...] = _PHRASES["FRAMES_NO_PROPERTY"]
+DISTRACTORS: dict[str, tuple[str, ...]] = _PHRASES["DISTRACTORS"]
 
 
 def _dataset_of(skb: SKB) -> str:
@@ -825,7 +546,7 @@ def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
 @dataclass(frozen=True)
 class PropertyRules:
     """Which fields give properties and how: the built-in field names by default; the generic synthesizer adds
-    what a user SKB's data shows (:mod:`grasp_core.skb.generic_queries`)."""
+    what a user SKB's data shows (:mod:`grasp_core.questions.generic_queries`)."""
 
     skip_fields: frozenset[str] = NON_PROPERTY_FIELDS
     term_fields: frozenset[str] = TERM_FIELDS

@@ -9,8 +9,7 @@ from collections import Counter
 import pytest
 
 from grasp_core.errors import GraspError, SKBFormatError
-from grasp_core.skb.format import SKB, validate
-from grasp_core.skb.generic_queries import (
+from grasp_core.questions.generic_queries import (
     GenericConfig,
     generic_queries,
     metapaths,
@@ -18,10 +17,11 @@ from grasp_core.skb.generic_queries import (
     synthesize_generic,
     templates_by_kind,
 )
+from grasp_core.questions.wording import default_hop_phrases, default_wording, load_wording, type_noun
+from grasp_core.skb.format import SKB, validate
 from grasp_core.skb.schema import Relation, Schema
-from grasp_core.skb.synth import build_synth_skb
-from grasp_core.skb.wording import default_hop_phrases, default_wording, load_wording, type_noun
-from tests.skb.test_querygen import _bad_property, _expected_answers
+from grasp_core.sources.synth import build_synth_skb
+from tests.questions.test_querygen import _bad_property, _expected_answers
 
 
 @pytest.fixture(scope="module", params=["amazon", "mag", "prime"])
@@ -131,8 +131,8 @@ def test_a_wording_file_replaces_defaults_and_bad_ones_fail_in_one_line(tmp_path
 def test_a_small_skb_gives_what_it_holds_and_a_bare_one_fails():
     import pandas as pd
 
-    from grasp_core.skb.importer import build_skb
-    from tests.skb.test_import import EDGES, NODES
+    from grasp_core.sources.importer import build_skb
+    from tests.sources.test_import import EDGES, NODES
 
     skb = build_skb(pd.DataFrame(NODES), pd.DataFrame(EDGES, columns=["src", "rel", "dst"]), "books")
     few = generic_queries(skb, 10_000, seed=0, gcfg=GenericConfig(stale_attempts=300, min_queries=5))

@@ -196,7 +196,7 @@ def hpo_aliases(skb: SKB, data_dir: Path | None = None) -> dict[int, list[tuple[
 
 def hpo_queries(skb: SKB, n_queries: int, seed: int, data_dir: Path | None = None) -> pd.DataFrame:
     """hpo's query rows: ``n_queries`` synthesized queries (train/val/test), anchors named with HPO's synonyms."""
-    from grasp_core.skb.querygen import synthesize_queries
+    from grasp_core.questions.querygen import synthesize_queries
 
     return synthesize_queries(skb, n_queries, seed=seed, aliases=hpo_aliases(skb, data_dir))
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from grasp_core.errors import GraspError
-from grasp_core.skb.stark_fetch import QA_FILES, QA_FOLDER, REPO, fetch_stark, hub_url, processed_file
-from tests.skb.test_stark import write_prime, write_qa
+from grasp_core.sources.stark_fetch import QA_FILES, QA_FOLDER, REPO, fetch_stark, hub_url, processed_file
+from tests.sources.test_stark import write_prime, write_qa
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -99,7 +99,7 @@ def test_without_the_hub_fetch_fails_in_one_line_naming_the_files_and_where_to_p
 
 
 def test_files_already_in_place_are_not_downloaded(tmp_path, monkeypatch):
-    import grasp_core.skb.stark_fetch as stark_fetch
+    import grasp_core.sources.stark_fetch as stark_fetch
 
     def no_download(file, manual):
         raise AssertionError(f"downloaded {file}")
@@ -114,7 +114,7 @@ def test_files_already_in_place_are_not_downloaded(tmp_path, monkeypatch):
 
 
 def test_a_corrupt_archive_is_refused_before_anything_is_unzipped(tmp_path, monkeypatch):
-    import grasp_core.skb.stark_fetch as stark_fetch
+    import grasp_core.sources.stark_fetch as stark_fetch
 
     archive = tmp_path / "processed.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
@@ -130,7 +130,7 @@ def test_a_corrupt_archive_is_refused_before_anything_is_unzipped(tmp_path, monk
 
 
 def test_an_archive_without_the_loaders_files_is_named(tmp_path, monkeypatch):
-    import grasp_core.skb.stark_fetch as stark_fetch
+    import grasp_core.sources.stark_fetch as stark_fetch
 
     archive = tmp_path / "processed.zip"
     with zipfile.ZipFile(archive, "w") as zf:

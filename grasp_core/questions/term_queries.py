@@ -1,6 +1,6 @@
 """Term look-up training queries: "what is the term for <a description>?", answered by the node described.
 
-The STaRK protocol (:mod:`grasp_core.skb.querygen`) always asks for the neighbours of a named node; people
+The STaRK protocol (:mod:`grasp_core.questions.querygen`) always asks for the neighbours of a named node; people
 also ask for the name of a thing they can only describe ("What's the medical word for eyes that are set too far
 apart?"). These queries teach that shape, for the ``train`` and ``val`` splits only (``test`` stays the STaRK
 protocol's). A description is one of the node's aliases (the ``aliases`` column: a synonym, a lay term) or, when

@@ -5,7 +5,7 @@ string property, else ``<label> <id>``) its name; an ``aliases`` property (a lis
 other property a text field (a list is joined with ``"; "``, so it reads as a term list; a property named like a
 reserved column is suffixed with ``_``). The key is the ``id`` property when every node has a distinct one, else
 the database's element id. Each relationship becomes an edge ``(start, type, end)``. Both are then checked and
-written like a CSV import (:func:`grasp_core.skb.importer.build_skb`); the schema is inferred. The password comes
+written like a CSV import (:func:`grasp_core.sources.importer.build_skb`); the schema is inferred. The password comes
 from an environment variable (``--bolt-password-env``), never from the command line.
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 from grasp_core.errors import GraphStoreError
 from grasp_core.redact import redact
 from grasp_core.skb.format import SKB
-from grasp_core.skb.importer import ALIASES, RESERVED, build_skb, write
+from grasp_core.sources.importer import ALIASES, RESERVED, build_skb, write
 
 NODES_QUERY = "MATCH (n) RETURN elementId(n) AS eid, labels(n) AS labels, properties(n) AS props"
 EDGES_QUERY = "MATCH (a)-[r]->(b) RETURN elementId(a) AS src, type(r) AS rel, elementId(b) AS dst"

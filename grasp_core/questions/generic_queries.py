@@ -1,11 +1,11 @@
 """Schema-generic query synthesis by the STaRK protocol: questions for any SKB, from its schema and its text.
 
-hpo and ``synth-*`` keep their tuned templates (:mod:`grasp_core.skb.querygen`); every other SKB that ships no
+hpo and ``synth-*`` keep their tuned templates (:mod:`grasp_core.questions.querygen`); every other SKB that ships no
 queries gets these. The grounding, the property rules and the gold are querygen's (:func:`querygen.ground`):
 
 1. **Metapaths.** Every path of 1..``max_hops`` typed hops the schema allows (a relation is walked either way,
    undirected, except a relation within one type whose name reads as a verb, ``cites``, ``imports``, which is
-   walked one way, ``|down`` or ``|up`` (:func:`grasp_core.skb.wording.directed`); a hop straight back over the
+   walked one way, ``|down`` or ``|up`` (:func:`grasp_core.questions.wording.directed`); a hop straight back over the
    relation it came by is allowed once, "authors of a paper that X wrote", never twice in a row), and every intersection of a one-hop path with another path of ≤ 2 hops meeting at the
    same target type. A template is drawn by kind (``kind_weights``: 1, 2, 3 hops, intersection), then a
    relation of that kind uniformly, then a template using it, so that every relation gets questions however
@@ -14,7 +14,7 @@ queries gets these. The grounding, the property rules and the gold are querygen'
    the fields the data shows to be descriptive: a field whose values look like identifiers (one token with a
    digit, a separator or all capitals: ids, dates, codes) gives none; a field of short terms (lists separated by
    ``;`` or ``|``, or short values) gives whole terms; other fields give noun phrases (:func:`property_rules`).
-3. **Wording.** :mod:`grasp_core.skb.wording`: a register (question, request, conversational, terse), the target
+3. **Wording.** :mod:`grasp_core.questions.wording`: a register (question, request, conversational, terse), the target
    type's noun, one relation clause per path (hops nested from the anchor outwards), the property clause of the
    property's field; anchors by name, alias (the ``aliases`` column, when the SKB has one) or a light paraphrase.
 4. **Gold** = every candidate satisfying the relation and the property (querygen's rule). Queries are
@@ -40,8 +40,7 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError
-from grasp_core.skb.format import SKB
-from grasp_core.skb.querygen import (
+from grasp_core.questions.querygen import (
     NON_PROPERTY_FIELDS,
     TERM_FIELDS,
     Aliases,
@@ -57,8 +56,9 @@ from grasp_core.skb.querygen import (
     relation_name,
     reverse_hop,
 )
+from grasp_core.questions.wording import Wording, default_field_phrases, directed, load_wording, type_noun
+from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema
-from grasp_core.skb.wording import Wording, default_field_phrases, directed, load_wording, type_noun
 
 KINDS = ("1-hop", "2-hop", "3-hop", "intersection")
 _TERM_SPLIT = re.compile(r"\s*[;|]\s*")
@@ -246,14 +246,14 @@ def synthesize_generic(
     """Generic queries over ``skb``: columns qid, split, query, answer_ids, template, register.
 
     ``skb_dir`` is where a ``wording.json`` may be (a user SKB's source directory); with ``paraphrase_url`` every
-    question is offered to that OpenAI-compatible endpoint for rewording (:mod:`grasp_core.skb.paraphrase`)."""
+    question is offered to that OpenAI-compatible endpoint for rewording (:mod:`grasp_core.questions.paraphrase`)."""
     wording = load_wording(skb_dir, skb.schema, property_rules(skb).term_fields)
     made = generic_queries(skb, n_queries, seed, cfg, gcfg, wording)
     rows = [q for q, _ in made]
     if paraphrase_url:
         from dataclasses import replace
 
-        from grasp_core.skb.paraphrase import paraphrase
+        from grasp_core.questions.paraphrase import paraphrase
 
         result = paraphrase([q.text for q in rows], [w.keep for _, w in made], paraphrase_url, paraphrase_model)
         rows = [replace(q, text=t) for q, t in zip(rows, result.texts)]

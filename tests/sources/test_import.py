@@ -9,9 +9,9 @@ import pytest
 
 from grasp_core.cli import main
 from grasp_core.errors import SKBFormatError
+from grasp_core.questions.wording import WORDING_FILE
 from grasp_core.skb.format import read_skb
-from grasp_core.skb.importer import import_files
-from grasp_core.skb.wording import WORDING_FILE
+from grasp_core.sources.importer import import_files
 
 NODES = [
     {

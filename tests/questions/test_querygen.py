@@ -10,8 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
-from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.skb.querygen import (
+from grasp_core.questions.querygen import (
     STOPWORDS,
     TEMPLATES,
     QueryGenConfig,
@@ -22,7 +21,8 @@ from grasp_core.skb.querygen import (
     templates_for,
     with_queries,
 )
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.skb.format import read_skb, validate, write_skb
+from grasp_core.sources.synth import build_synth_skb
 
 
 def _adjacency(skb, rel: str) -> sp.csr_matrix:
@@ -144,7 +144,7 @@ def test_bad_input_is_a_grasp_error(synth):
     with pytest.raises(GraspError, match="found only"):
         synthesize_queries(synth, 5_000, cfg=QueryGenConfig(max_attempts_per_query=1))
     from grasp_core.skb.schema import Schema
-    from grasp_core.skb.synth import SPECS
+    from grasp_core.sources.synth import SPECS
 
     other = with_queries(synth, synth.queries)
     other.schema = Schema("wikidata", synth.schema.node_types, synth.schema.relations)
@@ -155,7 +155,7 @@ def test_bad_input_is_a_grasp_error(synth):
 
 @pytest.fixture(scope="module")
 def hpo():
-    from grasp_core.skb.hpo import build_hpo_skb, hpo_aliases
+    from grasp_core.sources.hpo import build_hpo_skb, hpo_aliases
 
     skb = build_hpo_skb()
     return skb, hpo_aliases(skb)
@@ -228,7 +228,7 @@ def test_hpo_is_deterministic_given_seed(hpo):
 
 
 def test_every_hpo_template_has_patterns_in_every_register():
-    from grasp_core.skb import hpo_questions as HQ
+    from grasp_core.questions import hpo_questions as HQ
 
     assert set(HQ.PATTERNS) == {t.id for t in TEMPLATES["hpo"]}
     for tpl in TEMPLATES["hpo"]:

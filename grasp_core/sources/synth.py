@@ -1,6 +1,7 @@
 """Synthetic SKBs with the exact STaRK schemas (``docs/design.md``): ``synth-amazon``, ``synth-mag``, ``synth-prime``.
 
-``build_synth_skb(kind, scale, seed)`` returns an :class:`SKB` (no queries; ``querygen.py`` adds them).
+``build_synth_skb(kind, scale, seed)`` returns an :class:`SKB` (no queries; :mod:`grasp_core.questions.querygen`
+adds them).
 
 How a graph is made, in order:
 
@@ -15,9 +16,10 @@ How a graph is made, in order:
    (a few hubs, a long tail), as in real graphs. ``one_per_src`` relations (a product's brand, its colour)
    give each source node at most one edge.
 3. **Text.** Names and text fields come from the topic's word lists and small grammars
-   (``synth_text.py``), with synonyms, so related nodes share words and a name and its description often use
-   different words for the same thing. Some fields are read off the graph (a product's ``brand`` field is its
-   ``has_brand`` neighbour's name, an author's ``paper_count`` is its ``writes`` degree).
+   (``synth_text.py``), with synonyms (:mod:`grasp_core.questions.synonyms`), so related nodes share words and a
+   name and its description often use different words for the same thing. Some fields are read off the graph (a
+   product's ``brand`` field is its ``has_brand`` neighbour's name, an author's ``paper_count`` is its ``writes``
+   degree).
 
 Scale. ``full`` matches STaRK's counts: Prime 129,375 nodes / 8,100,498 edges, Amazon 1,035,542 / 9,443,802,
 MAG 1,872,968 / 39,802,116. STaRK stores each undirected edge in both directions; here every synthetic
@@ -41,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError
-from grasp_core.skb import synth_text as W
+from grasp_core.questions.synonyms import swap_synonym
 from grasp_core.skb.format import ALIAS_TEXT_FIELDS, ALIASES, SKB, aliases_from_fields, empty_queries, validate
 from grasp_core.skb.schema import Relation, Schema
+from grasp_core.sources import synth_text as W
 
 KINDS = ("amazon", "mag", "prime")
 MIN_NODES_PER_TYPE = 6
@@ -414,11 +417,11 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             else:
                 names.append(f"{organ} {cond} type {r.randint(1, 12)}")
             f["definition"].append(
-                f"{W.article(W.swap_synonym(r, r.choice(W.PRIME_MODIFIERS))).capitalize()} {cond} affecting the "
-                f"{W.swap_synonym(r, organ2)}, characterized by {sym} and {sym2}."
+                f"{W.article(swap_synonym(r, r.choice(W.PRIME_MODIFIERS))).capitalize()} {cond} affecting the "
+                f"{swap_synonym(r, organ2)}, characterized by {sym} and {sym2}."
             )
             f["symptoms"].append(
-                f"Patients typically present with {sym}, {sym3} and {W.swap_synonym(r, 'reduced')} {mol} levels."
+                f"Patients typically present with {sym}, {sym3} and {swap_synonym(r, 'reduced')} {mol} levels."
             )
             f["causes"].append(
                 f"Caused by {r.choice(('loss-of-function', 'missense', 'truncating', 'de novo'))} "
@@ -431,7 +434,7 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             f["summary"].append(
                 f"This gene encodes a {r.choice(W.PRIME_PROTEIN_CLASSES)} that "
                 f"{r.choice(W.PRIME_GENE_ACTIONS)} {mol}. The encoded protein is highly expressed "
-                f"in the {W.swap_synonym(r, organ)}. Variants in this gene have been linked to {sym}."
+                f"in the {swap_synonym(r, organ)}. Variants in this gene have been linked to {sym}."
             )
             d1, d2 = r.sample(W.PRIME_DOMAINS, 2)
             f["interpro"].append(f"{d1} domain; {d2} superfamily")
@@ -441,10 +444,10 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             cls = r.choice(W.PRIME_DRUG_CLASSES)
             f["description"].append(
                 f"{name} is a {cls} available as {r.choice(W.PRIME_DRUG_FORMS)}. It "
-                f"{r.choice(W.PRIME_DRUG_ACTIONS)} {mol} signaling in the {W.swap_synonym(r, organ)}."
+                f"{r.choice(W.PRIME_DRUG_ACTIONS)} {mol} signaling in the {swap_synonym(r, organ)}."
             )
             f["indication"].append(
-                f"Indicated for the treatment of {sym} in patients with {W.swap_synonym(r, organ2)} "
+                f"Indicated for the treatment of {sym} in patients with {swap_synonym(r, organ2)} "
                 f"{r.choice(W.PRIME_CONDITIONS)}."
             )
             f["mechanism_of_action"].append(
@@ -455,7 +458,7 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             names.append(f"{r.choice(W.PRIME_PATHWAY_HEADS)} {mol}" + (f" in {organ}" if r.random() < 0.3 else ""))
             f["summation"].append(
                 f"This pathway describes how {mol} {r.choice(W.PRIME_PROCESSES)} is coordinated "
-                f"in the {W.swap_synonym(r, organ)}. Defects in its components contribute to {sym}."
+                f"in the {swap_synonym(r, organ)}. Defects in its components contribute to {sym}."
             )
         elif t == "anatomy":
             names.append(
@@ -464,7 +467,7 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
                 else f"{r.choice(W.PRIME_ANATOMY_ADJ)} {r.choice(W.PRIME_ANATOMY_PARTS)} of {organ}"
             )
             f["definition"].append(
-                f"{W.article(r.choice(W.PRIME_ANATOMY_PARTS)).capitalize()} that is part of the {W.swap_synonym(r, organ)} "
+                f"{W.article(r.choice(W.PRIME_ANATOMY_PARTS)).capitalize()} that is part of the {swap_synonym(r, organ)} "
                 f"and is rich in {mol}."
             )
         elif t == "effect/phenotype":
@@ -473,19 +476,19 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             )
             f["definition"].append(
                 f"A deviation from the normal {r.choice(W.PRIME_FEATURES)} of the "
-                f"{W.swap_synonym(r, organ)}, often accompanied by {sym2}."
+                f"{swap_synonym(r, organ)}, often accompanied by {sym2}."
             )
         elif t == "biological_process":
             names.append(f"{r.choice(W.PRIME_REGULATION)} {mol} {r.choice(W.PRIME_PROCESSES)}".strip())
             f["definition"].append(
                 f"Any process that modulates the frequency, rate or extent of {mol} "
-                f"{r.choice(W.PRIME_PROCESSES)} in the {W.swap_synonym(r, organ)}."
+                f"{r.choice(W.PRIME_PROCESSES)} in the {swap_synonym(r, organ)}."
             )
         elif t == "molecular_function":
             names.append(f"{mol} {r.choice(W.PRIME_MF_ACTIVITIES)}")
             f["definition"].append(
                 f"Interacting selectively with {mol} to enable {r.choice(W.PRIME_PROCESSES)} "
-                f"in {W.swap_synonym(r, organ)} cells."
+                f"in {swap_synonym(r, organ)} cells."
             )
         elif t == "cellular_component":
             names.append(f"{mol} {r.choice(W.PRIME_COMPONENTS)}")
@@ -500,7 +503,7 @@ def _prime_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: 
             )
             f["definition"].append(
                 f"Environmental contact with {names[-1].split(' ', 1)[-1]} that has been linked "
-                f"to {sym} and {W.swap_synonym(r, organ)} damage."
+                f"to {sym} and {swap_synonym(r, organ)} damage."
             )
     return names, f
 
@@ -540,14 +543,14 @@ def _amazon_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec:
         f["brand"].append(brand)
         feats = r.sample(W.AMAZON_FEATURES, r.randint(2, 4))
         f["description"].append(
-            f"This {W.swap_synonym(r, adj)} {W.swap_synonym(r, noun)} is made from {W.swap_synonym(r, mat)} and is ideal for "
+            f"This {swap_synonym(r, adj)} {swap_synonym(r, noun)} is made from {swap_synonym(r, mat)} and is ideal for "
             f"{use}. Designed for {use2}. Highlights: {feats[0].lower()}."
         )
         f["features"].append("; ".join(feats))
         reviews = []
         for _ in range(r.randint(1, 3)):
             reviews.append(
-                f"{r.choice(W.AMAZON_REVIEW_SUMMARIES)}: I use this {W.swap_synonym(r, noun)} for {r.choice(uses)}. "
+                f"{r.choice(W.AMAZON_REVIEW_SUMMARIES)}: I use this {swap_synonym(r, noun)} for {r.choice(uses)}. "
                 f"{r.choice(W.AMAZON_OPINIONS)} Better than my old {r.choice(all_nouns)}."
             )
         f["reviews"].append(" | ".join(reviews))
@@ -574,7 +577,7 @@ def _mag_text(t: str, ids, topics, r: random.Random, graph: _GraphView, spec: Da
             title = r.choice(W.MAG_TITLE_PATTERNS).format(**fill)
             names.append(title[0].upper() + title[1:])
             sentences = r.sample(W.MAG_ABSTRACT_SENTENCES, r.randint(3, 5))
-            f["abstract"].append(" ".join(s.format(**{**fill, "t": W.swap_synonym(r, tt)}) for s in sentences))
+            f["abstract"].append(" ".join(s.format(**{**fill, "t": swap_synonym(r, tt)}) for s in sentences))
             f["publication_date"].append(f"{r.randint(1990, 2021)}-{r.randint(1, 12):02d}-01")
             f["venue"].append(r.choice(W.MAG_VENUES))
         return names, f

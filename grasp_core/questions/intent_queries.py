@@ -1,6 +1,6 @@
 """Training questions in the registers people type into a search box, generated from the knowledge base itself.
 
-The STaRK protocol (:mod:`grasp_core.skb.querygen`) always asks for the neighbours of named nodes, in full
+The STaRK protocol (:mod:`grasp_core.questions.querygen`) always asks for the neighbours of named nodes, in full
 sentences. People also ask:
 
 - **look-ups**: a bare name, asking for that node ("angelman", "BRCA2 gene", "gaucher disase", "what is MFS"):

@@ -9,10 +9,10 @@ import pytest
 
 from grasp_core.datasets import DatasetConfig, build_queries
 from grasp_core.errors import GraspError
+from grasp_core.questions.human_queries import REGISTERS, GraphQueries, human_queries, load_questions, shape
+from grasp_core.questions.querygen import with_queries
 from grasp_core.skb.format import HUMAN_QID_OFFSET, validate
-from grasp_core.skb.hpo import build_hpo_skb
-from grasp_core.skb.human_queries import REGISTERS, GraphQueries, human_queries, load_questions, shape
-from grasp_core.skb.querygen import with_queries
+from grasp_core.sources.hpo import build_hpo_skb
 
 
 @pytest.fixture(scope="module")

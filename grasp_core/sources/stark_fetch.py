@@ -1,11 +1,11 @@
 """``grasp data fetch amazon|mag|prime``: the STaRK processed SKB and its questions from the Hugging Face hub, the
-way stark-qa downloads them, put where :func:`grasp_core.skb.stark.find_stark_dirs` reads them.
+way stark-qa downloads them, put where :func:`grasp_core.sources.stark.find_stark_dirs` reads them.
 
 stark-qa (``stark_qa/skb/{amazon,mag,prime}.py``, ``stark_qa/retrieval/dataset.py``) downloads with
 ``huggingface_hub.hf_hub_download`` from the dataset repository ``snap-stanford/stark``: ``skb/<name>/processed.zip``
 (unzipped into ``load_skb``'s ``<root>/<name>``) and the files of ``qa/<name>/`` (copied into ``load_qa``'s
 ``<root>/<name>``). Importing stark-qa takes most of a minute (it loads torch_geometric and ogb), so this module makes
-the same ``hf_hub_download`` calls itself; ``tests/skb/test_stark_fetch.py`` checks the names against stark-qa's
+the same ``hf_hub_download`` calls itself; ``tests/sources/test_stark_fetch.py`` checks the names against stark-qa's
 sources. The downloads land in the Hugging Face cache (``$HF_HOME``, its usual layout, reused by every later call and
 by ``HF_HUB_OFFLINE=1``), then:
 
@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grasp_core.errors import GraspError
-from grasp_core.skb.stark import (
+from grasp_core.sources.stark import (
     HUMAN_CSV,
     QA_CSV,
     STARK_NAMES,
@@ -62,7 +62,7 @@ def fetch_stark(
     name: str, stark_root: str | Path, qa_root: str | Path, log: Callable[[str], None] = print
 ) -> tuple[Path, Path]:
     """Download (or find in place) STaRK ``name``'s processed files and QA files, verify them, and return the
-    (skb_dir, qa_dir) :func:`grasp_core.skb.stark.load_stark_skb` reads. Raises one-line :class:`GraspError`\\ s."""
+    (skb_dir, qa_dir) :func:`grasp_core.sources.stark.load_stark_skb` reads. Raises one-line :class:`GraspError`\\ s."""
     if name not in STARK_NAMES:
         raise GraspError(f"`grasp data fetch` takes a STaRK dataset ({', '.join(STARK_NAMES)}), not {name!r}")
     skb_dir = _skb_in_place(name, stark_root)
@@ -84,7 +84,7 @@ def fetch_stark(
         if absent:
             raise GraspError(
                 f"{processed_file(name)} of {REPO} unzipped into {skb_dir} without {', '.join(absent)}: the loader "
-                f"cannot read this release (compare stark_qa/skb/{name}.py with grasp_core/skb/stark.py)"
+                f"cannot read this release (compare stark_qa/skb/{name}.py with grasp_core/sources/stark.py)"
             )
         log(f"unzipped the {name} processed files into {skb_dir}")
     else:

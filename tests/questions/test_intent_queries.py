@@ -4,8 +4,8 @@ from difflib import SequenceMatcher
 
 import pytest
 
-from grasp_core.skb.intent_queries import intent_queries
-from grasp_core.skb.synth import build_synth_skb
+from grasp_core.questions.intent_queries import intent_queries
+from grasp_core.sources.synth import build_synth_skb
 from grasp_core.textnorm import normalize
 
 

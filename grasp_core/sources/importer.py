@@ -7,8 +7,8 @@ with the names separated by ``|``) and any other columns, each a text field. Edg
 the relations are the ``(rel, type of src, type of dst)`` triples that occur. With a ``schema.json`` every node
 and edge is checked against it. Bad input fails with one line naming the file, the line and what to change;
 nothing is written then. The SKB is written atomically (:func:`grasp_core.skb.format.write_skb`) with the
-default question wording beside it (``wording.json``, :mod:`grasp_core.skb.wording`) for the user to edit.
-A Bolt graph database is read into the same two tables by :mod:`grasp_core.skb.bolt_import`.
+default question wording beside it (``wording.json``, :mod:`grasp_core.questions.wording`) for the user to edit.
+A Bolt graph database is read into the same two tables by :mod:`grasp_core.sources.bolt_import`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import SKBFormatError
+from grasp_core.questions.wording import WORDING_FILE, write_default_wording
 from grasp_core.skb.format import SKB, empty_queries, validate, write_skb
 from grasp_core.skb.schema import Relation, Schema
-from grasp_core.skb.wording import WORDING_FILE, write_default_wording
 from grasp_core.textnorm import check_unicode
 
 NODE_COLUMNS = ("id", "type", "name")
@@ -213,7 +213,7 @@ def write(skb: SKB, out_dir: str | Path, wording_file: str | Path | None = None)
     if kept is not None:
         (out_dir / WORDING_FILE).write_bytes(kept)
     else:
-        from grasp_core.skb.generic_queries import property_rules
+        from grasp_core.questions.generic_queries import property_rules
 
         write_default_wording(out_dir, skb.schema, property_rules(skb).term_fields)
     return out_dir
@@ -223,7 +223,7 @@ def _check_wording(data: bytes, skb: SKB, file: str) -> None:
     """Refuse a wording file that does not fit the schema, before anything is written."""
     import tempfile
 
-    from grasp_core.skb.wording import load_wording
+    from grasp_core.questions.wording import load_wording
 
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / WORDING_FILE).write_bytes(data)

@@ -38,7 +38,7 @@ REGISTERS = ("clinician", "family", "researcher")
 
 def load_questions(split: str = "test-human") -> list[dict]:
     """The hand-written questions of ``split`` (``test-human`` or ``val-human``), in file order."""
-    text = resources.files("grasp_core.skb").joinpath("data", FILES[split]).read_text(encoding="utf-8")
+    text = resources.files("grasp_core.questions").joinpath("data", FILES[split]).read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

@@ -1,6 +1,6 @@
 """The real STaRK SKBs (``amazon``, ``mag``, ``prime``) from the stark-qa package's processed files on a local disk.
 
-Nothing is downloaded here (``grasp data fetch``, :mod:`grasp_core.skb.stark_fetch`, puts the files in place):
+Nothing is downloaded here (``grasp data fetch``, :mod:`grasp_core.sources.stark_fetch`, puts the files in place):
 ``skb_dir`` is the dataset root the ``stark_qa`` SKB classes call ``root`` (where ``skb/<name>/processed.zip`` of the
 ``snap-stanford/stark`` dataset was unzipped), or directly the folder that holds the files:
 

@@ -11,7 +11,7 @@ import torch
 
 from grasp_core.errors import SKBFormatError, UnknownDatasetError
 from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.skb.stark import HUMAN_QID_OFFSET, load_stark_graph, load_stark_queries, load_stark_skb
+from grasp_core.sources.stark import HUMAN_QID_OFFSET, load_stark_graph, load_stark_queries, load_stark_skb
 
 SHARED_QA = Path("/work/shared/data/stark_qa")
 NAN = float("nan")
