@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -36,35 +35,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grasp_core.provenance import code_commit, machine_facts
+
 if TYPE_CHECKING:
     from grasp_core.components import Components
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 GRASP = [sys.executable, "-m", "grasp_assets.cli"]  # the installed `grasp` command, in this interpreter
-
-
-def commit() -> str:
-    """The checkout's short commit, with ``+dirty`` when tracked files differ from it (``unknown`` outside git)."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    if head.returncode != 0:
-        return "unknown"
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
-    return head.stdout.strip() + ("+dirty" if dirty else "")
-
-
-def machine() -> dict[str, Any]:
-    """Cores this process may use, the CPU model, memory and Python: what a reader needs to compare times."""
-    cpu, mem_gib = platform.processor() or platform.machine(), None
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-        cpu = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
-        kib = next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line)
-        mem_gib = round(int(kib) / 2**20, 1)
-    except (OSError, StopIteration):
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": cpu, "cores": cores, "memory_gib": mem_gib, "python": platform.python_version()}
 
 
 def load_average() -> float:
@@ -77,8 +55,8 @@ class Run:
 
     def __init__(self, profile: str | None = None, **settings: Any):
         self.record: dict[str, Any] = {
-            "commit": commit(),
-            "machine": machine(),
+            "commit": code_commit(),
+            "machine": machine_facts(),
             "profile": profile,
             "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),

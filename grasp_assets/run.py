@@ -183,7 +183,7 @@ class BuildRun:
 
     def start(self) -> str:
         if self.run_id is None:
-            from grasp_core.pipeline.evaluation import code_commit
+            from grasp_core.provenance import code_commit
 
             dataset, variant = split_key(self.key)
             tags = {

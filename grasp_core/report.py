@@ -21,6 +21,7 @@ from grasp_core.eval.results import (
 )
 from grasp_core.eval.significance import stouffer
 from grasp_core.io import atomic_file, is_complete, read_json
+from grasp_core.provenance import machine_summary
 
 EVALUATION_ASSETS = ("eval_metrics", "ablations")  # the assets whose per-query rows make up the settings
 # the README's summary: the answer path's stages, and the learned parts against what they replace
@@ -54,25 +55,8 @@ def dataset_results(art: Artifacts, steps: Mapping[str, float] | None = None) ->
                 split=split,
                 latency=latency if split == "test" else None,
                 steps=steps if split == "test" else None,
-            ) | {"machine": machine(), "date": evaluated.date().isoformat()}
+            ) | {"machine": machine_summary(), "date": evaluated.date().isoformat()}
     return out
-
-
-def machine() -> str:
-    """This machine in a few words: cores, CPU model, memory (what a reader needs to compare times)."""
-    import os
-    import platform
-
-    model, mem_gib = platform.processor() or platform.machine(), None
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-        model = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
-        kib = next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line)
-        mem_gib = round(int(kib) / 2**20)
-    except (OSError, StopIteration):
-        pass
-    memory = f", {mem_gib} GiB" if mem_gib else ""
-    return f"{os.cpu_count()} cores, {model}{memory}"
 
 
 def results_path(out_dir: Path, dataset: str, split: str) -> Path:

@@ -13,7 +13,6 @@ chosen on validation by earlier steps.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from grasp_core.pipeline.planner_inputs import load_teacher_plans
 from grasp_core.pipeline.plots import bar_plot
 from grasp_core.pipeline.step import step
 from grasp_core.planner.rounds import ROUNDS
+from grasp_core.provenance import code_commit
 from grasp_core.ranking import Ranking, fusion
 from grasp_core.text.rankings_io import read_rankings, write_rankings
 
@@ -79,19 +79,6 @@ def rankings_file(setting: str, split: str) -> str:
 def splits(ws: Components) -> list[str]:
     """The evaluated splits this dataset has (``test``; ``test-human`` and the held-out ``feedback`` where they exist)."""
     return [s for s in SPLITS if len(ws.split(s))]
-
-
-def code_commit() -> str:
-    """The checkout's commit (``+dirty`` with uncommitted changes to tracked files), or ``unknown``."""
-    repo = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=repo, capture_output=True).returncode != 0
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 def _query_as_relevance(plan_text: str, query: str) -> str:
