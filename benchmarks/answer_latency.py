@@ -31,7 +31,7 @@ import json, sys, time
 import pandas as pd
 import grasp_core
 from grasp_core.retriever import GraspRetriever
-from grasp_core.answer import STAGES
+from grasp_core.answer import ANSWER_STAGES
 dataset, root, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 retriever = GraspRetriever.from_artifacts(dataset, root)
 queries = pd.read_parquet(f"{root}/{dataset}/queries/queries.parquet")
@@ -42,7 +42,7 @@ for q in questions:
     t0 = time.perf_counter()
     res = retriever.retrieve([q])[0]
     total = time.perf_counter() - t0
-    rows.append({"total": total, **{s: res.seconds[s] for s in STAGES}, "top": [a.node_id for a in res.answers[:10]]})
+    rows.append({"total": total, **{s: res.seconds[s] for s in ANSWER_STAGES}, "top": [a.node_id for a in res.answers[:10]]})
 json.dump({"grasp_core": grasp_core.__file__, "rows": rows}, open(out, "w"))
 """
 

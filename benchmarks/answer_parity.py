@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.pipeline.answer_parity import answer_parity
 
@@ -24,9 +24,9 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args()
     run = Run(profile=args.profile)
-    ws = components(args.dataset, args.root, args.profile)
+    components = load_components(args.dataset, args.root, args.profile)
     start = time.perf_counter()
-    report = answer_parity(ws, progress=print)
+    report = answer_parity(components, progress=print)
     out = {
         "dataset": args.dataset,
         "settings": report,

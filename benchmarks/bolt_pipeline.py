@@ -85,20 +85,24 @@ def same(a: Ranking, b: Ranking) -> tuple[bool, float]:
     return diff <= TOLERANCE, diff
 
 
-def parity(ws: Components, embedded, split: str) -> dict:
+def parity(components: Components, embedded, split: str) -> dict:
     """Each execution path's rankings of the served plans of ``split`` against the pipeline's (over Bolt)."""
     from grasp_core.pipeline.evaluation import SplitRun
 
-    eval_dir = ws.art.require("eval_metrics")
+    eval_dir = components.art.require("eval_metrics")
     plans = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
     want = read_rankings(eval_dir / f"graph_{split}.parquet")
-    run = SplitRun(ws, split)
+    run = SplitRun(components, split)
     assert plans["qid"].astype(int).tolist() == run.qids
-    paths = {"bolt": (ws.store, "store"), "embedded": (embedded, "store"), "arrays": (ws.store, "arrays")}
+    paths = {
+        "bolt": (components.store, "store"),
+        "embedded": (embedded, "store"),
+        "arrays": (components.store, "arrays"),
+    }
     out = {"queries": len(run.qids), "non_empty": sum(len(want[q]) > 0 for q in run.qids)}
     for name, (store, traversal) in paths.items():
-        cfg = dataclasses.replace(ws.profile.execution, traversal=traversal)
-        executor = PlanExecutor(ws.graph, ws.index, ws.encoder, store, cfg)
+        cfg = dataclasses.replace(components.profile.execution, traversal=traversal)
+        executor = PlanExecutor(components.graph, components.index, components.encoder, store, cfg)
         start = time.perf_counter()
         got = executor.execute_batch(plans["plan"].tolist(), run.queries, run.tables)
         seconds = time.perf_counter() - start
@@ -203,36 +207,40 @@ def main() -> None:
             materialize_graph_store(args, root)
         pipeline_s = time.perf_counter() - start
         profile = with_graph_store(get_profile(args.profile), "neo4j", "store")  # harness.components takes a name
-        ws = Components(Artifacts.for_dataset(args.dataset, root), profile)
-        bolt_load = read_json(ws.art.require("graph_store") / "server.json")
+        components = Components(Artifacts.for_dataset(args.dataset, root), profile)
+        bolt_load = read_json(components.art.require("graph_store") / "server.json")
         embedded_dir = home / "embedded_store"
         shutil.rmtree(embedded_dir, ignore_errors=True)
         embedded = open_graph_store(GraphStoreConfig(), embedded_dir)
         start = time.perf_counter()
-        embedded.load(ws.graph)
+        embedded.load(components.graph)
         embedded_load_s = time.perf_counter() - start
-        splits = [s for s in ("test", "test-human") if (ws.art.require("eval_metrics") / f"plans_{s}.parquet").exists()]
+        splits = [
+            s
+            for s in ("test", "test-human")
+            if (components.art.require("eval_metrics") / f"plans_{s}.parquet").exists()
+        ]
         result = {
             "dataset": args.dataset,
             "pipeline_traversal": args.traversal if seeded is None else None,
             "seeded_from": str(args.seed_from.resolve()) if seeded is not None else None,
             "seeded": seeded,
             "server": "ArcadeDB (arcadedb-embedded) + Bolt" if server.pid is not None else "NEO4J_URI",
-            "nodes": ws.graph.num_nodes,
-            "edges": len(ws.graph.edges),
+            "nodes": components.graph.num_nodes,
+            "edges": len(components.graph.edges),
             "pipeline_s_this_run": round(pipeline_s, 1),
             "steps_s": {k: v for k, v in step_seconds(args.dataset).items() if k.split("/")[0] not in (seeded or ())},
             "load": {
                 "bolt_s": bolt_load["load_seconds"],
-                "bolt_edges_per_s": round(len(ws.graph.edges) / bolt_load["load_seconds"]),
+                "bolt_edges_per_s": round(len(components.graph.edges) / bolt_load["load_seconds"]),
                 "embedded_s": round(embedded_load_s, 2),
-                "embedded_edges_per_s": round(len(ws.graph.edges) / embedded_load_s),
+                "embedded_edges_per_s": round(len(components.graph.edges) / embedded_load_s),
             },
             "tolerance": TOLERANCE,
-            "parity": {s: parity(ws, embedded, s) for s in splits},
+            "parity": {s: parity(components, embedded, s) for s in splits},
         }
         embedded.close()
-        ws.close()
+        components.close()
         run.write(RESULTS / f"bolt_pipeline_{args.dataset}.json", result)
     finally:
         server.stop()

@@ -125,7 +125,7 @@ def measure(dataset: str, root: str, profile: str, held: list[tuple[str, list[in
     try:
         results = retriever.retrieve([t for t, _ in held], k=1)
     finally:
-        retriever.ws.close()
+        retriever.components.close()
     hits = [bool(res.answers) and res.answers[0].node_id in set(gold) for res, (_, gold) in zip(results, held)]
     out = {"held_out_stream": round(100.0 * float(np.mean(hits)), 2)}
     evaluation = served_artifacts(dataset, root).path("eval_metrics")

@@ -9,10 +9,10 @@ Timings are taken with :func:`timed` (warm-up calls, then one wall time per call
 
 Usage in a script::
 
-    from harness import RESULTS, Run, components, percentiles, timed
+    from harness import RESULTS, Run, load_components, percentiles, timed
 
     run = Run(profile="cpu")                       # the start: commit, machine, load, date
-    ws = components("hpo", root, "cpu")
+    components = load_components("hpo", root, "cpu")
     ms = timed(lambda: retriever.query(q), n=100, warmup=5)
     run.write(RESULTS / "x.json", {"latency": percentiles(ms)})
 
@@ -120,7 +120,7 @@ def percentiles(values: Iterable[float], points: Iterable[int] = (50, 95), digit
     return out | {"mean": round(float(v.mean()), digits), "n": int(v.size)}
 
 
-def components(dataset: str, root: str | Path | None = None, profile: str = "cpu") -> Components:
+def load_components(dataset: str, root: str | Path | None = None, profile: str = "cpu") -> Components:
     """A built system's components (lazy: each loads on first use) from an artifact root (default: the instance's)."""
     from grasp_core.artifacts import Artifacts
     from grasp_core.components import Components

@@ -80,8 +80,8 @@ def _retrieval(root: Path, graph, human: pd.DataFrame, table: pd.DataFrame, bran
 
     start = time.perf_counter()
     retriever = GraspRetriever.from_artifacts("hpo", root, branches=branches, rerank=rerank)
-    synth = retriever.ws.split("test").head(N_SYNTH)
-    out: dict = {"branches": branches, "rerank": rerank, "text_retriever": retriever.ws.profile.text_retriever}
+    synth = retriever.components.split("test").head(N_SYNTH)
+    out: dict = {"branches": branches, "rerank": rerank, "text_retriever": retriever.components.profile.text_retriever}
     if branches != "text":
         out["planner"] = retriever.planner_name
     gold = [list(map(int, a)) for a in human["answer_ids"]]
@@ -96,7 +96,7 @@ def _retrieval(root: Path, graph, human: pd.DataFrame, table: pd.DataFrame, bran
                 out[f"test-human by {col}"] = means.assign(n=hits.groupby(col).size()).to_dict("index")
             human_rankings = rankings
     if branches != "text":  # paired against the text branch alone on the same questions
-        text = GraspRetriever(retriever.ws, branches="text", rerank=False)
+        text = GraspRetriever(retriever.components, branches="text", rerank=False)
         text_rankings = [r.ranking for r in text.retrieve(human["query"].tolist())]
         ours, base = (per_query_hits(r, gold, graph.num_nodes) for r in (human_rankings, text_rankings))
         _, p = mcnemar(ours, base)

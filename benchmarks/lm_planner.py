@@ -93,7 +93,7 @@ def main() -> None:
         timed("skb", data.build_skb_artifact, art, args.dataset, profile.dataset)
     if not is_complete(art.path("queries")):
         timed("queries", data.build_queries_artifact, art, args.dataset, profile.dataset)
-    ws = Components(art, profile)  # not harness.components: the profile is the changed one above, not a name
+    components = Components(art, profile)  # not harness.components: the profile is the changed one above, not a name
     prepare = [
         ("node_embeddings", graph.node_embeddings_step),
         ("vector_indexes", graph.vector_indexes_step),
@@ -109,20 +109,20 @@ def main() -> None:
     ]
     for name, step in prepare:
         if not is_complete(art.path(name)):
-            timed(name, step, ws)
+            timed(name, step, components)
     rounds = {}
     for r in ROUNDS:
         if rounds and not rounds[f"rl{previous_round(r)}"]["passed"]:
             break  # a round never starts from a planner whose gate failed (as in the pipeline)
         if not is_complete(art.path("rft_samples", r)):
-            timed(f"rl{r}", steps.rft_samples_step, ws, r)
+            timed(f"rl{r}", steps.rft_samples_step, components, r)
         if not is_complete(art.path("planner", r)):
-            timed(f"rl{r}", steps.planner_round_step, ws, r)
+            timed(f"rl{r}", steps.planner_round_step, components, r)
         gate = Gate.read(art.path("planner", r))
         rounds[f"rl{r}"] = {"val_fused_hit1": gate.val_fused_hit1, "previous": gate.previous, "passed": gate.passed}
 
-    env = planner_env(ws)
-    test = ws.split("test")["qid"].astype(int).tolist()
+    env = planner_env(components)
+    test = components.split("test")["qid"].astype(int).tolist()
     answers = [env.gold[q] for q in test]
     settings, hits, valid = {}, {}, {}
     text_rankings = [env.text[q] for q in test]
@@ -132,7 +132,7 @@ def main() -> None:
         (f"rl{r}", art.path("planner", r)) for r in ROUNDS if f"rl{r}" in rounds
     ]:
         t0 = time.perf_counter()
-        result = evaluate_planner(ws, ws.planner(path), test)
+        result = evaluate_planner(components, components.planner(path), test)
         settings[key] = result["fused"]
         hits[key] = per_query_hits(result["answers"].fusion.rankings, answers, env.num_nodes)
         valid[key] = round(100 * result["valid_plan_rate"], 1)
@@ -157,7 +157,7 @@ def main() -> None:
             "dataset": {"scale": profile.dataset.scale, "n_queries": profile.dataset.n_queries},
         },
     }
-    ws.close()
+    components.close()
     run.write(RESULTS / f"lm_planner_{args.dataset}.json", doc, quiet=True)
     print(json.dumps({k: doc[k] for k in ("settings", "mcnemar", "valid_plan_rate", "seconds")}, indent=1))
 

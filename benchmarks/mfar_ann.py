@@ -18,7 +18,7 @@ import argparse
 
 import interleaved
 import numpy as np
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.errors import GraspError
 from grasp_core.metrics import evaluate
@@ -35,8 +35,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50)
     args = parser.parse_args()
     run = Run(profile=args.profile, questions=args.questions)
-    ws = components(args.dataset, args.root, args.profile)
-    served = ws.text_retriever("mfar")
+    components = load_components(args.dataset, args.root, args.profile)
+    served = components.text_retriever("mfar")
     if not isinstance(served, MFARRetriever) or not served.fields.ann:
         raise GraspError(f"{args.dataset}'s mFAR has no HNSW nominees (fewer nodes than dense_ann_min_nodes)")
     f = served.fields
@@ -45,8 +45,8 @@ def main() -> None:
     retrievers = {"hnsw": served, "exact": exact}
     result: dict = {"dataset": args.dataset, "nodes": f.num_nodes, "ann_fields": list(f.ann), "splits": {}}
     for split in SPLITS:
-        frame = ws.split(split)
-        gold, questions = ws.answers(frame["qid"]), frame["query"].tolist()
+        frame = components.split(split)
+        gold, questions = components.answers(frame["qid"]), frame["query"].tolist()
         rankings = {n: r.rank(questions) for n, r in retrievers.items()}
         row: dict = {"queries": len(questions)}
         for name, ranked in rankings.items():
@@ -55,7 +55,7 @@ def main() -> None:
         row["same_top10"] = round(float(np.mean(same)), 4)
         result["splits"][split] = row
         print(f"[mfar-ann] {split}: {row}", flush=True)
-    test = ws.split("test")["query"].tolist()[: args.questions]
+    test = components.split("test")["query"].tolist()[: args.questions]
     result["rank_ms_p50"] = interleaved.p50_ms({n: r.rank for n, r in retrievers.items()}, test)
     result["timed_questions"] = len(test)
     print(f"[mfar-ann] one question, p50 ms: {result['rank_ms_p50']}", flush=True)

@@ -22,7 +22,7 @@ import dataclasses
 import time
 
 import interleaved
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.embed.config import IndexConfig
 from grasp_core.embed.vector_index import NodeIndex
@@ -67,28 +67,31 @@ def main() -> None:
     parser.add_argument("--hnsw-from", type=int, default=10_000, help="name-index rows from which a type gets HNSW")
     args = parser.parse_args()
     run = Run(profile=args.profile, questions=args.questions, hnsw_from=args.hnsw_from)
-    ws = components(args.dataset, args.root, args.profile)
+    components = load_components(args.dataset, args.root, args.profile)
     cfg = dataclasses.replace(IndexConfig(), name_hnsw_min_size=args.hnsw_from)
     built, seconds = {}, {}
     for name, index_cfg in (("exact", dataclasses.replace(cfg, name_hnsw_min_size=2**62)), ("hnsw", cfg)):
         start = time.perf_counter()
-        built[name] = NodeIndex.build(ws.graph, ws.embeddings, index_cfg)
+        built[name] = NodeIndex.build(components.graph, components.embeddings, index_cfg)
         seconds[name] = round(time.perf_counter() - start, 1)
         print(f"[names] {name} index built in {seconds[name]} s", flush=True)
     kinds = {
         t: type(built["hnsw"].indexes[t, "name"]).__name__ + f" ({built['hnsw'].indexes[t, 'name'].ntotal} rows)"
         for t in built["hnsw"].node_types
     }
-    extractors = {n: GazetteerExtractor(ws.graph, i, ws.encoder, ws.profile.gazetteer) for n, i in built.items()}
+    extractors = {
+        n: GazetteerExtractor(components.graph, i, components.encoder, components.profile.gazetteer)
+        for n, i in built.items()
+    }
     splits = {}
     for split in SPLITS:
-        questions = ws.split(split)["query"].tolist()
+        questions = components.split(split)["query"].tolist()
         if not questions:
             continue
         tables = {n: e.extract(questions) for n, e in extractors.items()}
         splits[split] = agreement(tables["exact"], tables["hnsw"])
         print(f"[names] {split}: {splits[split]}", flush=True)
-    test = ws.split("test")["query"].tolist()[: args.questions]
+    test = components.split("test")["query"].tolist()[: args.questions]
     result = {
         "dataset": args.dataset,
         "config": dataclasses.asdict(cfg),

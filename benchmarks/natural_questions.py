@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from harness import RESULTS, Run, components, timed  # noqa: E402
+from harness import RESULTS, Run, load_components, timed  # noqa: E402
 
 from grasp_core.components import Components  # noqa: E402
 from grasp_core.questions.human_queries import shape  # noqa: E402
@@ -62,7 +62,7 @@ def questions_of(split: str) -> list[dict]:
     return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def extractor(ws: Components):
+def extractor(components: Components):
     """The profile's gazetteer over the artifacts' name index; code from before aliases cannot read an index with
     alias rows, so it gets one built in memory from the node names alone (what it had)."""
     from grasp_core.embed.node_embeddings import NodeEmbeddings
@@ -71,11 +71,11 @@ def extractor(ws: Components):
     from grasp_core.errors import GraspError
 
     try:
-        index = ws.index
+        index = components.index
     except GraspError:
-        e = ws.embeddings
-        index = NodeIndex.build(ws.graph, NodeEmbeddings(e.name, e.doc, e.identity, e.meta))
-    return GazetteerExtractor(ws.graph, index, ws.encoder, ws.profile.gazetteer)
+        e = components.embeddings
+        index = NodeIndex.build(components.graph, NodeEmbeddings(e.name, e.doc, e.identity, e.meta))
+    return GazetteerExtractor(components.graph, index, components.encoder, components.profile.gazetteer)
 
 
 def fastest(run, repeats: int = REPEATS) -> float:
@@ -84,9 +84,9 @@ def fastest(run, repeats: int = REPEATS) -> float:
     return min(timed(run, n=repeats)) / 1e3
 
 
-def linking_recall(ws: Components, split: str, gazetteer) -> dict:
+def linking_recall(components: Components, split: str, gazetteer) -> dict:
     questions = questions_of(split)
-    key_to_id = dict(zip(ws.graph.nodes["key"], ws.graph.nodes["node_id"].astype(int)))
+    key_to_id = dict(zip(components.graph.nodes["key"], components.graph.nodes["node_id"].astype(int)))
     texts = [q["query"] for q in questions]
     tables = gazetteer.extract(texts)
     seconds = fastest(lambda: gazetteer.extract(texts))
@@ -118,7 +118,7 @@ def linking_recall(ws: Components, split: str, gazetteer) -> dict:
 NAME_WINDOWS, NAME_COUNTS = (1, 2, 3, 4, 5), (3, 5, 10)
 
 
-def asked_type_accuracy(ws: Components) -> dict | None:
+def asked_type_accuracy(components: Components) -> dict | None:
     try:
         from grasp_core.rerank.asked_type import fit_asked_type
     except ImportError:  # code from before the asked-type model
@@ -127,21 +127,21 @@ def asked_type_accuracy(ws: Components) -> dict | None:
     from grasp_core.skb.format import SKB
     from grasp_core.text.mfar import QUERY_MAX_TOKENS
 
-    synthetic = ws.skb.queries[~ws.skb.queries["split"].str.endswith("-human")]
-    human = [human_queries(ws.graph, split=s) for s in HUMAN_SPLITS]  # from the question files, as written now
+    synthetic = components.skb.queries[~components.skb.queries["split"].str.endswith("-human")]
+    human = [human_queries(components.graph, split=s) for s in HUMAN_SPLITS]  # from the question files, as written now
     queries = pd.concat([synthetic, *human], ignore_index=True)
-    gold = SKB(ws.graph.schema, ws.graph.nodes, ws.graph.edges, queries).query_target_types()
-    types = list(ws.skb.schema.node_types)
+    gold = SKB(components.graph.schema, components.graph.nodes, components.graph.edges, queries).query_target_types()
+    types = list(components.skb.schema.node_types)
     data = {}
     for split in ("train", "val", "test", *HUMAN_SPLITS):
         rows = (queries["split"] == split).to_numpy()
         texts = queries["query"][rows].tolist()
-        data[split] = (ws.encoder.encode(texts, QUERY_MAX_TOKENS), texts, gold[rows].tolist())
-    cfg = ws.profile.asked_type
+        data[split] = (components.encoder.encode(texts, QUERY_MAX_TOKENS), texts, gold[rows].tolist())
+    cfg = components.profile.asked_type
     texts_of = {split: texts for split, (_, texts, _) in data.items()}
     if "texts" not in inspect.signature(fit_asked_type).parameters:  # code from before the request words
         data = {split: (v, g) for split, (v, _, g) in data.items()}
-    names = ws.skb.type_names() if "names" in inspect.signature(fit_asked_type).parameters else None
+    names = components.skb.type_names() if "names" in inspect.signature(fit_asked_type).parameters else None
     fit = (
         (lambda c: fit_asked_type(*data["train"], types, c, names))
         if names is not None
@@ -194,15 +194,15 @@ def main() -> None:
         threads=os.environ.get("OMP_NUM_THREADS", "default"),
         pythonpath=os.environ.get("PYTHONPATH"),
     )
-    ws = components("hpo", args.root, args.profile)
+    components = load_components("hpo", args.root, args.profile)
     linking: dict = {}
     result: dict = {"root": str(args.root)}
     if not args.asked_type_only:
-        gazetteer = extractor(ws)
+        gazetteer = extractor(components)
         gazetteer.extract([q["query"] for q in questions_of("val-human")[:8]])  # warm: model, tokenizer, caches
-        linking = {split: linking_recall(ws, split, gazetteer) for split in HUMAN_SPLITS}
+        linking = {split: linking_recall(components, split, gazetteer) for split in HUMAN_SPLITS}
         result["linking"] = linking
-    result["asked_type"] = asked_type_accuracy(ws)
+    result["asked_type"] = asked_type_accuracy(components)
     run.write(RESULTS / f"natural_questions_{args.label}.json", result, quiet=True)
     for split, found in linking.items():
         print(split, json.dumps({k: v for k, v in found.items() if k != "by_shape"}))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.metrics import evaluate
 from grasp_core.text.config import OutOfFoldConfig
@@ -27,13 +27,15 @@ def main() -> None:
     parser.add_argument("--folds", type=int, nargs="+", default=[2, 3, 5])
     args = parser.parse_args()
     run = Run(profile="cpu")
-    ws = components(args.dataset, args.root, "cpu")
-    full = ws.text_retriever("mfar")
+    components = load_components(args.dataset, args.root, "cpu")
+    full = components.text_retriever("mfar")
     assert isinstance(full, MFARRetriever)
-    train, val = ws.skb.split("train"), ws.skb.split("val")
+    train, val = components.skb.split("train"), components.skb.split("val")
 
     def hit1(rankings, part) -> float:
-        return round(evaluate(rankings, [list(map(int, a)) for a in part["answer_ids"]], ws.skb.num_nodes)["hit@1"], 1)
+        return round(
+            evaluate(rankings, [list(map(int, a)) for a in part["answer_ids"]], components.skb.num_nodes)["hit@1"], 1
+        )
 
     out = {
         "dataset": args.dataset,
@@ -44,7 +46,9 @@ def main() -> None:
     }
     for k in args.folds:
         start = time.perf_counter()
-        assignment, models, _ = train_fold_models(ws.skb, ws.index, ws.encoder, full, OutOfFoldConfig(folds=k))
+        assignment, models, _ = train_fold_models(
+            components.skb, components.index, components.encoder, full, OutOfFoldConfig(folds=k)
+        )
         out["folds"][str(k)] = {
             "out_of_fold_train_hit@1": hit1(rank_by_folds(full, assignment, models, train), train),
             "seconds": round(time.perf_counter() - start, 1),

@@ -72,7 +72,7 @@ from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import is_complete
 from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
-from grasp_core.plan.trace import STAGES
+from grasp_core.plan.trace import EXECUTION_STAGES
 from grasp_core.profiles import get_profile
 from grasp_core.skb.format import SKB, read_skb, write_skb
 from grasp_core.sources.synth import build_synth_skb
@@ -160,14 +160,14 @@ def run_plans(executor: PlanExecutor, encoder, store, plans: list[Plan]) -> tupl
     ids, and the outcome counts with the first message of each error."""
     for plan in plans[:10]:  # warm-up: caches, lazy init
         executor.execute(plan, plan.relevance_text)
-    stages = {s: [] for s in (*STAGES, "total", "encode", "prepare")}
+    stages = {s: [] for s in (*EXECUTION_STAGES, "total", "encode", "prepare")}
     tops, candidates, errors, messages = [], [], {}, {}
     for plan in plans[10:]:
         start = time.perf_counter()
         ranking, trace = executor.execute(plan, plan.relevance_text)
         stages["total"].append(time.perf_counter() - start)
         tops.append(ranking.node_ids)
-        for s in STAGES:
+        for s in EXECUTION_STAGES:
             stages[s].append(trace.seconds[s])
         candidates.append(trace.candidates)
         errors[trace.error or "ok"] = errors.get(trace.error or "ok", 0) + 1

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.components import Components
 from grasp_core.pipeline.planner_inputs import planner_env
@@ -66,10 +66,10 @@ def loss_cause(chosen: str, winners: list[str]) -> str:
     return "planned when abstaining wins" if ABSTAIN in winners else "wrong target type"
 
 
-def measure(ws: Components, planner_name: str, split: str) -> dict:
-    policy = ws.planner(ws.art.require(*planner_name.split(":")))
-    env = planner_env(ws)
-    qids = ws.split(split)["qid"].astype(int).tolist()
+def measure(components: Components, planner_name: str, split: str) -> dict:
+    policy = components.planner(components.art.require(*planner_name.split(":")))
+    env = planner_env(components)
+    qids = components.split(split)["qid"].astype(int).tolist()
     qids = [q for q in qids if env.gold.get(q)]
     outcomes = Outcomes(env)
     x = policy.featurizer([env.queries[q] for q in qids], [env.tables[q] for q in qids])
@@ -82,8 +82,8 @@ def measure(ws: Components, planner_name: str, split: str) -> dict:
         return [Executed(r, n) for r, n in outcomes.get([(qids[i], p) for i, p in pairs])]
 
     t0 = time.perf_counter()
-    lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, ws.profile.reward)
-    labels = [fused_hit1_labels(s, env.text[q], env.gold[q], ws.profile.reward) for q, s in zip(qids, lists)]
+    lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, components.profile.reward)
+    labels = [fused_hit1_labels(s, env.text[q], env.gold[q], components.profile.reward) for q, s in zip(qids, lists)]
     seconds = time.perf_counter() - t0
     rank_col, abstain_col = feature_names().index("policy_rank"), feature_names().index("plan_abstain")
     greedy = [int(np.argmin(s.features[:, rank_col])) if len(s.rows) else None for s in lists]
@@ -140,17 +140,19 @@ def main() -> None:
     parser.add_argument("--tag", default=None, help="suffix of the results file (before/after)")
     args = parser.parse_args()
     run = Run(profile=args.profile)
-    ws = components(args.dataset, args.root, args.profile)
-    if ws.profile.planner != "policy":
-        raise SystemExit(f"the {args.profile} profile's planner is {ws.profile.planner!r}; this measures the policy")
+    components = load_components(args.dataset, args.root, args.profile)
+    if components.profile.planner != "policy":
+        raise SystemExit(
+            f"the {args.profile} profile's planner is {components.profile.planner!r}; this measures the policy"
+        )
     name = args.planner
     if name is None:
-        label, path = ws.final_planner()
+        label, path = components.final_planner()
         name = "sft_adapter" if label == "sft" else f"planner:{path.name}"
     out = {
         "dataset": args.dataset,
         "planner": name,
-        "splits": {s: measure(ws, name, s) for s in args.splits},
+        "splits": {s: measure(components, name, s) for s in args.splits},
     }
     suffix = f"_{args.tag}" if args.tag else ""
     run.write(RESULTS / f"planner_headroom_{args.dataset}{suffix}.json", out, quiet=True)

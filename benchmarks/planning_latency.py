@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from harness import RESULTS, Run, components, percentiles
+from harness import RESULTS, Run, load_components, percentiles
 
 
 def main() -> None:
@@ -29,11 +29,11 @@ def main() -> None:
     args = ap.parse_args()
     run = Run(profile="cpu", threads=args.threads)
     torch.set_num_threads(args.threads)
-    ws = components(args.dataset, args.artifacts, "cpu")
-    name, path = ws.final_planner()
-    planner = ws.planner(path)
-    test = ws.split("test").head(args.queries)
-    queries, tables = test["query"].tolist(), [ws.entity_tables[int(q)] for q in test["qid"]]
+    components = load_components(args.dataset, args.artifacts, "cpu")
+    name, path = components.final_planner()
+    planner = components.planner(path)
+    test = components.split("test").head(args.queries)
+    queries, tables = test["query"].tolist(), [components.entity_tables[int(q)] for q in test["qid"]]
     planner.plan(queries[:10], tables[:10])  # warm-up
     times, candidates = [], []
     for q, t in zip(queries, tables):

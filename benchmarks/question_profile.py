@@ -21,7 +21,7 @@ import time
 
 from harness import RESULTS, Run, percentiles, read_result, write_result
 
-from grasp_core.retriever import STAGES, GraspRetriever
+from grasp_core.retriever import ANSWER_STAGES, GraspRetriever
 
 OUT = RESULTS / "question_profile.json"
 
@@ -51,11 +51,11 @@ def main() -> None:
         parallel_branches=args.parallel_branches,
     )
     load_s = time.perf_counter() - start
-    test = retriever.ws.split("test")["query"].tolist()
+    test = retriever.components.split("test")["query"].tolist()
     retriever.retrieve(test[-3:])  # warm-up: lazily built parts (gazetteer, caches)
     questions = test[: args.questions]
     profiler = None if args.no_profile else cProfile.Profile()
-    per_stage, totals = {s: [] for s in STAGES}, []
+    per_stage, totals = {s: [] for s in ANSWER_STAGES}, []
     for q in questions:
         t0 = time.perf_counter()
         if profiler:
@@ -64,7 +64,7 @@ def main() -> None:
         if profiler:
             profiler.disable()
         totals.append(time.perf_counter() - t0)
-        for s in STAGES:
+        for s in ANSWER_STAGES:
             per_stage[s].append(res.seconds[s])
     stages = {}
     for s, seconds in {**per_stage, "total": totals}.items():

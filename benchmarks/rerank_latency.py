@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import torch
-from harness import RESULTS, Run, components, percentiles
+from harness import RESULTS, Run, load_components, percentiles
 
 from grasp_core.pipeline.reranker import served_inputs
 from grasp_core.rerank.inference import fuse_reranked
@@ -48,9 +48,9 @@ def main() -> None:
         torch_threads=torch.get_num_threads(),
         openblas_num_threads=os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
     )
-    ws = components(args.dataset, args.root, args.profile)
-    planner, _, inputs, _ = served_inputs(ws, "test", args.queries)
-    reranker = ws.reranker()
+    components = load_components(args.dataset, args.root, args.profile)
+    planner, _, inputs, _ = served_inputs(components, "test", args.queries)
+    reranker = components.reranker()
     features = reranker.features
     for x in inputs[:5]:  # warm-up: the first calls load lazy state (LightGBM, the stemmer)
         reranker.rerank([x], args.K)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.components import Components
 from grasp_core.eval.significance import mcnemar
@@ -34,7 +34,7 @@ def scratch_workspace(dataset: str, source: Path, scratch: Path, profile: str) -
         link = scratch / dataset / item.name
         if item.name not in OWN and not item.name.startswith(".") and not link.exists():
             link.symlink_to(item.resolve())
-    return components(dataset, scratch, profile)
+    return load_components(dataset, scratch, profile)
 
 
 def _plain(result: dict) -> dict:
@@ -50,22 +50,22 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[20, 50])
     args = parser.parse_args()
     run = Run(profile=args.profile)
-    ws = scratch_workspace(args.dataset, args.source_root, args.scratch, args.profile)
-    out: dict = {"dataset": args.dataset, "kind": ws.reranker_kind}
+    components = scratch_workspace(args.dataset, args.source_root, args.scratch, args.profile)
+    out: dict = {"dataset": args.dataset, "kind": components.reranker_kind}
     t0 = time.perf_counter()
-    if not is_complete(ws.art.path("reranker_hard_negatives")):
-        out["hard_negatives"] = hard_negatives_step(ws)
+    if not is_complete(components.art.path("reranker_hard_negatives")):
+        out["hard_negatives"] = hard_negatives_step(components)
     out["hard_negatives_seconds"] = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
-    if not is_complete(ws.art.path("reranker")):
-        out["reranker"] = _plain(reranker_step(ws))
+    if not is_complete(components.art.path("reranker")):
+        out["reranker"] = _plain(reranker_step(components))
     out["reranker_seconds"] = round(time.perf_counter() - t0, 1)
-    planner, qids, inputs, gold = served_inputs(ws, "test")
-    n = ws.skb.num_nodes
+    planner, qids, inputs, gold = served_inputs(components, "test")
+    n = components.skb.num_nodes
     fused = [x.fused for x in inputs]
     fused_hits = per_query_hits(fused, gold, n)
     out.update(planner=planner, test_queries=len(qids), fused=evaluate(fused, gold, n), reranked={})
-    reranker = ws.reranker()
+    reranker = components.reranker()
     out["rrf"] = {"w": reranker.w, "k": reranker.k}
     for K in args.k:
         t0 = time.perf_counter()

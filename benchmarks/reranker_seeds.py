@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import RESULTS, Run, components
+from harness import RESULTS, Run, load_components
 
 from grasp_core.metrics import evaluate
 from grasp_core.pipeline.reranker import ltr_data, served_inputs
@@ -41,17 +41,21 @@ def main() -> None:
     args = parser.parse_args()
 
     run = Run(profile=args.profile, seeds=args.seeds)
-    ws = components(args.dataset, args.root, args.profile)
-    if ws.reranker_kind != "ltr":
-        raise SystemExit(f"the {args.profile} profile's reranker is {ws.reranker_kind!r}; this measures the ltr one")
-    K, cfg = ws.profile.rerank.top_k, ws.profile.ltr
+    components = load_components(args.dataset, args.root, args.profile)
+    if components.reranker_kind != "ltr":
+        raise SystemExit(
+            f"the {args.profile} profile's reranker is {components.reranker_kind!r}; this measures the ltr one"
+        )
+    K, cfg = components.profile.rerank.top_k, components.profile.ltr
     t0 = time.perf_counter()
-    asked = AskedType.load(ws.art.require("reranker"))
+    asked = AskedType.load(components.art.require("reranker"))
     if asked is None:
         raise SystemExit("the reranker artifact holds no asked-type model: rematerialize `reranker` first")
-    data = ltr_data(ws, asked)
-    present = set(ws.skb.queries["split"])
-    splits = {s: served_inputs(ws, s, cfg.val_queries if s == "val" else None) for s in EVAL_SPLITS if s in present}
+    data = ltr_data(components, asked)
+    present = set(components.skb.queries["split"])
+    splits = {
+        s: served_inputs(components, s, cfg.val_queries if s == "val" else None) for s in EVAL_SPLITS if s in present
+    }
     matrices = {s: data.features.build(inputs, K) for s, (_, _, inputs, _) in splits.items()}
     setup_seconds = time.perf_counter() - t0
 
@@ -61,11 +65,13 @@ def main() -> None:
             s: [ValItem(x.fused, sc, g) for x, sc, g in zip(inputs, scores_of[s], answers)]
             for s, (_, _, inputs, answers) in splits.items()
         }
-        w, k, _ = select_rrf_params(items["val"], ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
+        w, k, _ = select_rrf_params(items["val"], components.profile.rerank.grid_w, components.profile.rerank.grid_k)
         out: dict = {"w": w if np.isfinite(w) else "inf", "k": k}
         for s, its in items.items():
             metrics = evaluate(
-                [fuse_reranked(i.fused, i.scores, w, k) for i in its], [i.answers for i in its], ws.skb.num_nodes
+                [fuse_reranked(i.fused, i.scores, w, k) for i in its],
+                [i.answers for i in its],
+                components.skb.num_nodes,
             )
             out[s] = {"hit@1": round(metrics["hit@1"], 1), "hit@5": round(metrics["hit@5"], 1)}
         return out

@@ -32,7 +32,7 @@ import time
 import warnings
 from pathlib import Path
 
-from harness import RESULTS, ROOT, Run, components, load_average, read_result, write_result
+from harness import RESULTS, ROOT, Run, load_average, load_components, read_result, write_result
 
 from grasp_core.io import read_json
 
@@ -133,15 +133,15 @@ def inputs(root: Path, dataset: str, profile: str) -> dict:
     """What the scale's pipeline read: the SKB's size and the teacher's executed candidates."""
     import pandas as pd
 
-    ws = components(dataset, root, profile)
-    graph = ws.graph
-    teacher = pd.concat([pd.read_parquet(f) for f in sorted(ws.art.require("teacher_plans").glob("*.parquet"))])
+    components = load_components(dataset, root, profile)
+    graph = components.graph
+    teacher = pd.concat([pd.read_parquet(f) for f in sorted(components.art.require("teacher_plans").glob("*.parquet"))])
     tried = int(teacher["n_tried"].sum()) if "n_tried" in teacher else 0
     return {
         "nodes": int(graph.num_nodes),
         "edges": int(len(graph.edges)),
         "aliases": len(graph.alias_pairs()),
-        "queries": int(len(ws.skb.queries)),
+        "queries": int(len(components.skb.queries)),
         "candidates_executed": tried,
     }
 

@@ -36,17 +36,17 @@ def main() -> None:
         "served+rerank": GraspRetriever.from_artifacts(args.dataset, args.root),
         "served": GraspRetriever.from_artifacts(args.dataset, args.root, rerank=False),
     }
-    ws: Components = retrievers["served"].ws
-    result["commit"] = read_json(ws.art.require("eval_metrics") / "metrics.json")["commit"]  # the build's
+    components: Components = retrievers["served"].components
+    result["commit"] = read_json(components.art.require("eval_metrics") / "metrics.json")["commit"]  # the build's
     for split in SPLITS:
-        frame = ws.split(split)
+        frame = components.split(split)
         if frame.empty:
             continue
-        gold = ws.answers(frame["qid"])
+        gold = components.answers(frame["qid"])
         result["splits"][split] = {"queries": len(frame)}
         for setting, retriever in retrievers.items():
             rankings = [r.ranking for r in retriever.retrieve(frame["query"].tolist())]
-            metrics = evaluate(rankings, gold, ws.skb.num_nodes)
+            metrics = evaluate(rankings, gold, components.skb.num_nodes)
             result["splits"][split][setting] = {m: round(metrics[m], 2) for m in ("hit@1", "hit@5", "mrr")}
         print(f"[val] {split}: {result['splits'][split]}", flush=True)
     run.write(RESULTS / f"validation_{args.dataset}_{args.label}.json", result, quiet=True)

@@ -44,7 +44,7 @@ def run_step(
     check_results: Callable[[dict], list[dg.AssetCheckResult]] | None = None,
     reusable: bool = True,
 ) -> dg.MaterializeResult:
-    """Call the asset's step ``fn(ws, *args[, log_fn])`` for the run's partition (a dataset, or a variant of one:
+    """Call the asset's step ``fn(components, *args[, log_fn])`` for the run's partition (a dataset, or a variant of one:
     its profile is the variant's) on components that give out only the profile sections and artifacts it declares;
     log params/metrics to MLflow and return metadata.
 
@@ -89,7 +89,7 @@ def run_step(
             metadata=metadata, check_results=checks, data_version=dg.DataVersion(digest), tags=version_tag
         )
     recorder = _ReadRecorder(profile)
-    ws = Components(art, cast(Profile, recorder), reads=declared.reads)
+    components = Components(art, cast(Profile, recorder), reads=declared.reads)
     tracker = mlflow.tracker(dataset)
     tags = {"dataset": dataset, "step": step, "profile": profile.name, "dagster_run_id": context.run_id}
     tags |= {"variant": variant, "partition": key} if variant else {}
@@ -105,7 +105,7 @@ def run_step(
 
         context.log.info(f"{step}: dataset {key}" + (f", round {round_key}" if round_key else ""))
         try:
-            result = fn(ws, *args, log_fn) if wants_log else fn(ws, *args)
+            result = fn(components, *args, log_fn) if wants_log else fn(components, *args)
         except GraspError as exc:  # a user-facing, deterministic error: retrying cannot help
             raise dg.Failure(description=redact(str(exc)), allow_retries=False) from None
         except Exception as exc:
@@ -113,7 +113,7 @@ def run_step(
                 raise dg.Failure(description=f"{type(exc).__name__}: {redact(str(exc))}") from None
             raise
         finally:
-            ws.close()
+            components.close()
         checks = _checked(context, path, result, check_results)
         log_result(run, result)
         run.set_tags({"mlflow_run_url_hint": f"experiment {tracker.experiment_id}"})

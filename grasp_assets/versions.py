@@ -7,7 +7,7 @@ class and constant it names (directly, through an import, also one inside a func
 transitively, and the package data files (prompts, question lists) that code names. Two things are not followed
 by name: :class:`~grasp_core.profiles.Profile` (its values are hashed, through the sections a step declares; the
 config class of each declared section is in the closure) and :class:`~grasp_core.components.Components`, of which
-only the members that the closure uses (``ws.executor``, ``ws.reranker()``) are followed. So a changed setting,
+only the members that the closure uses (``components.executor``, ``components.reranker()``) are followed. So a changed setting,
 step or library function marks exactly the assets whose steps run it stale, and the data versions of what they
 rebuild carry the change downstream.
 """
@@ -175,7 +175,7 @@ def closure(step: Step, root: Path = ROOT) -> dict[Unit, _Info]:
     """The library code the step runs, read from the ``grasp_core`` package at ``root``."""
     members = {n.removeprefix("Components."): n for n in _module(COMPONENTS, root).units if n.startswith("Components.")}
     members.pop("close")  # the asset layer closes the components after the step; no step does
-    # every step runs on a Components (its ``ws``): the class is always in, its members as far as they are named
+    # every step runs on a Components (its ``components``): the class is always in, its members as far as they are named
     todo = {(step.fn.__module__, step.fn.__name__), (COMPONENTS, "Components")} | _section_classes(step)
     found: dict[Unit, _Info] = {}
     while todo:
@@ -191,7 +191,7 @@ def closure(step: Step, root: Path = ROOT) -> dict[Unit, _Info]:
 
 @cache
 def profile_reads(step: Step, root: Path = ROOT) -> set[str]:
-    """The profile sections the step's code reads (``ws.profile.x``, ``self.profile.x``, ``profile.x``), found in
+    """The profile sections the step's code reads (``components.profile.x``, ``self.profile.x``, ``profile.x``), found in
     its closure: what its ``@step(reads=...)`` must declare (a test compares them)."""
     sections = {f.name for f in dataclasses.fields(Profile)}
     found = set()

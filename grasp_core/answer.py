@@ -5,7 +5,7 @@ Everything that answers or scores a question goes through :meth:`AnswerPath.answ
 evaluation and ablation steps, the reranker's training and validation lists and the planner's validation during
 training. So the evaluation's ``served`` and ``served+rerank`` rankings are what ``grasp retrieve`` answers.
 
-The stages, in order (:data:`STAGES`), each with its output dataclass:
+The stages, in order (:data:`ANSWER_STAGES`), each with its output dataclass:
 
 ==============  ========================  ==========================================================
 stage           output                    what it does
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from grasp_core.text.dense import DenseRetriever
     from grasp_core.text.mfar import MFARRetriever
 
-STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
+ANSWER_STAGES = ("text", "extraction", "planning", "execution", "fusion", "reranking")
 TEXT_TOP_K = 100  # candidates the text branch returns per query (the text_rankings asset keeps as many)
 
 
@@ -168,8 +168,10 @@ class AnswerPath:
     use (:meth:`load` loads them all at once). ``planner`` replaces the planner checkpoint by one in memory (a
     checkpoint under validation during training)."""
 
-    def __init__(self, ws: Components, options: AnswerOptions = AnswerOptions(), planner: Planner | None = None):
-        self.ws, self.options = ws, options
+    def __init__(
+        self, components: Components, options: AnswerOptions = AnswerOptions(), planner: Planner | None = None
+    ):
+        self.components, self.options = components, options
         self.planner_name: str | None = "in memory" if planner is not None else None  # set when the planner loads
         self._given_planner = planner
         # the text branch's helper thread: off by default, on 2 cores it made a warm question slower (the
@@ -179,13 +181,13 @@ class AnswerPath:
 
     def load(self) -> AnswerPath:
         """Load every part the options use now (a missing artifact fails before any question is answered)."""
-        self.ws.graph  # noqa: B018  (the graph alone: answering reads none of the dataset's questions)
+        self.components.graph  # noqa: B018  (the graph alone: answering reads none of the dataset's questions)
         if self.options.branches != "graph":
             self.text_retriever  # noqa: B018
         if self.options.branches != "text":
             self.planner  # noqa: B018
-            self.ws.extractor  # noqa: B018
-            self.ws.executor  # noqa: B018
+            self.components.extractor  # noqa: B018
+            self.components.executor  # noqa: B018
         if self.options.rerank:
             self.reranker  # noqa: B018
         return self
@@ -193,7 +195,7 @@ class AnswerPath:
     # ------------------------------------------------------------------------------------------- parts
     @cached_property
     def text_retriever(self) -> BM25Retriever | DenseRetriever | MFARRetriever:
-        return self.ws.text_retriever(self.ws.profile.text_retriever)
+        return self.components.text_retriever(self.components.profile.text_retriever)
 
     @cached_property
     def planner(self) -> Planner:
@@ -201,14 +203,14 @@ class AnswerPath:
             return self._given_planner
         if self.options.planner:
             self.planner_name = self.options.planner
-            checkpoint = self.ws.art.require(*self.options.planner.split(":"))
+            checkpoint = self.components.art.require(*self.options.planner.split(":"))
         else:
-            self.planner_name, checkpoint = self.ws.final_planner()
-        return self.ws.planner(checkpoint)
+            self.planner_name, checkpoint = self.components.final_planner()
+        return self.components.planner(checkpoint)
 
     @cached_property
     def reranker(self) -> LTRReranker | PairReranker:
-        return self.ws.reranker()
+        return self.components.reranker()
 
     # ------------------------------------------------------------------------------------------ the path
     def answer(
@@ -238,7 +240,7 @@ class AnswerPath:
         explain: bool,
     ) -> Answers:
         n, branches = len(queries), self.options.branches
-        seconds: list[dict[str, float]] = [dict.fromkeys(STAGES, 0.0) for _ in queries]
+        seconds: list[dict[str, float]] = [dict.fromkeys(ANSWER_STAGES, 0.0) for _ in queries]
         clock = _Clock(seconds)
         text_stage = TextStage([Ranking.empty()] * n, [None] * n)
         pending = None  # the text branch, when it runs beside the graph branch
@@ -271,7 +273,7 @@ class AnswerPath:
             text_stage = pending.result()
         graph = execution.rankings if execution else [Ranking.empty()] * n
         with clock("fusion"):
-            fused = FusionStage(fusion(text_stage.rankings, graph, self.ws.profile.reward, branches))
+            fused = FusionStage(fusion(text_stage.rankings, graph, self.components.profile.reward, branches))
         answers = Answers(queries, text_stage, extraction, planning, execution, fused, None, seconds)
         if self.options.rerank:
             answers = dataclasses.replace(answers, reranking=self.rerank(answers, clock, explain))
@@ -291,7 +293,7 @@ class AnswerPath:
 
     def extract(self, queries: list[str], clock: _Clock) -> ExtractionStage:
         with clock("extraction"):
-            return ExtractionStage(self.ws.extractor.extract(queries))
+            return ExtractionStage(self.components.extractor.extract(queries))
 
     def plan(self, queries: list[str], tables: list[EntityTable], clock: _Clock) -> PlanningStage:
         planner = self.planner
@@ -312,7 +314,7 @@ class AnswerPath:
         def run(pairs: Sequence[tuple[int, str]]) -> list[Executed]:
             nonlocal executing
             t0 = time.perf_counter()
-            out = self.ws.executor.execute_batch(
+            out = self.components.executor.execute_batch(
                 [p for _, p in pairs], [queries[i] for i, _ in pairs], [tables[i] for i, _ in pairs]
             )
             executing += time.perf_counter() - t0
@@ -320,14 +322,14 @@ class AnswerPath:
 
         t0 = time.perf_counter()
         cuts = [planner.read(q, t) for q, t in zip(queries, tables)]
-        attempts, chosen = planner.choose([c.text for c in cuts], tables, text, run, self.ws.profile.reward)  # type: ignore[attr-defined]
+        attempts, chosen = planner.choose([c.text for c in cuts], tables, text, run, self.components.profile.reward)  # type: ignore[attr-defined]
         clock.charge("planning", time.perf_counter() - t0 - executing)
         clock.charge("execution", executing)
         planning = PlanningStage(attempts, [c.note for c in cuts])
         return planning, ExecutionStage([c.ranking for c in chosen], [c.trace for c in chosen])
 
     def given_plans(self, plans: list[str], tables: list[EntityTable]) -> PlanningStage:
-        schema = self.ws.graph.schema
+        schema = self.components.graph.schema
         errors = [check_plan(p, schema, t) for p, t in zip(plans, tables)]
         return PlanningStage([PlanAttempt(p, e is None, e, 0) for p, e in zip(plans, errors)], [None] * len(plans))
 
@@ -335,7 +337,7 @@ class AnswerPath:
         self, queries: list[str], tables: list[EntityTable], planning: PlanningStage, clock: _Clock
     ) -> ExecutionStage:
         with clock("execution"):
-            out = self.ws.executor.execute_batch([a.text for a in planning.attempts], queries, tables)
+            out = self.components.executor.execute_batch([a.text for a in planning.attempts], queries, tables)
         return ExecutionStage([r for r, _ in out], [t for _, t in out])
 
     def rerank(self, answers: Answers, clock: _Clock, explain: bool) -> RerankingStage:
@@ -343,7 +345,7 @@ class AnswerPath:
         cuts = [reranker.read(q) for q in answers.queries]
         inputs = [dataclasses.replace(x, query=c.text) for x, c in zip(answers.rerank_inputs(), cuts)]
         with clock("reranking"):
-            reranked = reranker.rerank(inputs, self.ws.profile.rerank.top_k, explain=explain)
+            reranked = reranker.rerank(inputs, self.components.profile.rerank.top_k, explain=explain)
         scores: list[dict[int, float]] = []
         contributions: list[Mapping[int, list[tuple[str, float]]]] = []
         for f, r in zip(answers.fusion.rankings, reranked):

@@ -46,10 +46,10 @@ if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first 
 TEXT_RETRIEVERS = ("bm25", "dense", "mfar")
 RERANKER_KINDS = ("ltr", "cross-encoder", "causal-lm")
 # The profile sections a part reads, for the steps' declarations (``@step(reads=(*EXECUTOR, ...))``)
-EXECUTOR = ("encoder", "execution", "graph_store")  # ws.executor (and ws.encoder, ws.store)
-EXTRACTOR = ("encoder", "extractor", "extractor_endpoint", "gazetteer", "llm_extractor")  # ws.extractor
-PLANNER = ("device", "encoder", "inference", "planner")  # ws.planner(...)
-FUSED_TEXT = ("text_retriever",)  # ws.text_rankings
+EXECUTOR = ("encoder", "execution", "graph_store")  # components.executor (and components.encoder, components.store)
+EXTRACTOR = ("encoder", "extractor", "extractor_endpoint", "gazetteer", "llm_extractor")  # components.extractor
+PLANNER = ("device", "encoder", "inference", "planner")  # components.planner(...)
+FUSED_TEXT = ("text_retriever",)  # components.text_rankings
 RERANKER = ("causal_reranker", "cross_encoder", "encoder", "rerank_features", "reranker_docs", "reranker_kind")
 _SECTIONS = frozenset(f.name for f in dataclasses.fields(Profile))
 

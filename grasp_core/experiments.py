@@ -81,7 +81,7 @@ def check_variant_name(name: str) -> None:
 @dataclass(frozen=True)
 class VariantArtifacts(Artifacts):
     """The artifacts of a variant partition: stored under ``<root>/<dataset>+<variant>/``, while ``dataset`` (what
-    the steps read as ``ws.dataset``) stays the base dataset the SKB and its queries are built from."""
+    the steps read as ``components.dataset``) stays the base dataset the SKB and its queries are built from."""
 
     key: str = ""
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grasp_core.answer import STAGES, AnswerOptions, AnswerPath
+from grasp_core.answer import ANSWER_STAGES, AnswerOptions, AnswerPath
 from grasp_core.components import Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.trace import Trace
 from grasp_core.profiles import with_graph_store
 from grasp_core.ranking import BRANCHES, Ranking
 
-__all__ = ["BRANCHES", "STAGES", "Answer", "GraspRetriever", "Result"]
+__all__ = ["BRANCHES", "ANSWER_STAGES", "Answer", "GraspRetriever", "Result"]
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Result:
     plan_error: str | None = None
     cypher: str = ""
     bindings: dict = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ANSWER_STAGES, 0.0))
     truncated: dict[str, str] = field(default_factory=dict)  # model -> "read 61 of 152 tokens"
 
     @property
@@ -72,15 +72,15 @@ class Result:
 class GraspRetriever:
     def __init__(
         self,
-        ws: Components,
+        components: Components,
         branches: str = "both",
         rerank: bool = True,
         planner: str | None = None,
         parallel_branches: bool = False,
     ):
         options = AnswerOptions(branches, rerank, planner, parallel_branches)
-        self.ws, self.branches, self.use_rerank = ws, branches, rerank
-        self.path = AnswerPath(ws, options).load()  # fail early (missing artifacts) before the first question
+        self.components, self.branches, self.use_rerank = components, branches, rerank
+        self.path = AnswerPath(components, options).load()  # fail early (missing artifacts) before the first question
 
     @property
     def planner_name(self) -> str | None:
@@ -118,7 +118,7 @@ class GraspRetriever:
 
     def retrieve(self, queries: Sequence[str], k: int = 100, explain: bool = False) -> list[Result]:
         out = self.path.answer(queries, explain=explain)
-        nodes = self.ws.graph.nodes
+        nodes = self.components.graph.nodes
         results = []
         for i, query in enumerate(out.queries):
             res = Result(query, [], seconds=out.seconds[i], truncated=out.truncated(i))
@@ -158,8 +158,8 @@ class GraspRetriever:
         return results
 
     def _paths(self, trace: Trace, node_id: int) -> list[list[str]]:
-        names = self.ws.graph.nodes["name"]
-        found = self.ws.executor.explain_paths(trace.plan, trace, node_id, limit=3)
+        names = self.components.graph.nodes["name"]
+        found = self.components.executor.explain_paths(trace.plan, trace, node_id, limit=3)
         return [[str(names.iloc[n]) for n in path] for paths in found.values() for path in paths]
 
     def query(self, text: str, k: int = 10) -> Result:

@@ -265,7 +265,7 @@ def serve(retriever, art: Artifacts, profile: str, host: str, port: int, log_que
     from grasp_core.experiments import partition_of
 
     retriever.retrieve(["warm-up question"])  # builds what loads lazily (gazetteer, caches) before the first client
-    nodes = retriever.ws.skb.nodes
+    nodes = retriever.components.skb.nodes
     feedback = FeedbackStore(art.dataset, dict(zip(nodes["key"], nodes["node_id"].tolist())), log_questions)
     health = {
         "dataset": partition_of(art),  # a variant's partition key: which variant answers

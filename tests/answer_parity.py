@@ -7,8 +7,8 @@ from grasp_core.components import Components
 from grasp_core.pipeline.answer_parity import answer_parity
 
 
-def assert_retrieve_answers_as_evaluated(ws: Components) -> dict[str, int]:
+def assert_retrieve_answers_as_evaluated(components: Components) -> dict[str, int]:
     """Assert no query's answer differs; returns the number of queries per split."""
-    report = answer_parity(ws)
+    report = answer_parity(components)
     assert {key: row["differ"] for key, row in report.items()} == {key: [] for key in report}
     return {key.split("/", 1)[1]: int(row["queries"]) for key, row in report.items()}  # type: ignore[call-overload]

@@ -33,9 +33,9 @@ def test_retrieve_answers_every_test_query_as_the_evaluation_ranked_it(trained):
     from tests.answer_parity import assert_retrieve_answers_as_evaluated
 
     tmp, _ = trained
-    ws = Components(Artifacts.for_dataset(DATASET, tmp / "artifacts"), get_profile("smoke"))
-    assert ws.final_planner()[0].startswith("round ")  # the RL planner, as Dagster materialized the evaluation
-    assert assert_retrieve_answers_as_evaluated(ws) == {"test": len(ws.split("test"))}
+    components = Components(Artifacts.for_dataset(DATASET, tmp / "artifacts"), get_profile("smoke"))
+    assert components.final_planner()[0].startswith("round ")  # the RL planner, as Dagster materialized the evaluation
+    assert assert_retrieve_answers_as_evaluated(components) == {"test": len(components.split("test"))}
 
 
 def test_a_bare_entity_name_returns_that_entity_first(trained):
@@ -46,7 +46,7 @@ def test_a_bare_entity_name_returns_that_entity_first(trained):
 
     tmp, _ = trained
     retriever = GraspRetriever.from_artifacts(DATASET, tmp / "artifacts", profile="smoke")
-    nodes = retriever.ws.skb.nodes
+    nodes = retriever.components.skb.nodes
     unique = nodes[~nodes["name"].str.lower().duplicated(keep=False) & (nodes["name"].str.split().str.len() <= 4)]
     picked = unique.groupby("type").head(2).head(10)
     results = retriever.retrieve(picked["name"].tolist(), k=5)
@@ -453,7 +453,7 @@ def test_llamaindex_retriever_retrieves_grasp_answers_as_nodes(trained):
     assert [n.node.metadata["found_by"] for n in nodes] == [a.found_by for a in expected]
     assert [n.node.metadata["paths"] for n in nodes] == [a.paths for a in expected]
     top = nodes[0].node
-    assert top.get_content() == retriever.retriever.ws.skb.document(expected[0].node_id)
+    assert top.get_content() == retriever.retriever.components.skb.document(expected[0].node_id)
     llm_view = top.get_content(metadata_mode=MetadataMode.LLM)
     assert f"key: {expected[0].key}" in llm_view and "reranker_contributions" not in llm_view
     assert top.get_content(metadata_mode=MetadataMode.EMBED) == top.get_content()
@@ -690,18 +690,18 @@ def test_llm_extractor_end_to_end_against_a_local_endpoint(trained, capsys, monk
         query = messages[-1]["content"].rsplit("Query: ", 1)[1].removesuffix("\nMentions:")
         if query == queries[2]:
             return "I cannot tell."
-        return mentions_to_json(gazetteer.ws.gazetteer.find_mentions([query])[0])
+        return mentions_to_json(gazetteer.components.gazetteer.find_mentions([query])[0])
 
     with OpenAIServer(answer) as server:
         monkeypatch.setenv("GRASP_EXTRACTOR_URL", server.url)
         llm = GraspRetriever.from_artifacts(DATASET, root, "smoke", extractor="llm", rerank=False)
         got, want = llm.retrieve(queries, k=5), gazetteer.retrieve(queries, k=5)
         assert len(server.requests) == 3 and server.requests[0]["model"] == "Qwen3-1.7B"
-        demos = len(llm.ws.extractor.demonstrations)
+        demos = len(llm.components.extractor.demonstrations)
         assert demos > 0 and server.requests[0]["messages"][0]["content"].count("\nMentions: ") == demos
         assert [r.entity_table.to_json() for r in got] == [r.entity_table.to_json() for r in want]
         assert [[a.node_id for a in r.answers] for r in got] == [[a.node_id for a in r.answers] for r in want]
-        assert [e.source for e in llm.ws.extractor.extract_detailed(queries)] == ["llm", "llm", "gazetteer"]
+        assert [e.source for e in llm.components.extractor.extract_detailed(queries)] == ["llm", "llm", "gazetteer"]
 
         capsys.readouterr()
         assert main(["--profile", "smoke", "--root", root, "query", DATASET, queries[0], "--extractor", "llm"]) == 0
@@ -764,9 +764,11 @@ def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_fr
     assert "prepare: materializing skb (source changed)" in out
     assert "node_embeddings (skb changed)" in out and "graph_store (skb changed)" in out
     assert set(timings) >= {"prepare", "finish"}
-    ws = Components(Artifacts.for_dataset(DATASET, root), get_profile("smoke"))
-    assert ws.graph.nodes.loc[ws.graph.nodes["node_id"] == node, "name"].item() == "Zorblax quintessence"
-    [ranked] = ws.text_retriever("bm25").rank(["Zorblax quintessence"], k=1)
+    components = Components(Artifacts.for_dataset(DATASET, root), get_profile("smoke"))
+    assert (
+        components.graph.nodes.loc[components.graph.nodes["node_id"] == node, "name"].item() == "Zorblax quintessence"
+    )
+    [ranked] = components.text_retriever("bm25").rank(["Zorblax quintessence"], k=1)
     assert ranked.node_ids.tolist() == [node]
     answers = GraspRetriever.from_artifacts(DATASET, root, "smoke", rerank=False).retrieve(["Zorblax quintessence"])
     assert node in [a.node_id for a in answers[0].answers[:10]]
@@ -848,9 +850,9 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
         )
     }
     ran = {}
-    for name, ws in on.items():
-        tables = ws.entity_tables
-        ran[name] = ws.executor.execute_batch(
+    for name, components in on.items():
+        tables = components.entity_tables
+        ran[name] = components.executor.execute_batch(
             teacher["plan"].tolist(), queries[teacher["qid"]].tolist(), [tables[int(q)] for q in teacher["qid"]]
         )
     assert sum(bool(trace.cypher) and len(r) > 0 for r, trace in ran["bolt"]) >= 10

@@ -118,17 +118,17 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
-    ws = Components(art, get_profile("smoke"))
-    assert ws.profile.planner == "policy"
-    queries = ws.skb.queries
+    components = Components(art, get_profile("smoke"))
+    assert components.profile.planner == "policy"
+    queries = components.skb.queries
     train = set(queries.loc[queries["split"] == "train", "qid"].astype(int))
     train_text = set(queries.loc[queries["split"] == "train", "query"])
     held_out = set(queries.loc[queries["split"].isin(["val", "test", "test-human"]), "query"]) - train_text
     assert held_out
-    prompts, plans = tokenizer_examples(ws)
+    prompts, plans = tokenizer_examples(components)
     assert len(prompts) > 0
     assert not [q for q in held_out if any(q in t for t in prompts)]
-    sft_qids = PolicyData(ws).train_qids
+    sft_qids = PolicyData(components).train_qids
     assert sft_qids and set(sft_qids) <= train
     executed = pd.read_parquet(art.require("teacher_plans") / "executed.parquet")
     assert len(executed) and set(executed["qid"].astype(int)) <= train
@@ -292,7 +292,7 @@ def test_the_first_build_is_served_as_a_release_of_hard_links(trained):
     ranker = served.path("reranker") / "ranker.txt"
     assert ranker.stat().st_ino == (art.path("reranker") / "ranker.txt").stat().st_ino
     retriever = GraspRetriever.from_artifacts(DATASET, root, "smoke")
-    assert retriever.ws.art.path("reranker") == served.path("reranker")
+    assert retriever.components.art.path("reranker") == served.path("reranker")
 
 
 def test_the_promotion_guard_keeps_the_served_release_when_the_retrained_planner_is_worse(trained, tmp_path):

@@ -44,7 +44,7 @@ def ask(retriever: GraspRetriever, query: object, k: int, explain: bool = True) 
 
 def node_text(retriever: GraspRetriever, answer: Answer) -> str:
     """The answer's node as its document: type, name, text fields and aliases (what the text branch embedded)."""
-    return retriever.ws.skb.document(answer.node_id)
+    return retriever.components.skb.document(answer.node_id)
 
 
 def _number(value: Any) -> float | None:
@@ -61,7 +61,7 @@ def answer_metadata(retriever: GraspRetriever, answer: Answer, rank: int) -> dic
         "score": float(answer.score),
         "rank": rank,
         "node_id": int(answer.node_id),
-        "dataset": retriever.ws.dataset,
+        "dataset": retriever.components.dataset,
         "found_by": answer.found_by,
         "text_rank": answer.text_rank,
         "graph_rank": answer.graph_rank,

@@ -48,9 +48,9 @@ Query = Annotated[str, Field(description="the question, in natural language")]
 
 def build_server(retriever: GraspRetriever) -> MCPServer:
     """The MCP server of ``retriever``: the tools ``search`` and ``explain`` (any transport the SDK offers)."""
-    dataset = retriever.ws.dataset
+    dataset = retriever.components.dataset
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grasp-retriever")
-    keys = {str(key): i for i, key in enumerate(retriever.ws.skb.nodes["key"])}
+    keys = {str(key): i for i, key in enumerate(retriever.components.skb.nodes["key"])}
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -156,5 +156,7 @@ def serve_stdio(load: Callable[[], GraspRetriever]) -> None:
     with stdout_to_stderr():
         retriever = load()
         server = build_server(retriever)
-        print(f"grasp mcp: serving {retriever.ws.dataset!r} over stdio (tools: search, explain)", file=sys.stderr)
+        print(
+            f"grasp mcp: serving {retriever.components.dataset!r} over stdio (tools: search, explain)", file=sys.stderr
+        )
     server.run("stdio")

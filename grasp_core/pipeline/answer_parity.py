@@ -18,14 +18,16 @@ from grasp_core.text.rankings_io import read_rankings
 TOP = 100
 
 
-def answer_parity(ws: Components, progress: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+def answer_parity(
+    components: Components, progress: Callable[[str], None] | None = None
+) -> dict[str, dict[str, object]]:
     """Per ``setting/split``: the number of queries compared and the qids whose served answer differs."""
-    eval_dir = ws.art.require("eval_metrics")
+    eval_dir = components.art.require("eval_metrics")
     report: dict[str, dict[str, object]] = {}
     for rerank, setting in ((True, RERANKED), (False, SERVED)):
-        retriever = GraspRetriever(ws, rerank=rerank)
-        for split in splits(ws):
-            part = ws.split(split)
+        retriever = GraspRetriever(components, rerank=rerank)
+        for split in splits(components):
+            part = components.split(split)
             stored = read_rankings(eval_dir / rankings_file(setting, split))
             results = retriever.retrieve(part["query"].tolist(), k=TOP)
             differ = []

@@ -15,15 +15,15 @@ from grasp_core.text.mfar import QUERY_MAX_TOKENS
 ASKED_MAX_TOKENS = QUERY_MAX_TOKENS  # the query vectors the reranker's features read (mFAR's encoder and limit)
 
 
-def fit_asked_type_model(ws: Components) -> tuple[AskedType, dict]:
+def fit_asked_type_model(components: Components) -> tuple[AskedType, dict]:
     """The asked-type model on the training queries' gold types, with its accuracy on val (a metric)."""
-    types, gold = list(ws.skb.schema.node_types), ws.skb.query_target_types()
+    types, gold = list(components.skb.schema.node_types), components.skb.query_target_types()
     out = {}
     for split in ("train", "val"):
-        rows = (ws.skb.queries["split"] == split).to_numpy()
-        texts = ws.skb.queries["query"][rows].tolist()
-        out[split] = (np.asarray(ws.encoder.encode(texts, ASKED_MAX_TOKENS)), texts, gold[rows].tolist())
-    asked = fit_asked_type(*out["train"], types, ws.profile.asked_type, ws.skb.type_names())
+        rows = (components.skb.queries["split"] == split).to_numpy()
+        texts = components.skb.queries["query"][rows].tolist()
+        out[split] = (np.asarray(components.encoder.encode(texts, ASKED_MAX_TOKENS)), texts, gold[rows].tolist())
+    asked = fit_asked_type(*out["train"], types, components.profile.asked_type, components.skb.type_names())
     vectors, texts, labels = out["val"]
     accuracy = float(np.mean([p == g for p, g in zip(asked.predict(vectors, texts), labels)])) if labels else 0.0
     return asked, {"asked_type_val_accuracy": round(100 * accuracy, 1)}

@@ -89,14 +89,16 @@ def build_queries_artifact(
 
 
 @step("skb", reads=("dataset",))
-def skb_step(ws: Components) -> dict:
-    return build_skb_artifact(ws.art, ws.dataset, ws.profile.dataset)
+def skb_step(components: Components) -> dict:
+    return build_skb_artifact(components.art, components.dataset, components.profile.dataset)
 
 
 @step("queries", reads=("dataset", "feedback"))
-def queries_step(ws: Components) -> dict:
-    feedback = read_confirmed(store_path(ws.dataset), ws.dataset)
-    return build_queries_artifact(ws.art, ws.dataset, ws.profile.dataset, feedback, ws.profile.feedback)
+def queries_step(components: Components) -> dict:
+    feedback = read_confirmed(store_path(components.dataset), components.dataset)
+    return build_queries_artifact(
+        components.art, components.dataset, components.profile.dataset, feedback, components.profile.feedback
+    )
 
 
 def load_dataset(art: Artifacts) -> SKB:

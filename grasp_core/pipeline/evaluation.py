@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from grasp_core.answer import STAGES, AnswerOptions, AnswerPath
+from grasp_core.answer import ANSWER_STAGES, AnswerOptions, AnswerPath
 from grasp_core.components import EXECUTOR, EXTRACTOR, FUSED_TEXT, PLANNER, RERANKER, TEXT_RETRIEVERS, Components
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
@@ -46,24 +46,24 @@ class SplitRun:
     """Every query of one split with its stored text rankings and entity tables (the text and extraction stages'
     outputs, written by ``text_rankings`` and ``entity_tables`` for every query), answered by answer paths."""
 
-    def __init__(self, ws: Components, split: str):
-        self.ws, self.split = ws, split
-        q = ws.split(split)
+    def __init__(self, components: Components, split: str):
+        self.components, self.split = components, split
+        q = components.split(split)
         self.qids = q["qid"].astype(int).tolist()
         self.queries = q["query"].tolist()
-        self.answers = ws.answers(self.qids)
-        self.tables = [ws.entity_tables[x] for x in self.qids]
-        self.text = [ws.text_rankings[x] for x in self.qids]
+        self.answers = components.answers(self.qids)
+        self.tables = [components.entity_tables[x] for x in self.qids]
+        self.text = [components.text_rankings[x] for x in self.qids]
         self.rows: list[pd.DataFrame] = []
 
     def answer(self, path: AnswerPath, tables: list[EntityTable] | None = None, plans: list[str] | None = None):
         return path.answer(self.queries, text=self.text, tables=tables or self.tables, plans=plans)
 
     def fused(self, graph: list[Ranking]) -> list[Ranking]:
-        return fusion(self.text, graph, self.ws.profile.reward)
+        return fusion(self.text, graph, self.components.profile.reward)
 
     def add(self, setting: str, rankings: list[Ranking]) -> None:
-        self.rows.append(per_query_rows(setting, self.qids, rankings, self.answers, self.ws.skb.num_nodes))
+        self.rows.append(per_query_rows(setting, self.qids, rankings, self.answers, self.components.skb.num_nodes))
 
     def write(self, directory: Path) -> pd.DataFrame:
         rows = pd.concat(self.rows, ignore_index=True)
@@ -76,9 +76,9 @@ def rankings_file(setting: str, split: str) -> str:
     return f"{setting}_{split}.parquet"
 
 
-def splits(ws: Components) -> list[str]:
+def splits(components: Components) -> list[str]:
     """The evaluated splits this dataset has (``test``; ``test-human`` and the held-out ``feedback`` where they exist)."""
-    return [s for s in SPLITS if len(ws.split(s))]
+    return [s for s in SPLITS if len(components.split(s))]
 
 
 def _query_as_relevance(plan_text: str, query: str) -> str:
@@ -119,30 +119,34 @@ def route(text: Ranking, graph: Ranking, error: str | None, candidates: int, max
     return text
 
 
-def _summary(ws: Components, rows: pd.DataFrame, step: str) -> dict:
+def _summary(components: Components, rows: pd.DataFrame, step: str) -> dict:
     """Asset metadata of an evaluation step: its test-split table and Hit@1 per setting."""
-    test = rows[rows["qid"].isin(ws.split("test")["qid"].astype(int))]
-    results = build_results(test, dataset=ws.dataset, profile=ws.profile.name, commit=code_commit(), split="test")
+    test = rows[rows["qid"].isin(components.split("test")["qid"].astype(int))]
+    results = build_results(
+        test, dataset=components.dataset, profile=components.profile.name, commit=code_commit(), split="test"
+    )
     hit1 = {name: m["hit@1"] for name, m in results["settings"].items()}
     return {
         "test_queries": results["n_queries"],
         f"{step}_md": render_markdown(results),
         f"{step}_png": bar_plot(hit1, "test Hit@1 by setting", "%"),
         **{f"{name}.hit@1": v for name, v in hit1.items()},
-        "path": str(ws.art.path(step)),
+        "path": str(components.art.path(step)),
     }
 
 
 @step("eval_metrics", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
-def eval_metrics_step(ws: Components) -> dict:
+def eval_metrics_step(components: Components) -> dict:
     """The served system with and without the reranker (the answer path ``grasp retrieve`` runs), its graph branch
     alone, and every text retriever."""
-    served = AnswerPath(ws, AnswerOptions())
-    text_rankings = {r: read_rankings(ws.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS}
+    served = AnswerPath(components, AnswerOptions())
+    text_rankings = {
+        r: read_rankings(components.art.require("text_rankings") / f"{r}.parquet") for r in TEXT_RETRIEVERS
+    }
     frames, info = [], {}
-    with atomic_dir(ws.art.path("eval_metrics")) as tmp:
-        for split in splits(ws):
-            run = SplitRun(ws, split)
+    with atomic_dir(components.art.path("eval_metrics")) as tmp:
+        for split in splits(components):
+            run = SplitRun(components, split)
             out = run.answer(served)
             assert out.planning is not None and out.execution is not None and out.reranking is not None
             rerank_s = sum(s["reranking"] for s in out.seconds) / len(run.qids)
@@ -167,54 +171,60 @@ def eval_metrics_step(ws: Components) -> dict:
             write_rankings(tmp / rankings_file("graph", split), run.qids, out.graph)
             write_rankings(tmp / rankings_file(SERVED, split), run.qids, out.fusion.rankings)
             write_rankings(tmp / rankings_file(RERANKED, split), run.qids, out.reranking.rankings)
-        K = ws.profile.rerank.top_k
+        K = components.profile.rerank.top_k
         name = served.planner_name
         write_json(
             tmp / "metrics.json",
-            {"planner": name, "profile": ws.profile.name, "commit": code_commit(), "rerank_K": K, "splits": info},
+            {
+                "planner": name,
+                "profile": components.profile.name,
+                "commit": code_commit(),
+                "rerank_K": K,
+                "splits": info,
+            },
         )
-    return {"planner": name, **_summary(ws, pd.concat(frames, ignore_index=True), "eval_metrics")}
+    return {"planner": name, **_summary(components, pd.concat(frames, ignore_index=True), "eval_metrics")}
 
 
-def kept_planners(ws: Components) -> list[tuple[str, str, str]]:
+def kept_planners(components: Components) -> list[tuple[str, str, str]]:
     """(setting, name, checkpoint artifact) of the SFT planner and of each RL round that wrote a planner (its gate
     passed or not); the names are :meth:`~grasp_core.components.Components.final_planner`'s."""
     from grasp_core.io import is_complete
 
     planners = [("sft", "sft", "sft_adapter")]
     return planners + [
-        (f"rl{r}", f"round {r}", f"planner:{r}") for r in ROUNDS if is_complete(ws.art.path("planner", r))
+        (f"rl{r}", f"round {r}", f"planner:{r}") for r in ROUNDS if is_complete(components.art.path("planner", r))
     ]
 
 
 @step("ablations", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
-def ablations_step(ws: Components) -> dict:
+def ablations_step(components: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""
-    name, _ = ws.final_planner()
-    eval_dir = ws.art.require("eval_metrics")
-    teacher = load_teacher_plans(ws).set_index("qid")
-    served_path = AnswerPath(ws, AnswerOptions(rerank=False))
+    name, _ = components.final_planner()
+    eval_dir = components.art.require("eval_metrics")
+    teacher = load_teacher_plans(components).set_index("qid")
+    served_path = AnswerPath(components, AnswerOptions(rerank=False))
     others = {
-        key: AnswerPath(ws, AnswerOptions(rerank=False, planner=checkpoint))
-        for _, key, checkpoint in kept_planners(ws)
+        key: AnswerPath(components, AnswerOptions(rerank=False, planner=checkpoint))
+        for _, key, checkpoint in kept_planners(components)
         if key != name
     }
     frames = []
-    with atomic_dir(ws.art.path("ablations")) as tmp:
-        for split in splits(ws):
-            run = SplitRun(ws, split)
+    with atomic_dir(components.art.path("ablations")) as tmp:
+        for split in splits(components):
+            run = SplitRun(components, split)
             served = pd.read_parquet(eval_dir / f"plans_{split}.parquet")
             served_plans = served["plan"].tolist()
             by_qid = read_rankings(eval_dir / rankings_file("graph", split))
             graph = [by_qid[q] for q in run.qids]  # the served planner's, as eval_metrics executed them
-            for setting, key, _ in kept_planners(ws):
+            for setting, key, _ in kept_planners(components):
                 run.add(setting, run.fused(graph) if key == name else run.answer(others[key]).fusion.rankings)
             if split == "test":  # the teacher taught the test queries only (never test-human)
                 missing = set(run.qids) - set(teacher.index)
                 if missing:
                     raise GraspError(
-                        f"teacher_plans of {ws.dataset!r} lack {len(missing)} test queries (built by an older version "
+                        f"teacher_plans of {components.dataset!r} lack {len(missing)} test queries (built by an older version "
                         "that taught 100): rematerialize teacher_plans and what depends on it"
                     )
                 plans = [teacher.loc[q, "plan"] if teacher.loc[q, "plan"] else "{}" for q in run.qids]
@@ -233,29 +243,29 @@ def ablations_step(ws: Components) -> dict:
             )
             frames.append(run.write(tmp))
     served_rows = pd.read_parquet(eval_dir / per_query_file("test"))  # so that the metadata table has McNemar p
-    return _summary(ws, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
+    return _summary(components, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
 @step("latency", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "eval", "rerank", "reward"))
-def latency_step(ws: Components) -> dict:
+def latency_step(components: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import GraspRetriever
 
-    retriever = GraspRetriever(ws)
-    queries = ws.split("test")["query"].head(ws.profile.eval.latency_queries).tolist()
+    retriever = GraspRetriever(components)
+    queries = components.split("test")["query"].head(components.profile.eval.latency_queries).tolist()
     retriever.retrieve(queries[:2])  # warm-up (lazy model loading, caches)
-    per_stage: dict[str, list[float]] = {s: [] for s in (*STAGES, "total")}
+    per_stage: dict[str, list[float]] = {s: [] for s in (*ANSWER_STAGES, "total")}
     for q in queries:
         t0 = time.perf_counter()
         res = retriever.retrieve([q])[0]
         per_stage["total"].append(time.perf_counter() - t0)
-        for s in STAGES:
+        for s in ANSWER_STAGES:
             per_stage[s].append(res.seconds[s])
     stages = {
         s: {"mean": float(np.mean(v)), "p50": float(np.median(v)), "p95": float(np.percentile(v, 95))}
         for s, v in per_stage.items()
     }
-    with atomic_dir(ws.art.path("latency")) as tmp:
+    with atomic_dir(components.art.path("latency")) as tmp:
         write_json(tmp / "latency.json", {"queries": len(queries), "stages": stages})
     return {
         "queries": len(queries),
@@ -263,5 +273,5 @@ def latency_step(ws: Components) -> dict:
         "latency_png": bar_plot(
             {s: v["mean"] for s, v in stages.items() if s != "total"}, "mean latency per stage", "s"
         ),
-        "path": str(ws.art.path("latency")),
+        "path": str(components.art.path("latency")),
     }

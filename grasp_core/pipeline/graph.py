@@ -12,45 +12,47 @@ from grasp_core.pipeline.step import step
 
 
 @step("node_embeddings", reads=("encoder",))
-def node_embeddings_step(ws: Components) -> dict:
+def node_embeddings_step(components: Components) -> dict:
     from grasp_core.embed.node_embeddings import build_node_embeddings
 
     start = time.perf_counter()
-    out = build_node_embeddings(ws.graph, ws.encoder, ws.art.path("node_embeddings"), ws.profile.encoder)
+    out = build_node_embeddings(
+        components.graph, components.encoder, components.art.path("node_embeddings"), components.profile.encoder
+    )
     seconds = time.perf_counter() - start
     return {
-        "num_nodes": ws.graph.num_nodes,
-        "dim": ws.encoder.dim,
-        "encoder": ws.encoder.identity,
+        "num_nodes": components.graph.num_nodes,
+        "dim": components.encoder.dim,
+        "encoder": components.encoder.identity,
         "seconds": round(seconds, 1),
-        "nodes_per_second": round(2 * ws.graph.num_nodes / max(seconds, 1e-9), 1),
+        "nodes_per_second": round(2 * components.graph.num_nodes / max(seconds, 1e-9), 1),
         "path": str(out),
     }
 
 
 @step("vector_indexes", reads=("index",))
-def vector_indexes_step(ws: Components) -> dict:
+def vector_indexes_step(components: Components) -> dict:
     from grasp_core.embed.vector_index import NodeIndex
 
     start = time.perf_counter()
-    index = NodeIndex.build(ws.graph, ws.embeddings, ws.profile.index)
-    index.save(ws.art.path("vector_indexes"))
+    index = NodeIndex.build(components.graph, components.embeddings, components.profile.index)
+    index.save(components.art.path("vector_indexes"))
     return {
         "indexes": {f"{t}/{k}": int(idx.ntotal) for (t, k), idx in index.indexes.items()},
         "seconds": round(time.perf_counter() - start, 2),
-        "path": str(ws.art.path("vector_indexes")),
+        "path": str(components.art.path("vector_indexes")),
     }
 
 
 @step("graph_store", reads=("graph_store",))
-def graph_store_step(ws: Components) -> dict:
+def graph_store_step(components: Components) -> dict:
     from grasp_core.graph.open import open_graph_store
 
     start = time.perf_counter()
-    cfg, path = ws.profile.graph_store, ws.art.path("graph_store")
+    cfg, path = components.profile.graph_store, components.art.path("graph_store")
     store = open_graph_store(cfg, path)
     try:
-        store.load(ws.graph)
+        store.load(components.graph)
         counts = store.counts()
     finally:
         store.close()
@@ -66,23 +68,23 @@ def graph_store_step(ws: Components) -> dict:
         "nodes_per_type": counts["nodes"],
         "edges_per_relation": counts["edges"],
         "load_seconds": round(seconds, 2),
-        "edges_per_second": round(len(ws.graph.edges) / max(seconds, 1e-9)),
-        "path": str(ws.art.path("graph_store")),
+        "edges_per_second": round(len(components.graph.edges) / max(seconds, 1e-9)),
+        "path": str(components.art.path("graph_store")),
     }
 
 
 @step("entity_tables", reads=EXTRACTOR)
-def entity_tables_step(ws: Components) -> dict:
+def entity_tables_step(components: Components) -> dict:
     from grasp_core.entities.coverage import anchor_coverage
     from grasp_core.entities.tables_io import write_tables
 
     start = time.perf_counter()
-    queries = ws.skb.queries
-    tables = ws.extractor.extract(queries["query"].tolist())
+    queries = components.skb.queries
+    tables = components.extractor.extract(queries["query"].tolist())
     seconds = time.perf_counter() - start
-    with atomic_dir(ws.art.path("entity_tables")) as tmp:
+    with atomic_dir(components.art.path("entity_tables")) as tmp:
         write_tables(tmp / "tables.jsonl", queries["qid"].tolist(), tables)
-        coverage = anchor_coverage(tables, queries, ws.skb)
+        coverage = anchor_coverage(tables, queries, components.skb)
         write_json(tmp / "coverage.json", coverage)
     rows = np.array([len(t.rows) for t in tables])
     return {
@@ -91,5 +93,5 @@ def entity_tables_step(ws: Components) -> dict:
         "empty_tables": int((rows == 0).sum()),
         "coverage": coverage,
         "queries_per_second": round(len(tables) / max(seconds, 1e-9), 1),
-        "path": str(ws.art.path("entity_tables")),
+        "path": str(components.art.path("entity_tables")),
     }

@@ -34,35 +34,39 @@ class PlannerKind(Protocol):
 
     learns_from_executed: bool  # the teacher executes every candidate of every training query, kept for training
 
-    def load(self, ws: Components, checkpoint: Path) -> Planner: ...
+    def load(self, components: Components, checkpoint: Path) -> Planner: ...
 
-    def build_base(self, ws: Components) -> dict: ...
+    def build_base(self, components: Components) -> dict: ...
 
-    def sft(self, ws: Components, log_fn=None) -> dict: ...
+    def sft(self, components: Components, log_fn=None) -> dict: ...
 
-    def samples(self, ws: Components, round_key: str) -> dict: ...
+    def samples(self, components: Components, round_key: str) -> dict: ...
 
-    def round(self, ws: Components, round_key: str, log_fn=None) -> dict: ...
+    def round(self, components: Components, round_key: str, log_fn=None) -> dict: ...
 
 
 KINDS: dict[str, type[PlannerKind]] = {"lm": LMKind, "policy": PolicyKind}
 
 
-def planner_kind(ws: Components) -> PlannerKind:
+def planner_kind(components: Components) -> PlannerKind:
     """The profile's planner kind (the one place the training side chooses it)."""
-    return KINDS[check_kind(ws.profile.planner)]()
+    return KINDS[check_kind(components.profile.planner)]()
 
 
-def make_teacher(ws: Components):
+def make_teacher(components: Components):
     """The LLM teacher when ``teacher_endpoint.base_url`` is set, else the programmatic teacher."""
-    endpoint = ws.profile.teacher_endpoint
+    endpoint = components.profile.teacher_endpoint
     if endpoint.base_url:
         from grasp_core.llm.backends import OpenAICompatibleLLM
         from grasp_core.planner.llm_teacher import LLMTeacher
 
         llm = OpenAICompatibleLLM.from_config(endpoint, "teacher_endpoint")
-        return LLMTeacher(ws.skb.schema, ws.dataset, llm, ws.executor, ws.profile.inference)
-    return ProgrammaticTeacher(ws.skb.schema, ws.skb.nodes["type"].tolist(), ws.executor, ws.profile.teacher)
+        return LLMTeacher(
+            components.skb.schema, components.dataset, llm, components.executor, components.profile.inference
+        )
+    return ProgrammaticTeacher(
+        components.skb.schema, components.skb.nodes["type"].tolist(), components.executor, components.profile.teacher
+    )
 
 
 # What every planner-training step reads: the answer path (fused with the text branch and, for validation, the
@@ -91,7 +95,7 @@ TRAINING_READS = (  # every training step runs through its planner kind, whose r
     "teacher_plans",
     reads=(*TRAINING_READS, "teacher_endpoint"),
 )
-def teacher_plans_step(ws: Components) -> dict:
+def teacher_plans_step(components: Components) -> dict:
     """Programmatic teacher plans: training queries in the SFT order until enough usable plans, plus every test
     query, whose plans are the evaluation's oracle-guided upper bound (never trained on). The human-written
     ``test-human`` queries are never taught: no step before the evaluation touches them.
@@ -99,18 +103,18 @@ def teacher_plans_step(ws: Components) -> dict:
     The ``policy`` planner learns from every taught training query and from all of its executed candidates: then
     ``policy_train.train_queries`` training queries are taught (all when None), every candidate executed, and the
     executed plans' rankings kept in ``executed.parquet``."""
-    policy = planner_kind(ws).learns_from_executed
-    profile = ws.profile
-    teacher = make_teacher(ws)
+    policy = planner_kind(components).learns_from_executed
+    profile = components.profile
+    teacher = make_teacher(components)
     if policy and not isinstance(teacher, ProgrammaticTeacher):
         raise GraspError(
             "planner=policy learns from the programmatic teacher's executed candidates: unset teacher_endpoint.base_url"
             " ($GRASP_TEACHER_URL) or use planner=lm"
         )
-    queries = ws.skb.queries.set_index("qid")
-    tables = ws.entity_tables
-    train_order = [int(q) for q in shuffled_train_order(ws.split("train")["qid"].to_numpy(), profile.sft.seed)]
-    eval_qids = [int(q) for q in ws.split("test")["qid"]]
+    queries = components.skb.queries.set_index("qid")
+    tables = components.entity_tables
+    train_order = [int(q) for q in shuffled_train_order(components.split("train")["qid"].to_numpy(), profile.sft.seed)]
+    eval_qids = [int(q) for q in components.split("test")["qid"]]
     rows, usable = [], 0
     # usable SFT plans wanted; more training queries are taught until reached (the policy: all of them)
     budget = (profile.policy_train.train_queries or len(train_order)) if policy else profile.sft.n_examples
@@ -153,7 +157,7 @@ def teacher_plans_step(ws: Components) -> dict:
         rows += teach(eval_qids[i : i + 32])
     bar.close()
     df = pd.DataFrame(rows)
-    with atomic_dir(ws.art.path("teacher_plans")) as tmp:
+    with atomic_dir(components.art.path("teacher_plans")) as tmp:
         df.to_parquet(tmp / "plans.parquet")
         if policy:
             executed_frame([q for q, _ in taught], [t for _, t in taught]).to_parquet(tmp / "executed.parquet")
@@ -173,7 +177,7 @@ def teacher_plans_step(ws: Components) -> dict:
         "usable_for_sft": usable,
         "per_split": stats,
         "seconds": round(time.perf_counter() - start, 1),
-        "path": str(ws.art.path("teacher_plans")),
+        "path": str(components.art.path("teacher_plans")),
     }
 
 
@@ -181,29 +185,31 @@ def teacher_plans_step(ws: Components) -> dict:
     "planner_base",
     reads=TRAINING_READS,
 )
-def planner_base_step(ws: Components) -> dict:
-    return planner_kind(ws).build_base(ws)
+def planner_base_step(components: Components) -> dict:
+    return planner_kind(components).build_base(components)
 
 
 @step(
     "sft_adapter",
     reads=TRAINING_READS,
 )
-def sft_step(ws: Components, log_fn=None) -> dict:
-    return planner_kind(ws).sft(ws, log_fn)
+def sft_step(components: Components, log_fn=None) -> dict:
+    return planner_kind(components).sft(components, log_fn)
 
 
 @step(
     "reward_table",
     reads=TRAINING_READS,
 )
-def reward_table_step(ws: Components) -> dict:
+def reward_table_step(components: Components) -> dict:
     """Observations on validation queries: the text list alone and the SFT planner's fused list.
 
     The downstream outcome is fused Hit@1 (no reranker exists before the first training cycle ends)."""
-    env = planner_env(ws)
-    qids = val_qids(ws)
-    result = evaluate_planner(ws, planner_kind(ws).load(ws, ws.art.require("sft_adapter")), qids)
+    env = planner_env(components)
+    qids = val_qids(components)
+    result = evaluate_planner(
+        components, planner_kind(components).load(components, components.art.require("sft_adapter")), qids
+    )
     observations = []
     for q, fused, cand in zip(qids, result["answers"].fusion.rankings, result["candidates"]):
         gold = env.gold[q]
@@ -211,14 +217,14 @@ def reward_table_step(ws: Components) -> dict:
         observations.append((text_rank, 0, text_rank == 1))
         fused_rank = fused.rank_of(gold)
         observations.append((fused_rank, int(cand), fused_rank == 1))
-    table = RewardTable.build(observations, ws.profile.reward.shrink_n)
-    with atomic_dir(ws.art.path("reward_table")) as tmp:
+    table = RewardTable.build(observations, components.profile.reward.shrink_n)
+    with atomic_dir(components.art.path("reward_table")) as tmp:
         write_json(tmp / "reward_table.json", table.to_json())
     return {
         "observations": len(observations),
         "downstream": "fused hit@1",
         "table_md": table.to_markdown(),
-        "path": str(ws.art.path("reward_table")),
+        "path": str(components.art.path("reward_table")),
     }
 
 
@@ -226,13 +232,13 @@ def reward_table_step(ws: Components) -> dict:
     "rft_samples",
     reads=TRAINING_READS,
 )
-def rft_samples_step(ws: Components, round_key: str) -> dict:
-    return planner_kind(ws).samples(ws, round_key)
+def rft_samples_step(components: Components, round_key: str) -> dict:
+    return planner_kind(components).samples(components, round_key)
 
 
 @step(
     "planner",
     reads=TRAINING_READS,
 )
-def planner_round_step(ws: Components, round_key: str, log_fn=None) -> dict:
-    return planner_kind(ws).round(ws, round_key, log_fn)
+def planner_round_step(components: Components, round_key: str, log_fn=None) -> dict:
+    return planner_kind(components).round(components, round_key, log_fn)

@@ -43,44 +43,44 @@ from grasp_core.planner.rounds import Gate
 from grasp_core.planner.sft import select_sft_examples, train_sft
 
 
-def prompt_builder(ws: Components, tokenizer):
+def prompt_builder(components: Components, tokenizer):
     """qid -> the rendered planner prompt (system prompt with the schema, entity table, query)."""
-    env_q = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
-    tables = ws.entity_tables
-    compact = ws.profile.inference.compact_prompt
-    enable_thinking = ws.profile.planner_model.enable_thinking
+    env_q = dict(zip(components.skb.queries["qid"].astype(int), components.skb.queries["query"]))
+    tables = components.entity_tables
+    compact = components.profile.inference.compact_prompt
+    enable_thinking = components.profile.planner_model.enable_thinking
 
     def prompt_of(qid: int) -> str:
-        messages = build_planner_messages(ws.skb.schema, tables[qid], env_q[qid], compact)
+        messages = build_planner_messages(components.skb.schema, tables[qid], env_q[qid], compact)
         return render_prompt(tokenizer, messages, enable_thinking)
 
     return prompt_of
 
 
-def tokenizer_examples(ws: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
+def tokenizer_examples(components: Components, limit: int = 3000) -> tuple[list[str], list[str]]:
     """(prompts, plans) of training queries with a teacher plan, for the offline planner's tokenizer: no
     validation or test query text reaches a trained artifact."""
-    teacher = load_teacher_plans(ws)
-    tables = ws.entity_tables
-    train = ws.split("train")
+    teacher = load_teacher_plans(components)
+    tables = components.entity_tables
+    train = components.split("train")
     queries = dict(zip(train["qid"].astype(int), train["query"]))
-    compact = ws.profile.inference.compact_prompt
-    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
+    compact = components.profile.inference.compact_prompt
+    with_relevance = components.profile.inference.grammar.max_relevance_chars > 0
     sample = teacher[teacher["plan"].notna() & teacher["qid"].astype(int).isin(queries)].head(limit)
     prompts, plans = [], []
     for r in sample.itertuples():
-        messages = build_planner_messages(ws.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
+        messages = build_planner_messages(components.skb.schema, tables[int(r.qid)], queries[int(r.qid)], compact)
         prompts.append("\n".join(m["content"] for m in messages))
         plans.append(canonical_plan_json(json.loads(r.plan), tables[int(r.qid)], with_relevance))
     return prompts, plans
 
 
-def sft_examples(ws: Components, tokenizer) -> list[dict]:
-    teacher = load_teacher_plans(ws)
-    chosen = select_sft_examples(teacher, ws.split("train")["qid"].to_numpy(), ws.profile.sft)
-    prompt_of = prompt_builder(ws, tokenizer)
-    tables = ws.entity_tables
-    with_relevance = ws.profile.inference.grammar.max_relevance_chars > 0
+def sft_examples(components: Components, tokenizer) -> list[dict]:
+    teacher = load_teacher_plans(components)
+    chosen = select_sft_examples(teacher, components.split("train")["qid"].to_numpy(), components.profile.sft)
+    prompt_of = prompt_builder(components, tokenizer)
+    tables = components.entity_tables
+    with_relevance = components.profile.inference.grammar.max_relevance_chars > 0
     return [
         {
             "prompt": prompt_of(int(r.qid)),
@@ -95,30 +95,34 @@ class LMKind:
 
     learns_from_executed = False  # SFT reads the teacher's chosen plans only
 
-    def load(self, ws: Components, checkpoint: Path) -> LMPlanner:
-        planner = ws.planner(checkpoint)
+    def load(self, components: Components, checkpoint: Path) -> LMPlanner:
+        planner = components.planner(checkpoint)
         assert isinstance(planner, LMPlanner), "the profile's planner kind is lm"
         return planner
 
-    def build_base(self, ws: Components) -> dict:
-        prompts, plans = tokenizer_examples(ws)
-        return build_planner_base(ws.skb, prompts, plans, ws.profile.planner_model, ws.art.path("planner_base"))
+    def build_base(self, components: Components) -> dict:
+        prompts, plans = tokenizer_examples(components)
+        return build_planner_base(
+            components.skb, prompts, plans, components.profile.planner_model, components.art.path("planner_base")
+        )
 
-    def sft(self, ws: Components, log_fn=None) -> dict:
+    def sft(self, components: Components, log_fn=None) -> dict:
         from transformers import AutoTokenizer
 
-        base = base_model_path(ws.art.require("planner_base"))
+        base = base_model_path(components.art.require("planner_base"))
         tokenizer = AutoTokenizer.from_pretrained(base)
-        examples = sft_examples(ws, tokenizer)
+        examples = sft_examples(components, tokenizer)
         if not examples:
             raise GraspError(
                 "no usable teacher plan for SFT (valid, gold answer first, ≤ 20 answers); check teacher_plans"
             )
         start = time.perf_counter()
-        out = ws.art.path("sft_adapter")
-        result = train_sft(base, examples, ws.profile.sft, out, log_fn=log_fn, device=ws.profile.device)
+        out = components.art.path("sft_adapter")
+        result = train_sft(base, examples, components.profile.sft, out, log_fn=log_fn, device=components.profile.device)
         seconds = time.perf_counter() - start
-        val = evaluate_planner(ws, self.load(ws, out), val_qids(ws, ws.profile.grpo.val_queries))
+        val = evaluate_planner(
+            components, self.load(components, out), val_qids(components, components.profile.grpo.val_queries)
+        )
         write_json(out / VAL_FILE, {"val_fused_hit1": val["fused"]["hit@1"], "queries": len(val["candidates"])})
         manifest.write(out)  # sealed again with the validation result it now holds
         losses = [(h["step"], h["loss"]) for h in result["history"] if "loss" in h]
@@ -135,56 +139,56 @@ class LMKind:
             "path": str(out),
         }
 
-    def samples(self, ws: Components, round_key: str) -> dict:
-        start_ckpt = round_start(ws, round_key)
-        env = planner_env(ws, load_reward_table(ws))
-        qids = rl_queries(ws.split("train"), ws.profile.rl)
-        llm = self.load(ws, start_ckpt).llm
+    def samples(self, components: Components, round_key: str) -> dict:
+        start_ckpt = round_start(components, round_key)
+        env = planner_env(components, load_reward_table(components))
+        qids = rl_queries(components.split("train"), components.profile.rl)
+        llm = self.load(components, start_ckpt).llm
         t0 = time.perf_counter()
-        samples = sample_and_score(llm, env, qids, ws.profile.rl, ws.profile.inference)
-        summary = write_rft_samples(ws, round_key, samples, start_ckpt)
+        samples = sample_and_score(llm, env, qids, components.profile.rl, components.profile.inference)
+        summary = write_rft_samples(components, round_key, samples, start_ckpt)
         return {
             **summary,
             "valid_rate": round(float(samples["valid"].mean()), 4),
             "seconds": round(time.perf_counter() - t0, 1),
         }
 
-    def round(self, ws: Components, round_key: str, log_fn=None) -> dict:
+    def round(self, components: Components, round_key: str, log_fn=None) -> dict:
         """RFT on SFT data + best positive samples (from the base, or on cpu from the round's start), then GRPO,
         keep the best validation checkpoint, gate."""
         from transformers import AutoTokenizer
 
         from grasp_core.llm.backends import TransformersLLM
 
-        samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
-        base = base_model_path(ws.art.require("planner_base"))
+        samples = pd.read_parquet(components.art.require("rft_samples", round_key) / "samples.parquet")
+        base = base_model_path(components.art.require("planner_base"))
         tokenizer = AutoTokenizer.from_pretrained(base)
-        prompt_of = prompt_builder(ws, tokenizer)
+        prompt_of = prompt_builder(components, tokenizer)
         best = best_positive_samples(samples)
-        examples = rft_examples(sft_examples(ws, tokenizer), best, prompt_of)
-        work = ws.art.path("planner_work", round_key)
+        examples = rft_examples(sft_examples(components, tokenizer), best, prompt_of)
+        work = components.art.path("planner_work", round_key)
         t0 = time.perf_counter()
         rft_log = (lambda s, m: log_fn(s, {f"rft/{k}": v for k, v in m.items()})) if log_fn else None
-        rl = ws.profile.rl
-        rft_init = base if rl.rft_from_base else round_start(ws, round_key)
+        rl = components.profile.rl
+        rft_init = base if rl.rft_from_base else round_start(components, round_key)
         rft_cfg = dataclasses.replace(
-            ws.profile.sft,
-            epochs=rl.rft_epochs or ws.profile.sft.epochs,
-            learning_rate=rl.rft_learning_rate or ws.profile.sft.learning_rate,
+            components.profile.sft,
+            epochs=rl.rft_epochs or components.profile.sft.epochs,
+            learning_rate=rl.rft_learning_rate or components.profile.sft.learning_rate,
         )
-        train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=ws.profile.device)
+        train_sft(rft_init, examples, rft_cfg, work / "rft", log_fn=rft_log, device=components.profile.device)
         rft_seconds = time.perf_counter() - t0
 
-        env = planner_env(ws, load_reward_table(ws))
-        val = val_qids(ws, ws.profile.grpo.val_queries)
+        env = planner_env(components, load_reward_table(components))
+        val = val_qids(components, components.profile.grpo.val_queries)
 
         def evaluate_val(model, tok) -> float:
-            llm = TransformersLLM.from_model(model, tok, device=ws.profile.device)
-            planner = LMPlanner(llm, ws.skb.schema, ws.profile.inference)
-            return evaluate_planner(ws, planner, val)["fused"]["hit@1"]
+            llm = TransformersLLM.from_model(model, tok, device=components.profile.device)
+            planner = LMPlanner(llm, components.skb.schema, components.profile.inference)
+            return evaluate_planner(components, planner, val)["fused"]["hit@1"]
 
         grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
-        train_q = informative_queries(samples) or rl_queries(ws.split("train"), ws.profile.rl)
+        train_q = informative_queries(samples) or rl_queries(components.split("train"), components.profile.rl)
         t1 = time.perf_counter()
         grpo = train_grpo(
             work / "rft",
@@ -192,17 +196,17 @@ class LMKind:
             train_q,
             prompt_of,
             evaluate_val,
-            ws.profile.grpo,
-            ws.art.path("planner_work", f"{round_key}-grpo"),
+            components.profile.grpo,
+            components.art.path("planner_work", f"{round_key}-grpo"),
             log_fn=grpo_log,
-            device=ws.profile.device,
-            grammar=ws.profile.inference.grammar,
+            device=components.profile.device,
+            grammar=components.profile.inference.grammar,
         )
         grpo_seconds = time.perf_counter() - t1
 
-        previous = previous_val_hit1(ws, round_key)
-        kept = ws.art.path("planner_work", f"{round_key}-grpo")
-        with atomic_dir(ws.art.path("planner", round_key)) as tmp:
+        previous = previous_val_hit1(components, round_key)
+        kept = components.art.path("planner_work", f"{round_key}-grpo")
+        with atomic_dir(components.art.path("planner", round_key)) as tmp:
             shutil.copytree(kept, tmp, dirs_exist_ok=True)
             Gate(grpo["best_val_fused_hit1"], previous).write(tmp)
         sel = grpo["selection"]
@@ -223,5 +227,5 @@ class LMKind:
             "rft_seconds": round(rft_seconds, 1),
             "grpo_seconds": round(grpo_seconds, 1),
             "selection_png": plot,
-            "path": str(ws.art.path("planner", round_key)),
+            "path": str(components.art.path("planner", round_key)),
         }

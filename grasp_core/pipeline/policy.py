@@ -43,25 +43,27 @@ from grasp_core.rerank.asked_type import AskedType
 class PolicyData:
     """Training and validation queries of a dataset, featurized for one policy, with their executed plans."""
 
-    def __init__(self, ws: Components, policy: PlanPolicy | None = None):
-        self.ws, self.env = ws, planner_env(ws)
-        teacher = load_teacher_plans(ws)
-        train = set(ws.split("train")["qid"].astype(int))
+    def __init__(self, components: Components, policy: PlanPolicy | None = None):
+        self.components, self.env = components, planner_env(components)
+        teacher = load_teacher_plans(components)
+        train = set(components.split("train")["qid"].astype(int))
         taught = teacher[teacher["qid"].isin(train)]
         self.teacher = {int(q): p for q, p in zip(taught["qid"], taught["plan"]) if p}
         self.train_qids = [int(q) for q in taught["qid"]]
-        val = ws.split("val")["qid"].astype(int).head(ws.profile.grpo.val_queries).tolist()
+        val = components.split("val")["qid"].astype(int).head(components.profile.grpo.val_queries).tolist()
         # every other validation query selects (checkpoints, the chooser's k); the rest only checks the gate
         self.val_qids, self.heldout_qids = val[0::2], val[1::2]
-        self.outcomes = Outcomes(self.env, read_executed(ws))
+        self.outcomes = Outcomes(self.env, read_executed(components))
         self.policy = policy or self._new_policy()
         self.x_train = self._featurize(self.train_qids)
         self.x_val = self._featurize(self.val_qids)
 
     def _new_policy(self) -> PlanPolicy:
-        ws, env = self.ws, self.env
-        torch.manual_seed(ws.profile.policy_train.seed)
-        probe = new_policy(ws.skb.schema, ws.encoder, ws.profile.teacher, [], ws.profile.policy)
+        components, env = self.components, self.env
+        torch.manual_seed(components.profile.policy_train.seed)
+        probe = new_policy(
+            components.skb.schema, components.encoder, components.profile.teacher, [], components.profile.policy
+        )
         keys = {
             k
             for q in self.train_qids
@@ -69,7 +71,13 @@ class PolicyData:
             if c is not None
             for k in path_keys(c)
         }
-        return new_policy(ws.skb.schema, ws.encoder, ws.profile.teacher, sorted(keys), ws.profile.policy)
+        return new_policy(
+            components.skb.schema,
+            components.encoder,
+            components.profile.teacher,
+            sorted(keys),
+            components.profile.policy,
+        )
 
     def _featurize(self, qids: list[int]):
         env = self.env
@@ -85,12 +93,12 @@ class PolicyData:
 
     def shortlists(self, qids: list[int], asked: AskedType, k: int) -> tuple[list[Shortlist], list[np.ndarray]]:
         """The policy's shortlists of ``qids`` executed (each plan once, :class:`Outcomes`) and their labels."""
-        env, weights = self.env, self.ws.profile.reward
+        env, weights = self.env, self.components.profile.reward
         x = self._featurize(qids)
         texts = [env.queries[q] for q in qids]
         with torch.no_grad():
             logits = self.policy.head(x).numpy()
-        probs = asked.proba(np.asarray(self.ws.encoder.encode(texts, ASKED_MAX_TOKENS)), texts)
+        probs = asked.proba(np.asarray(self.components.encoder.encode(texts, ASKED_MAX_TOKENS)), texts)
 
         def run(pairs):
             return [Executed(r, n) for r, n in self.outcomes.get([(qids[i], p) for i, p in pairs])]
@@ -100,16 +108,18 @@ class PolicyData:
         return lists, labels
 
     def sft_targets(self):
-        return sft_targets(self.x_train, self.train_qids, self.teacher, self.outcomes, self.ws.profile.policy_train)
+        return sft_targets(
+            self.x_train, self.train_qids, self.teacher, self.outcomes, self.components.profile.policy_train
+        )
 
     def rows(self, qids) -> list[int]:
         pos = {q: i for i, q in enumerate(self.train_qids)}
         return [pos[q] for q in qids if q in pos]
 
 
-def read_executed(ws: Components) -> dict[tuple[int, str], tuple[Ranking, int]]:
+def read_executed(components: Components) -> dict[tuple[int, str], tuple[Ranking, int]]:
     """The teacher's executed candidates: (qid, plan text) -> (graph ranking, candidate count)."""
-    path = ws.art.require("teacher_plans") / "executed.parquet"
+    path = components.art.require("teacher_plans") / "executed.parquet"
     if not path.exists():
         return {}
     df = pd.read_parquet(path)
@@ -128,21 +138,23 @@ def executed_frame(qids, taught) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "plan", "node_ids", "scores", "n_candidates"])
 
 
-def _save(policy: PlanPolicy, ws: Components, path, val_hit1: float, heldout: float, extra: dict | None = None) -> None:
+def _save(
+    policy: PlanPolicy, components: Components, path, val_hit1: float, heldout: float, extra: dict | None = None
+) -> None:
     with atomic_dir(path) as tmp:
-        policy.save(tmp, ws.profile.teacher, extra)
+        policy.save(tmp, components.profile.teacher, extra)
         write_json(tmp / VAL_FILE, {"val_fused_hit1": val_hit1, "heldout_fused_hit1": heldout})
 
 
 def train_chooser(data: PolicyData) -> tuple[PlanChooser, dict]:
     """The plan chooser of ``data.policy``: fit on every training query's executed shortlist, ``k`` chosen on the
     selecting validation queries, read on the held-out ones."""
-    ws, cfg = data.ws, data.ws.profile.chooser
+    components, cfg = data.components, data.components.profile.chooser
     t0 = time.perf_counter()
     with Encoder.remembering():
-        asked, asked_metrics = fit_asked_type_model(ws)
+        asked, asked_metrics = fit_asked_type_model(components)
         kmax = max(cfg.shortlist)
-        train_q = [int(q) for q in ws.split("train")["qid"] if data.env.gold.get(int(q))]
+        train_q = [int(q) for q in components.split("train")["qid"] if data.env.gold.get(int(q))]
         lists, labels = data.shortlists(train_q, asked, kmax)
         booster = fit_chooser(lists, labels, cfg)
         val_lists, val_labels = data.shortlists(data.val_qids, asked, kmax)
@@ -168,32 +180,39 @@ class PolicyKind:
 
     learns_from_executed = True  # every taught training query, and all of the teacher's executed candidates
 
-    def load(self, ws: Components, checkpoint: Path) -> PlanPolicy:
-        return load_policy(checkpoint, ws.skb.schema, ws.encoder)
+    def load(self, components: Components, checkpoint: Path) -> PlanPolicy:
+        return load_policy(checkpoint, components.skb.schema, components.encoder)
 
-    def build_base(self, ws: Components) -> dict:
+    def build_base(self, components: Components) -> dict:
         """The policy's base is the frozen offline encoder: the artifact records which one."""
-        with atomic_dir(ws.art.path("planner_base")) as tmp:
-            write_json(tmp / "base.json", {"kind": "policy", "encoder": ws.encoder.identity})
-        return {"kind": "policy", "encoder": ws.encoder.identity}
+        with atomic_dir(components.art.path("planner_base")) as tmp:
+            write_json(tmp / "base.json", {"kind": "policy", "encoder": components.encoder.identity})
+        return {"kind": "policy", "encoder": components.encoder.identity}
 
-    def sft(self, ws: Components, log_fn=None) -> dict:
+    def sft(self, components: Components, log_fn=None) -> dict:
         t0 = time.perf_counter()
-        data = PolicyData(ws)
+        data = PolicyData(components)
         targets, keep = data.sft_targets()
         if not keep:
             raise GraspError("no training query has a teacher plan or an executed candidate; check teacher_plans")
-        cfg = ws.profile.policy_train
+        cfg = components.profile.policy_train
         x = data.x_train.select(keep)
         result = fit(data.policy, x, targets[keep], cfg, cfg.epochs, cfg.learning_rate, data.validate, log_fn)
         heldout = data.heldout()
-        _save(data.policy, ws, ws.art.path("sft_adapter"), result["best_val_fused_hit1"], heldout, {"stage": "sft"})
+        _save(
+            data.policy,
+            components,
+            components.art.path("sft_adapter"),
+            result["best_val_fused_hit1"],
+            heldout,
+            {"stage": "sft"},
+        )
         losses = result["history"]
         sel = result["selection"]
         return {
             "examples": len(keep),
             "candidates_per_query": round(float(x.mask.sum(1).float().mean()), 1),
-            "head": ws.profile.policy.head,
+            "head": components.profile.policy.head,
             "best_epoch": result["best_epoch"],
             "final_loss": losses[-1]["loss"],
             "val_fused_hit1": result["best_val_fused_hit1"],
@@ -213,26 +232,26 @@ class PolicyKind:
                 "epoch",
                 "Hit@1 (%)",
             ),
-            "path": str(ws.art.path("sft_adapter")),
+            "path": str(components.art.path("sft_adapter")),
         }
 
-    def samples(self, ws: Components, round_key: str) -> dict:
-        start = round_start(ws, round_key)
+    def samples(self, components: Components, round_key: str) -> dict:
+        start = round_start(components, round_key)
         t0 = time.perf_counter()
-        data = PolicyData(ws, self.load(ws, start))
-        qids = [q for q in rl_queries(ws.split("train"), ws.profile.rl) if q in set(data.train_qids)]
-        rl = ws.profile.rl
+        data = PolicyData(components, self.load(components, start))
+        qids = [q for q in rl_queries(components.split("train"), components.profile.rl) if q in set(data.train_qids)]
+        rl = components.profile.rl
         samples = sample_and_score(
             data.policy,
             data.x_train.select(data.rows(qids)),
             qids,
             data.outcomes,
-            load_reward_table(ws),
+            load_reward_table(components),
             rl.samples_per_query,
             rl.temperature,
             rl.seed + int(round_key),
         )
-        summary = write_rft_samples(ws, round_key, samples, start)
+        summary = write_rft_samples(components, round_key, samples, start)
         return {
             **summary,
             "abstain_share": round(float((samples["n_candidates"] == 0).mean()), 4),
@@ -240,16 +259,16 @@ class PolicyKind:
             "seconds": round(time.perf_counter() - t0, 1),
         }
 
-    def round(self, ws: Components, round_key: str, log_fn=None) -> dict:
+    def round(self, components: Components, round_key: str, log_fn=None) -> dict:
         """RFT (SFT targets + each query's best positive sample) from the round's start, then GRPO, then the plan
         chooser trained on the fused reward of every training query's executed shortlist (exhaustive execution: at
         this size every shortlisted plan runs; GRPO samples); gated on the selecting and held-out validation."""
-        start = round_start(ws, round_key)
+        start = round_start(components, round_key)
         start_val = read_json(start / VAL_FILE)
         previous, previous_heldout = start_val["val_fused_hit1"], start_val.get("heldout_fused_hit1")
-        samples = pd.read_parquet(ws.art.require("rft_samples", round_key) / "samples.parquet")
-        data = PolicyData(ws, self.load(ws, start))
-        cfg, rl = ws.profile.policy_train, ws.profile.rl
+        samples = pd.read_parquet(components.art.require("rft_samples", round_key) / "samples.parquet")
+        data = PolicyData(components, self.load(components, start))
+        cfg, rl = components.profile.policy_train, components.profile.rl
         t0 = time.perf_counter()
         targets, keep = data.sft_targets()
         best = best_positive_samples(samples)
@@ -278,7 +297,7 @@ class PolicyKind:
         rft_seconds = time.perf_counter() - t0
 
         t1 = time.perf_counter()
-        grpo_q = informative_queries(samples) or rl_queries(ws.split("train"), rl)
+        grpo_q = informative_queries(samples) or rl_queries(components.split("train"), rl)
         grpo_rows = data.rows(grpo_q)
         grpo_log = (lambda s, m: log_fn(s, {f"grpo/{k}": v for k, v in m.items()})) if log_fn else None
         grpo = train_grpo(
@@ -286,23 +305,23 @@ class PolicyKind:
             data.x_train.select(grpo_rows),
             [data.train_qids[i] for i in grpo_rows],
             data.outcomes,
-            load_reward_table(ws),
-            ws.profile.grpo,
+            load_reward_table(components),
+            components.profile.grpo,
             data.validate,
             grpo_log,
         )
         grpo_seconds = time.perf_counter() - t1
         chooser_info: dict
         val, chooser_info = grpo["best_val_fused_hit1"], {}
-        if ws.profile.chooser.enabled:
+        if components.profile.chooser.enabled:
             data.policy.chooser, chooser_info = train_chooser(data)
             val, heldout = chooser_info["chooser_val_fused_hit1"], chooser_info["chooser_heldout_fused_hit1"]
         else:
             data.policy.chooser = None
             heldout = data.heldout()
         gate = Gate(val, previous, heldout, previous_heldout)
-        with atomic_dir(ws.art.path("planner", round_key)) as tmp:
-            data.policy.save(tmp, ws.profile.teacher, {"stage": f"round {round_key}"})
+        with atomic_dir(components.art.path("planner", round_key)) as tmp:
+            data.policy.save(tmp, components.profile.teacher, {"stage": f"round {round_key}"})
             write_json(tmp / VAL_FILE, {"val_fused_hit1": val, "heldout_fused_hit1": heldout})
             gate.write(tmp)
         hist, sel = grpo["history"], grpo["selection"]
@@ -333,5 +352,5 @@ class PolicyKind:
                 "step",
                 "Hit@1 (%)",
             ),
-            "path": str(ws.art.path("planner", round_key)),
+            "path": str(components.art.path("planner", round_key)),
         }

@@ -34,22 +34,22 @@ def _digest(art: Artifacts, name: str) -> str | None:
     return found.digest if found is not None else None
 
 
-def guard_questions(ws: Components) -> dict[str, tuple[list[str], list[list[int]]]]:
+def guard_questions(components: Components) -> dict[str, tuple[list[str], list[list[int]]]]:
     """The guard's question sets (name -> questions, gold answers): ``val`` (its first ``guard_queries``) and
     ``feedback`` where the dataset has held-out feedback."""
     out = {}
     for name, frame in (
-        ("val", ws.split("val").head(ws.profile.retrain.guard_queries)),
-        (FEEDBACK_SPLIT, ws.split(FEEDBACK_SPLIT)),
+        ("val", components.split("val").head(components.profile.retrain.guard_queries)),
+        (FEEDBACK_SPLIT, components.split(FEEDBACK_SPLIT)),
     ):
         if len(frame):
             out[name] = (frame["query"].tolist(), [list(map(int, a)) for a in frame["answer_ids"]])
     return out
 
 
-def hit1(ws: Components, questions: dict[str, tuple[list[str], list[list[int]]]]) -> dict[str, float]:
-    """Hit@1 (%) of the system of ``ws`` on each question set, answered as served."""
-    path = AnswerPath(ws, AnswerOptions())
+def hit1(components: Components, questions: dict[str, tuple[list[str], list[list[int]]]]) -> dict[str, float]:
+    """Hit@1 (%) of the system of ``components`` on each question set, answered as served."""
+    path = AnswerPath(components, AnswerOptions())
     out = {}
     for name, (queries, gold) in questions.items():
         final = path.answer(queries).final
@@ -71,31 +71,31 @@ def decide(candidate: dict[str, float], served: dict[str, float] | None, toleran
 
 
 @step("release", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "rerank", "retrain", "reward"))
-def release_step(ws: Components) -> dict[str, Any]:
+def release_step(components: Components) -> dict[str, Any]:
     """Answer the guard's questions with the build and with the served release; promote the build when it is not
     worse (see the module)."""
-    key, root = partition_of(ws.art), ws.art.root
-    questions = guard_questions(ws)
-    after = hit1(ws, questions)
+    key, root = partition_of(components.art), components.art.root
+    questions = guard_questions(components)
+    after = hit1(components, questions)
     record = served_record(key, root)
     before, why_not = None, None
     if record is not None:
         served = served_artifacts(key, root)
-        if _digest(served, "skb") != _digest(ws.art, "skb"):
+        if _digest(served, "skb") != _digest(components.art, "skb"):
             why_not = f"the knowledge base changed since release {record['release']}: it answers from the old one"
         else:
-            components = Components(served, ws.profile)
+            served_parts = Components(served, components.profile)
             try:
-                before = hit1(components, questions)
+                before = hit1(served_parts, questions)
             except GraspError as exc:  # a damaged release must not keep a good build from being served
                 why_not = f"release {record['release']} cannot answer ({exc})"
             finally:
-                components.close()
+                served_parts.close()
     if why_not is None:
-        promoted, reason = decide(after, before, ws.profile.retrain.guard_tolerance)
+        promoted, reason = decide(after, before, components.profile.retrain.guard_tolerance)
     else:
         promoted, reason = True, f"promoted without comparing: {why_not}"
-    number = promote(ws.art, key, after) if promoted else int(record["release"])  # type: ignore[index]
+    number = promote(components.art, key, after) if promoted else int(record["release"])  # type: ignore[index]
     decision = {
         "promoted": promoted,
         "reason": reason,
@@ -104,7 +104,13 @@ def release_step(ws: Components) -> dict[str, Any]:
         "hit1_candidate": after,
         "hit1_served_before": before,
     }
-    with atomic_dir(ws.art.path(RELEASE)) as tmp:
+    with atomic_dir(components.art.path(RELEASE)) as tmp:
         write_json(tmp / DECISION_FILE, decision)
     flat = {f"{s}_hit1_after": v for s, v in after.items()} | {f"{s}_hit1_before": v for s, v in (before or {}).items()}
-    return {"promoted": promoted, "reason": reason, "served_release": number, **flat, "path": str(ws.art.path(RELEASE))}
+    return {
+        "promoted": promoted,
+        "reason": reason,
+        "served_release": number,
+        **flat,
+        "path": str(components.art.path(RELEASE)),
+    }

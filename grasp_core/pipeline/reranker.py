@@ -35,46 +35,50 @@ LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
 VAL_LISTS_FILE = "val_lists.parquet"  # the first ``LTRConfig.val_queries`` val questions' inputs (ltr)
 
 
-def served_inputs(ws: Components, split: str, cap: int | None = None):
+def served_inputs(components: Components, split: str, cap: int | None = None):
     """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the answer
     path up to fusion, on the stored text rankings and entity tables) and gold answers."""
-    part = ws.split(split).head(cap)
+    part = components.split(split).head(cap)
     qids = part["qid"].astype(int).tolist()
-    path = AnswerPath(ws, AnswerOptions(rerank=False))
+    path = AnswerPath(components, AnswerOptions(rerank=False))
     out = path.answer(
-        part["query"].tolist(), text=[ws.text_rankings[q] for q in qids], tables=[ws.entity_tables[q] for q in qids]
+        part["query"].tolist(),
+        text=[components.text_rankings[q] for q in qids],
+        tables=[components.entity_tables[q] for q in qids],
     )
-    return path.planner_name, qids, out.rerank_inputs(), ws.answers(qids)
+    return path.planner_name, qids, out.rerank_inputs(), components.answers(qids)
 
 
-def _train_cap(ws: Components) -> int | None:
-    return ws.profile.ltr.train_queries if ws.reranker_kind == "ltr" else ws.profile.rl.max_queries
+def _train_cap(components: Components) -> int | None:
+    return (
+        components.profile.ltr.train_queries if components.reranker_kind == "ltr" else components.profile.rl.max_queries
+    )
 
 
 @step(
     "reranker_hard_negatives",
     reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "ltr", "rerank", "reward", "rl"),
 )
-def hard_negatives_step(ws: Components) -> dict:
+def hard_negatives_step(components: Components) -> dict:
     """The served planner's fused lists the reranker learns from: the training questions' (and their hard
     negatives) and, for ``ltr``, the val questions' it is early-stopped on. The answer path runs without the
     reranker, so K is never read at run time and a variant that changes only K reuses this artifact."""
     from grasp_core.rerank.hard_negatives import mine_hard_negatives
 
-    planner, qids, inputs, gold = served_inputs(ws, "train", _train_cap(ws))
+    planner, qids, inputs, gold = served_inputs(components, "train", _train_cap(components))
     negs = mine_hard_negatives(qids, [x.fused for x in inputs], gold)
-    with atomic_dir(ws.art.path("reranker_hard_negatives")) as tmp:
+    with atomic_dir(components.art.path("reranker_hard_negatives")) as tmp:
         negs.to_parquet(tmp / "hard_negatives.parquet")
         _inputs_frame(qids, inputs).to_parquet(tmp / LISTS_FILE)
-        if ws.reranker_kind == "ltr":
-            _, val_qids, val_inputs, _ = served_inputs(ws, "val", ws.profile.ltr.val_queries)
+        if components.reranker_kind == "ltr":
+            _, val_qids, val_inputs, _ = served_inputs(components, "val", components.profile.ltr.val_queries)
             _inputs_frame(val_qids, val_inputs).to_parquet(tmp / VAL_LISTS_FILE)
     return {
         "planner": planner,
         "train_queries": len(qids),
         "queries_with_positive": len(negs),
         "mean_negatives": round(float(negs["negatives"].map(len).mean()), 1) if len(negs) else 0.0,
-        "path": str(ws.art.path("reranker_hard_negatives")),
+        "path": str(components.art.path("reranker_hard_negatives")),
     }
 
 
@@ -95,9 +99,9 @@ def _inputs_frame(qids, inputs: list[RerankInput]) -> pd.DataFrame:
     )
 
 
-def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[RerankInput]]:
-    queries = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["query"]))
-    tables = ws.entity_tables
+def _inputs_of(components: Components, frame: pd.DataFrame) -> tuple[list[int], list[RerankInput]]:
+    queries = dict(zip(components.skb.queries["qid"].astype(int), components.skb.queries["query"]))
+    tables = components.entity_tables
     out = []
     for row in frame.itertuples(index=False):
         q = int(row.qid)
@@ -130,10 +134,10 @@ def _inputs_of(ws: Components, frame: pd.DataFrame) -> tuple[list[int], list[Rer
         "reward",
     ),
 )
-def reranker_step(ws: Components, log_fn=None) -> dict:
-    if ws.reranker_kind == "ltr":
-        return _ltr_step(ws)
-    return _pair_step(ws, log_fn)
+def reranker_step(components: Components, log_fn=None) -> dict:
+    if components.reranker_kind == "ltr":
+        return _ltr_step(components)
+    return _pair_step(components, log_fn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,18 +152,18 @@ class LTRData:
     val: tuple[list[np.ndarray], list[np.ndarray]]
 
 
-def ltr_data(ws: Components, asked: AskedType) -> LTRData:
+def ltr_data(components: Components, asked: AskedType) -> LTRData:
     """Rebuild the ``ltr`` step's inputs from the artifacts: the training and val lists ``reranker_hard_negatives``
     stored, and their features with the asked-type model ``asked``. The step and ``benchmarks/reranker_seeds.py`` both call this, so they train on the
     same data."""
     from grasp_core.rerank.ltr import labels_of
 
-    K = ws.profile.rerank.top_k
-    lists = ws.art.require("reranker_hard_negatives")
-    train_qids, train_inputs = _inputs_of(ws, pd.read_parquet(lists / LISTS_FILE))
-    val_qids, val_inputs = _inputs_of(ws, pd.read_parquet(lists / VAL_LISTS_FILE))
-    features = ws.reranker_features(asked)
-    gold = dict(zip(ws.skb.queries["qid"].astype(int), ws.skb.queries["answer_ids"]))
+    K = components.profile.rerank.top_k
+    lists = components.art.require("reranker_hard_negatives")
+    train_qids, train_inputs = _inputs_of(components, pd.read_parquet(lists / LISTS_FILE))
+    val_qids, val_inputs = _inputs_of(components, pd.read_parquet(lists / VAL_LISTS_FILE))
+    features = components.reranker_features(asked)
+    gold = dict(zip(components.skb.queries["qid"].astype(int), components.skb.queries["answer_ids"]))
     val_gold = [gold[q] for q in val_qids]
     train_y = [labels_of(x.fused.node_ids[:K], gold[q]) for q, x in zip(train_qids, train_inputs)]
     val_y = [labels_of(x.fused.node_ids[:K], g) for x, g in zip(val_inputs, val_gold)]
@@ -172,27 +176,27 @@ def ltr_data(ws: Components, asked: AskedType) -> LTRData:
     )
 
 
-def _ltr_step(ws: Components) -> dict:
+def _ltr_step(components: Components) -> dict:
     from grasp_core.rerank.inference import ValItem, select_rrf_params
     from grasp_core.rerank.ltr import train_ranker
     from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE
 
-    K = ws.profile.rerank.top_k
-    asked, asked_metrics = fit_asked_type_model(ws)
+    K = components.profile.rerank.top_k
+    asked, asked_metrics = fit_asked_type_model(components)
     t0 = time.perf_counter()
-    data = ltr_data(ws, asked)
+    data = ltr_data(components, asked)
     features, val_inputs, val_gold = data.features, data.val_inputs, data.val_gold
     data_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trained = train_ranker(data.train, data.val, features.names, ws.profile.ltr)
+    trained = train_ranker(data.train, data.val, features.names, components.profile.ltr)
     train_seconds = time.perf_counter() - t0
     val_scores = [
         np.asarray(trained.booster.predict(X, num_iteration=trained.best_round)) if len(X) else np.zeros(0)
         for X in data.val[0]
     ]
     items = [ValItem(x.fused, s.astype(np.float32), g) for x, s, g in zip(val_inputs, val_scores, val_gold)]
-    w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
-    with atomic_dir(ws.art.path("reranker")) as tmp:
+    w, k, grid = select_rrf_params(items, components.profile.rerank.grid_w, components.profile.rerank.grid_k)
+    with atomic_dir(components.art.path("reranker")) as tmp:
         trained.booster.save_model(str(tmp / MODEL_FILE), num_iteration=trained.best_round)
         write_json(tmp / FEATURES_FILE, {"names": features.names, "importance_gain": trained.importance})
         asked.save(tmp)
@@ -209,7 +213,7 @@ def _ltr_step(ws: Components) -> dict:
             )
         ),
     }
-    top, at = dict(list(trained.importance.items())[:15]), ws.profile.ltr.early_stopping_at
+    top, at = dict(list(trained.importance.items())[:15]), components.profile.ltr.early_stopping_at
     train_gold_in_top_k = [bool(y.size and y.max() > 0) for y in data.train[1]]
     return {
         "kind": "ltr",
@@ -237,29 +241,29 @@ def _ltr_step(ws: Components) -> dict:
             "boosting round",
             f"NDCG@{at} (%)",
         ),
-        "path": str(ws.art.path("reranker")),
+        "path": str(components.art.path("reranker")),
     }
 
 
-def _pair_step(ws: Components, log_fn=None) -> dict:
+def _pair_step(components: Components, log_fn=None) -> dict:
     from grasp_core.rerank.inference import RerankValidation, ValItem, rerank_batch, select_rrf_params
     from grasp_core.rerank.train import train_reranker
 
-    negs = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
-    scorer, builder = ws.reranker_scorer(), ws.reranker_documents()
-    _, _, val, val_answers = served_inputs(ws, "val", ws.profile.grpo.val_queries)
+    negs = pd.read_parquet(components.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    scorer, builder = components.reranker_scorer(), components.reranker_documents()
+    _, _, val, val_answers = served_inputs(components, "val", components.profile.grpo.val_queries)
     val_fused, val_queries = [x.fused for x in val], [x.query for x in val]
-    K = ws.profile.rerank.top_k
+    K = components.profile.rerank.top_k
     validation = RerankValidation(val_fused, val_queries, val_answers, builder, K)
-    work = ws.art.path("reranker_work")
+    work = components.art.path("reranker_work")
     t0 = time.perf_counter()
     result = train_reranker(
         scorer,
         builder,
         negs,
-        ws.skb.queries[["qid", "query"]],
+        components.skb.queries[["qid", "query"]],
         validation,
-        ws.profile.reranker_train,
+        components.profile.reranker_train,
         work,
         log_fn=log_fn,
     )
@@ -269,17 +273,18 @@ def _pair_step(ws: Components, log_fn=None) -> dict:
     else:
         reranked = rerank_batch(val_fused, val_queries, scorer, builder, K)
         items = [ValItem(f, r.scores, a) for f, r, a in zip(val_fused, reranked, val_answers)]
-    w, k, grid = select_rrf_params(items, ws.profile.rerank.grid_w, ws.profile.rerank.grid_k)
-    with atomic_dir(ws.art.path("reranker")) as tmp:
+    w, k, grid = select_rrf_params(items, components.profile.rerank.grid_w, components.profile.rerank.grid_k)
+    with atomic_dir(components.art.path("reranker")) as tmp:
         shutil.copytree(result.best_dir, tmp, dirs_exist_ok=True)
         write_json(
-            tmp / RRF_FILE, {"kind": ws.reranker_kind, "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K}
+            tmp / RRF_FILE,
+            {"kind": components.reranker_kind, "w": w, "k": k, "grid": grid.to_dict(orient="records"), "K": K},
         )
     shutil.rmtree(work, ignore_errors=True)
     losses = [(h["step"], h["val"]) for h in result.history]
     fused_hit1 = 100 * float(np.mean([f.rank_of(a) == 1 for f, a in zip(val_fused, val_answers)]))
     return {
-        "kind": ws.reranker_kind,
+        "kind": components.reranker_kind,
         "train_queries": len(negs),
         "best_step": result.best_step,
         "val_hit1_reranker_order": result.best_val,
@@ -291,5 +296,5 @@ def _pair_step(ws: Components, log_fn=None) -> dict:
         "validation_png": line_plot(
             {"val Hit@1": ([s for s, _ in losses], [v for _, v in losses])}, "reranker checkpoints", "step", "Hit@1 (%)"
         ),
-        "path": str(ws.art.path("reranker")),
+        "path": str(components.art.path("reranker")),
     }

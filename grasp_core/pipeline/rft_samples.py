@@ -9,9 +9,9 @@ from grasp_core.io import atomic_dir, write_json
 from grasp_core.planner.rl import informative_queries
 
 
-def write_rft_samples(ws: Components, round_key: str, samples: pd.DataFrame, start) -> dict:
+def write_rft_samples(components: Components, round_key: str, samples: pd.DataFrame, start) -> dict:
     """Write the round's samples (and the planner they came from); return their reward summary."""
-    with atomic_dir(ws.art.path("rft_samples", round_key)) as tmp:
+    with atomic_dir(components.art.path("rft_samples", round_key)) as tmp:
         samples.to_parquet(tmp / "samples.parquet")
         write_json(tmp / "source.json", {"planner": str(start)})
     per_query = samples.groupby("qid")["reward"]
@@ -23,5 +23,5 @@ def write_rft_samples(ws: Components, round_key: str, samples: pd.DataFrame, sta
         "reward_std": round(float(samples["reward"].std()), 4),
         "queries_with_positive": int((per_query.max() > 0).sum()),
         "informative_queries": len(informative_queries(samples)),
-        "path": str(ws.art.path("rft_samples", round_key)),
+        "path": str(components.art.path("rft_samples", round_key)),
     }

@@ -1,8 +1,8 @@
 """What a pipeline step reads, declared once, on the step: ``@step("node_embeddings", reads=("encoder",))``.
 
 ``name`` is the artifact the step writes (the asset's name), ``reads`` the sections (fields) of
-:class:`grasp_core.profiles.Profile` it reads, directly (``ws.profile.rerank``) or through a
-:class:`~grasp_core.components.Components` part (``ws.executor`` reads ``execution``). The Dagster layer hashes
+:class:`grasp_core.profiles.Profile` it reads, directly (``components.profile.rerank``) or through a
+:class:`~grasp_core.components.Components` part (``components.executor`` reads ``execution``). The Dagster layer hashes
 these values into the asset's code version, and runs the step on a :class:`Components` that refuses any other
 section, so a declaration cannot fall behind the code it describes.
 """

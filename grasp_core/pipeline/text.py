@@ -13,16 +13,20 @@ from grasp_core.skb.format import SPLITS
 
 
 @step("text_index", reads=("bm25", "encoder", "mfar"))
-def text_index_step(ws: Components) -> dict:
+def text_index_step(components: Components) -> dict:
     from grasp_core.text.bm25 import BM25Retriever
     from grasp_core.text.mfar import FieldIndex
 
     start = time.perf_counter()
-    with atomic_dir(ws.art.path("text_index")) as tmp:
-        BM25Retriever.build(ws.graph, ws.profile.bm25).save(tmp / "bm25")
+    with atomic_dir(components.art.path("text_index")) as tmp:
+        BM25Retriever.build(components.graph, components.profile.bm25).save(tmp / "bm25")
         bm25_seconds = time.perf_counter() - start
         fields = FieldIndex.build(
-            ws.graph, ws.index, ws.encoder, ws.profile.mfar, work_dir=ws.art.path("text_index_work")
+            components.graph,
+            components.index,
+            components.encoder,
+            components.profile.mfar,
+            work_dir=components.art.path("text_index_work"),
         )
         (tmp / "fields").mkdir()
         fields.save(tmp / "fields")
@@ -31,28 +35,32 @@ def text_index_step(ws: Components) -> dict:
         "field_seconds": round(time.perf_counter() - start - bm25_seconds, 2),
         "fields": len(fields.fields),
         "scorers": fields.num_scorers,
-        "path": str(ws.art.path("text_index")),
+        "path": str(components.art.path("text_index")),
     }
 
 
 @step("mfar_model", reads=("encoder", "mfar", "oof"))
-def mfar_model_step(ws: Components, log_fn=None) -> dict:
+def mfar_model_step(components: Components, log_fn=None) -> dict:
     """The full mFAR (val, test and serving) and, with ``oof.folds``, one fold model per fold of the training
     queries (their out-of-fold rankings, :mod:`grasp_core.text.oof`)."""
     from grasp_core.text.mfar import FieldIndex, train_mfar
     from grasp_core.text.oof import save_folds, train_fold_models
 
-    fields = FieldIndex.load(ws.art.require("text_index") / "fields")
+    fields = FieldIndex.load(components.art.require("text_index") / "fields")
     start = time.perf_counter()
 
     def progress(entry: dict) -> None:
         if log_fn:
             log_fn(entry["epoch"], {k: v for k, v in entry.items() if isinstance(v, (int, float))})
 
-    retriever, history = train_mfar(ws.skb, ws.index, ws.encoder, ws.profile.mfar, progress=progress, fields=fields)
+    retriever, history = train_mfar(
+        components.skb, components.index, components.encoder, components.profile.mfar, progress=progress, fields=fields
+    )
     seconds = time.perf_counter() - start
-    assignment, fold_models, fold_histories = train_fold_models(ws.skb, ws.index, ws.encoder, retriever, ws.profile.oof)
-    with atomic_dir(ws.art.path("mfar_model")) as tmp:
+    assignment, fold_models, fold_histories = train_fold_models(
+        components.skb, components.index, components.encoder, retriever, components.profile.oof
+    )
+    with atomic_dir(components.art.path("mfar_model")) as tmp:
         retriever.write(tmp)
         save_folds(tmp, assignment, fold_models)
     epochs = [h["epoch"] for h in history]
@@ -66,28 +74,28 @@ def mfar_model_step(ws: Components, log_fn=None) -> dict:
         **{f"fold_{i}.best_val_mrr": max(h["val_mrr"] for h in f) for i, f in enumerate(fold_histories)},
         "fold_seconds": round(time.perf_counter() - start - seconds, 1),
         "training_curve_png": plot,
-        "path": str(ws.art.path("mfar_model")),
+        "path": str(components.art.path("mfar_model")),
     }
 
 
 @step("text_rankings", reads=(*FUSED_TEXT, "encoder"))
-def text_rankings_step(ws: Components) -> dict:
+def text_rankings_step(components: Components) -> dict:
     """Top 100 of every query of every split for BM25, dense and mFAR (training queries: out of fold where the
     mfar_model has folds); metrics per split."""
     from grasp_core.text.mfar import MFARRetriever
     from grasp_core.text.oof import out_of_fold_rank
     from grasp_core.text.rankings_io import write_rankings
 
-    queries = ws.skb.queries
+    queries = components.skb.queries
     qids, texts = queries["qid"].tolist(), queries["query"].tolist()
     answers = [list(map(int, a)) for a in queries["answer_ids"]]
     rows, seconds = [], {}
-    with atomic_dir(ws.art.path("text_rankings")) as tmp:
+    with atomic_dir(components.art.path("text_rankings")) as tmp:
         for name in TEXT_RETRIEVERS:
-            retriever = ws.text_retriever(name)
+            retriever = components.text_retriever(name)
             start = time.perf_counter()
             if isinstance(retriever, MFARRetriever):
-                rankings = out_of_fold_rank(ws.art.require("mfar_model"), retriever, queries, k=100)
+                rankings = out_of_fold_rank(components.art.require("mfar_model"), retriever, queries, k=100)
             else:
                 rankings = retriever.rank(texts, k=100)
             seconds[name] = time.perf_counter() - start
@@ -95,13 +103,13 @@ def text_rankings_step(ws: Components) -> dict:
             for split in SPLITS:
                 idx = [i for i, s in enumerate(queries["split"]) if s == split]
                 if idx:
-                    m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], ws.skb.num_nodes)
+                    m = evaluate([rankings[i] for i in idx], [answers[i] for i in idx], components.skb.num_nodes)
                     rows.append({"retriever": name, "split": split, **m})
         write_json(tmp / "metrics.json", rows)
     return {
-        "main_retriever": ws.profile.text_retriever,
+        "main_retriever": components.profile.text_retriever,
         "queries_per_second": {k: round(len(texts) / max(v, 1e-9), 1) for k, v in seconds.items()},
         "metrics_md": markdown_table(rows, ["retriever", "split", "hit@1", "hit@5", "recall@20", "mrr"]),
         **{f"{r['retriever']}.{r['split']}.hit@1": r["hit@1"] for r in rows},
-        "path": str(ws.art.path("text_rankings")),
+        "path": str(components.art.path("text_rankings")),
     }

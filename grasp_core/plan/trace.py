@@ -7,7 +7,7 @@ from typing import Any
 
 from grasp_core.plan.model import Plan
 
-STAGES = ("validate", "link", "traverse", "rescore")
+EXECUTION_STAGES = ("validate", "link", "traverse", "rescore")
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Trace:
     cypher: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     candidates: int = 0  # target nodes the traversal (or the zero-hop search) returned
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(EXECUTION_STAGES, 0.0))
     error: str | None = None  # reason code when the ranking is empty: a PlanError reason, no_bindings, ...
     message: str = ""
 

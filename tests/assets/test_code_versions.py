@@ -178,10 +178,10 @@ def test_a_step_reads_only_the_profile_sections_it_declares(tmp_path):
     from grasp_core.errors import GraspError
     from grasp_core.profiles import get_profile
 
-    ws = Components(Artifacts("hpo", tmp_path), get_profile("cpu"), reads=frozenset({"rerank"}))
-    assert ws.profile.rerank.top_k == get_profile("cpu").rerank.top_k
+    components = Components(Artifacts("hpo", tmp_path), get_profile("cpu"), reads=frozenset({"rerank"}))
+    assert components.profile.rerank.top_k == get_profile("cpu").rerank.top_k
     with pytest.raises(GraspError, match="reads the profile section 'encoder', which it does not declare"):
-        ws.encoder  # noqa: B018 (a part of the components reads its section)
+        components.encoder  # noqa: B018 (a part of the components reads its section)
 
 
 def test_a_step_reads_only_what_its_asset_declares(tmp_path):

@@ -41,7 +41,7 @@ N_HUMAN = 6
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory):
+def components(tmp_path_factory):
     art = Artifacts.for_dataset("synth-prime", tmp_path_factory.mktemp("artifacts"))
     graph = build_synth_skb("prime", "tiny")
     synth = synthesize_queries(graph, 90 + N_HUMAN, seed=0)
@@ -54,44 +54,44 @@ def ws(tmp_path_factory):
     write_skb(graph, art.path("skb"))
     with atomic_dir(art.path("queries")) as tmp:
         write_queries(queries, tmp / "queries.parquet")
-    ws = Components(art, get_profile("smoke"))
+    components = Components(art, get_profile("smoke"))
     for step in (node_embeddings_step, vector_indexes_step, graph_store_step, entity_tables_step, text_index_step):
-        step(ws)
-    yield ws
-    ws.close()
+        step(components)
+    yield components
+    components.close()
 
 
 @pytest.fixture(scope="module")
-def encoded_in_training(ws):
+def encoded_in_training(components):
     """Every text the (real) encoder encodes while the training steps run."""
     seen: list[str] = []
-    encode = ws.encoder.encode
+    encode = components.encoder.encode
 
     def recording(texts, *args, **kwargs):
         seen.extend(texts)
         return encode(texts, *args, **kwargs)
 
     def training(*steps):
-        ws.encoder.encode = recording
+        components.encoder.encode = recording
         try:
             for step in steps:
-                step(ws)
+                step(components)
         finally:
-            ws.encoder.encode = encode
+            components.encoder.encode = encode
 
     training(teacher_plans_step, planner_base_step, mfar_model_step)
-    text_rankings_step(ws)  # inference: ranks every split's queries, the evaluation's input
+    text_rankings_step(components)  # inference: ranks every split's queries, the evaluation's input
     training(sft_step, hard_negatives_step, reranker_step)
     return seen
 
 
-def human_qids(ws) -> set[int]:
-    return set(ws.split("test-human")["qid"].astype(int))
+def human_qids(components) -> set[int]:
+    return set(components.split("test-human")["qid"].astype(int))
 
 
-def test_the_marked_rows_are_there(ws):
-    assert len(human_qids(ws)) == N_HUMAN
-    assert all(MARKER in q for q in ws.split("test-human")["query"])
+def test_the_marked_rows_are_there(components):
+    assert len(human_qids(components)) == N_HUMAN
+    assert all(MARKER in q for q in components.split("test-human")["query"])
 
 
 def test_no_training_step_encodes_a_test_human_text(encoded_in_training):
@@ -99,33 +99,39 @@ def test_no_training_step_encodes_a_test_human_text(encoded_in_training):
     assert not [t for t in encoded_in_training if MARKER in t]
 
 
-def test_teacher_plans_sft_and_rl_draw_on_train_and_val_only(ws, encoded_in_training):
-    plans = load_teacher_plans(ws)
-    assert set(plans["split"]) <= {"train", "val", "test"} and not set(plans["qid"]) & human_qids(ws)
-    assert ws.profile.planner == "policy"  # the smoke profile's planner: its SFT queries and executed candidates
-    assert PolicyData(ws).train_qids and not set(PolicyData(ws).train_qids) & human_qids(ws)
-    executed = pd.read_parquet(ws.art.require("teacher_plans") / "executed.parquet")
-    assert len(executed) and not set(executed["qid"].astype(int)) & human_qids(ws)
-    prompts, completions = tokenizer_examples(ws)  # what the `lm` planner's tokenizer would be trained on
+def test_teacher_plans_sft_and_rl_draw_on_train_and_val_only(components, encoded_in_training):
+    plans = load_teacher_plans(components)
+    assert set(plans["split"]) <= {"train", "val", "test"} and not set(plans["qid"]) & human_qids(components)
+    assert (
+        components.profile.planner == "policy"
+    )  # the smoke profile's planner: its SFT queries and executed candidates
+    assert PolicyData(components).train_qids and not set(PolicyData(components).train_qids) & human_qids(components)
+    executed = pd.read_parquet(components.art.require("teacher_plans") / "executed.parquet")
+    assert len(executed) and not set(executed["qid"].astype(int)) & human_qids(components)
+    prompts, completions = tokenizer_examples(components)  # what the `lm` planner's tokenizer would be trained on
     assert len(prompts) and not [t for t in list(prompts) + list(completions) if MARKER in t]
-    assert not set(rl_queries(ws.split("train"), ws.profile.rl)) & human_qids(ws)
+    assert not set(rl_queries(components.split("train"), components.profile.rl)) & human_qids(components)
 
 
-def test_reranker_trains_on_train_queries_only(ws, encoded_in_training):
-    negatives = pd.read_parquet(ws.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
-    train = set(ws.split("train")["qid"].astype(int))
+def test_reranker_trains_on_train_queries_only(components, encoded_in_training):
+    negatives = pd.read_parquet(components.art.require("reranker_hard_negatives") / "hard_negatives.parquet")
+    train = set(components.split("train")["qid"].astype(int))
     assert len(negatives) and set(negatives["qid"].astype(int)) <= train
-    lists = pd.read_parquet(ws.art.require("reranker_hard_negatives") / LISTS_FILE)  # the ltr ranker's training lists
+    lists = pd.read_parquet(
+        components.art.require("reranker_hard_negatives") / LISTS_FILE
+    )  # the ltr ranker's training lists
     assert set(lists["qid"].astype(int)) == train  # every train query (LTRConfig.train_queries = None)
-    assert isinstance(ws.reranker(), LTRReranker)  # the smoke profile's kind, loaded from the artifact just built
+    assert isinstance(
+        components.reranker(), LTRReranker
+    )  # the smoke profile's kind, loaded from the artifact just built
 
 
-def test_extractor_demonstrations_come_from_train(ws):
-    demos = gazetteer_demonstrations(ws.skb, ws.extractor, pool=90)
+def test_extractor_demonstrations_come_from_train(components):
+    demos = gazetteer_demonstrations(components.skb, components.extractor, pool=90)
     assert demos and not [query for query, _ in demos if MARKER in query]
 
 
-def test_retrieve_answers_every_test_and_test_human_query_as_the_evaluation_ranked_it(ws, encoded_in_training):
-    eval_metrics_step(ws)  # the served planner is the SFT one here (no RL round ran)
-    checked = assert_retrieve_answers_as_evaluated(ws)
-    assert checked == {"test": len(ws.split("test")), "test-human": N_HUMAN} and checked["test"] > 5
+def test_retrieve_answers_every_test_and_test_human_query_as_the_evaluation_ranked_it(components, encoded_in_training):
+    eval_metrics_step(components)  # the served planner is the SFT one here (no RL round ran)
+    checked = assert_retrieve_answers_as_evaluated(components)
+    assert checked == {"test": len(components.split("test")), "test-human": N_HUMAN} and checked["test"] > 5
