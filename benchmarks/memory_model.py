@@ -29,7 +29,7 @@ import os
 from harness import RESULTS, Run
 
 from grasp_core.io import read_json
-from grasp_core.sources.synth import SPECS
+from grasp_core.sources.synth_specs import SPECS
 
 GiB = 2**30
 MACHINE_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

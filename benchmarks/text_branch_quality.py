@@ -40,7 +40,8 @@ from grasp_core.skb.format import SKB, read_skb, write_skb
 from grasp_core.text.bm25 import BM25Retriever
 from grasp_core.text.config import MFARConfig
 from grasp_core.text.dense import DenseRetriever
-from grasp_core.text.mfar import FieldIndex, train_mfar
+from grasp_core.text.mfar import FieldIndex
+from grasp_core.text.mfar_train import train_mfar
 
 CACHE = ROOT / "benchmarks" / ".cache" / "text_branch"
 OUT = RESULTS / "text_branch_quality"

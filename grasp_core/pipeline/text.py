@@ -43,7 +43,8 @@ def text_index_step(components: Components) -> dict:
 def mfar_model_step(components: Components, log_fn=None) -> dict:
     """The full mFAR (val, test and serving) and, with ``oof.folds``, one fold model per fold of the training
     queries (their out-of-fold rankings, :mod:`grasp_core.text.oof`)."""
-    from grasp_core.text.mfar import FieldIndex, train_mfar
+    from grasp_core.text.mfar import FieldIndex
+    from grasp_core.text.mfar_train import train_mfar
     from grasp_core.text.oof import save_folds, train_fold_models
 
     fields = FieldIndex.load(components.art.require("text_index") / "fields")

@@ -1,6 +1,8 @@
 """Question synthesis: the train/val/test questions of a dataset and their gold answers, made from its SKB.
 
 - ``querygen``: the STaRK protocol (template, grounding, property, wording, gold) for ``hpo`` and ``synth-*``.
+- ``properties``: when a phrase of a node is a property a question may ask for, and when a node has it.
+- ``kb_graph``: the SKB as the synthesizer walks it (a CSR adjacency per relation and direction, text fields).
 - ``generic_queries``: the same protocol from any SKB's schema, for user SKBs that ship no questions.
 - ``wording``: how ``generic_queries`` words a question from the schema's names, and a user's ``wording.json``.
 - ``hpo_questions``: hpo question patterns per template and register (``data/hpo_questions.json``).

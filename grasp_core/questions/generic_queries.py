@@ -40,13 +40,11 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError
+from grasp_core.questions.kb_graph import Graph
+from grasp_core.questions.properties import NON_PROPERTY_FIELDS, TERM_FIELDS, PropertyRules
 from grasp_core.questions.querygen import (
-    NON_PROPERTY_FIELDS,
-    TERM_FIELDS,
     Aliases,
-    Graph,
     Grounding,
-    PropertyRules,
     QueryGenConfig,
     SynthQuery,
     Template,

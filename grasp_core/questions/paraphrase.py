@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grasp_core.questions.querygen import tokens
+from grasp_core.questions.properties import tokens
 
 PROMPT = (
     "Rewrite this question the way a person would type it into a search box or ask a colleague. Keep its meaning "

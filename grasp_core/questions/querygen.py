@@ -15,13 +15,8 @@ One query is made in four steps:
    or a walk reaches more than ``max_frontier`` nodes. Anchors are never answers. A drawn template is
    grounded again (``tries_per_template`` times) before another is drawn, so the target-type mix follows
    the template list rather than how easily each template grounds.
-2. **Property.** A meaningful phrase of the gold node, scoped to the field it comes from
-   (:class:`Property`): a whole term of a term-list field (an inheritance mode, an onset, a synonym, a
-   feature: :data:`TERM_FIELDS`), or a noun phrase of a descriptive field (a run of 1–3 content words
-   between stopwords, verbs and punctuation, the head noun last), or for some types (an hpo disease) a
-   noun phrase of the name ("muscular dystrophy"). A phrase with a number, or whose words are all
-   stopwords or generic words, is never a property (:func:`is_meaningful`). Identifier-like fields
-   (``source``, counts, dates, aliases) give none (:data:`NON_PROPERTY_FIELDS`).
+2. **Property.** A meaningful phrase of the gold node, scoped to the field it comes from: the rules are
+   :mod:`grasp_core.questions.properties`.
 3. **Wording.** hpo questions come from patterns per template and register (clinician, patient's family,
    researcher, terse search-box), :mod:`grasp_core.questions.hpo_questions`, with anchors named by name, exact
    synonym, abbreviation or lay synonym (the synonym kinds of ``hp.obo``, passed as ``aliases``). The
@@ -47,68 +42,17 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
 from grasp_core.io import read_package_json
 from grasp_core.questions import hpo_questions as HQ
+from grasp_core.questions.kb_graph import Graph
+from grasp_core.questions.properties import ADJECTIVE_ENDINGS, NAME_PROPERTY_TYPES, Property, PropertyRules, tokens
 from grasp_core.questions.synonyms import swap_synonym
 from grasp_core.skb.format import SKB, validate
-
-NON_PROPERTY_FIELDS = frozenset(
-    {
-        "source",
-        "alias",
-        "database",
-        "type_of_gene",
-        "paper_count",
-        "citation_count",
-        "publication_date",
-        "brand",
-        "comment",
-    }
-)
-# Fields holding a list of whole terms ("; "-separated): each term is a property as it stands.
-TERM_FIELDS = frozenset(
-    {"inheritance", "clinical_course", "clinical_modifier", "synonyms", "features", "interpro", "category", "venue"}
-)
-# Node types whose name also gives properties (its noun phrases), per dataset.
-NAME_PROPERTY_TYPES: dict[str, frozenset[str]] = {"hpo": frozenset({"disease"})}
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or is are be been was were it its this that
-these those as into than then such which who whom whose their there may can also other not no all any some
-each per via over under between within without both more most very often highly well i my we our they""".split()
-)
-# Words that end a noun phrase (verbs, adverbs, connectives) and, with the generic nouns, never make a
-# property on their own.
-BREAK_WORDS = frozenset(
-    """characterized characterised defined described due refers refer referring resulting results result
-caused causes associated involving involves involve including includes include especially usually typically
-frequently generally commonly mainly mostly rarely sometimes occurs occur occurring observed seen present
-presence affecting affects affected leading leads lead considered known called term terms type types
-form forms kind kinds e g i e etc ie eg has have had being does do using used use shows show showing
-reduces improves improve available ideal designed made makes works we our study studies propose
-proposes relate relates report reports suggest suggests confirm confirms discuss plays developed evaluated based
-existing approaches suffer substantially further contains contain enables enable supports support encodes encode
-stabilizes regulates binds activates inhibits blocks coordinated""".split()
-)
-GENERIC_WORDS = frozenset(
-    """abnormality abnormalities anomaly anomalies finding findings feature features condition conditions
-disease diseases disorder disorders syndrome syndromes patient patients individual individuals
-structure morphology function level levels size region part portion side area areas number amount
-degree increase decrease change changes state process thing things case cases normal abnormal increased
-decreased elevated excessive small large long short high low mild severe surface production presence absence
-development formation growth appearance shape position length width time age manner way person people child
-children birth life whole entire usual directs direct rare instance instances""".split()
-)
-_ADJECTIVE_ENDINGS = ("al", "ive", "ic", "ed", "ing", "ous", "ary", "ile", "ar")
-_TOKEN = re.compile(r"[a-z0-9]+")
-_CLAUSE = re.compile(r"[.;:,|!?\n()\[\]]+")
-_TERM_SEP = re.compile(r"\s*[;|]\s*")
 
 
 @dataclass(frozen=True)
@@ -148,14 +92,6 @@ class Template:
     @property
     def target(self) -> str:
         return self.paths[0][-1]
-
-
-@dataclass(frozen=True)
-class Property:
-    """A phrase of the gold node and the field it must occur in (``name`` or a text field)."""
-
-    field: str
-    phrase: str
 
 
 @dataclass(frozen=True)
@@ -312,143 +248,6 @@ def templates_for(skb: SKB) -> tuple[Template, ...]:
     return tuple(out)
 
 
-def tokens(text: str) -> list[str]:
-    """Lowercase alphanumeric tokens: the unit of the property-match rule."""
-    return _TOKEN.findall(text.lower())
-
-
-def is_meaningful(phrase: str) -> bool:
-    """True for a property phrase: no number, a content word that is neither a stopword nor generic, and a
-    lone word only when it is a noun-like word of five letters or more (not "-ing", "-ed", "-ly")."""
-    toks = tokens(phrase)
-    if not toks or any(any(c.isdigit() for c in t) for t in toks):
-        return False
-    content = [t for t in toks if t not in STOPWORDS and t not in BREAK_WORDS and t not in GENERIC_WORDS]
-    if not content:
-        return False
-    return len(toks) > 1 or (len(content[0]) >= 5 and not content[0].endswith(("ing", "ed", "ly")))
-
-
-def noun_phrases(text: str) -> list[str]:
-    """Candidate noun phrases of ``text``: runs of content words (last three kept, the head noun last).
-
-    A run next to a number is part of a numbered name or a measurement ("chromosome 6", "4 mm wide"), not a
-    phrase of its own.
-    """
-    out = []
-    for clause in _CLAUSE.split(text):
-        run: list[str] = []
-        after_number = False
-        for word in [*clause.split(), ""]:
-            core = word.strip("\"'`*/")
-            toks = tokens(core)
-            numeric = any(c.isdigit() for c in core)
-            if toks and not numeric and not any(t in STOPWORDS or t in BREAK_WORDS for t in toks):
-                run.append(core)
-                continue
-            phrase = " ".join(run[-3:])
-            if run and not after_number and not numeric and is_meaningful(phrase):
-                out.append(phrase)
-            run, after_number = [], numeric
-    return list(dict.fromkeys(out))
-
-
-def _is_name_phrase(phrase: str, name: str) -> bool:
-    """A part of a name that names a kind of thing: two words or more but fewer than the name, its head not an
-    adjective ("muscular dystrophy", not "autosomal recessive" or "seizures")."""
-    toks = tokens(phrase)
-    return 2 <= len(toks) < len(tokens(name)) and not toks[-1].endswith(_ADJECTIVE_ENDINGS)
-
-
-def _normalized(text: str) -> str:
-    """`` a b | c d `` : the tokens of each clause, clauses fenced so that no phrase spans two."""
-    return " " + " | ".join(" ".join(tokens(c)) for c in _CLAUSE.split(text)) + " "
-
-
-class Graph:
-    """CSR adjacencies per relation (symmetric, along and against the stored direction), types and fields."""
-
-    def __init__(self, skb: SKB):
-        self.skb = skb
-        n = skb.num_nodes
-        codes, names = pd.factorize(skb.nodes["type"])
-        self.type_code = codes
-        self.type_index = {t: i for i, t in enumerate(names)}
-        src, dst = skb.edges["src"].to_numpy(np.int64), skb.edges["dst"].to_numpy(np.int64)
-        rel_codes, rel_names = pd.factorize(skb.edges["rel"])
-        self.adj: dict[str, sp.csr_matrix] = {}
-        for i, rel in enumerate(rel_names):
-            m = rel_codes == i
-            a, b = src[m], dst[m]
-            down = sp.csr_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
-            self.adj[f"{rel}|down"] = down
-            self.adj[f"{rel}|up"] = down.T.tocsr()
-            self.adj[rel] = (down + down.T).tocsr()
-        self.types = skb.nodes["type"].to_numpy(dtype=object)
-        self.text_columns = {c: skb.nodes[c].to_numpy(dtype=object) for c in ("name", *skb.schema.text_fields)}
-        self._normalized: dict[tuple[int, str], str] = {}
-
-    def neighbours(self, rel: str, nodes: np.ndarray, node_type: str) -> np.ndarray:
-        m = self.adj[rel]
-        if len(nodes) == 1:
-            i = int(nodes[0])
-            out = m.indices[m.indptr[i] : m.indptr[i + 1]]
-            return np.unique(out[self.type_code[out] == self.type_index.get(node_type, -1)])
-        out = m[nodes].indices
-        out = out[self.type_code[out] == self.type_index.get(node_type, -1)]
-        if len(out) < 4096:
-            return np.unique(out)
-        seen = np.zeros(len(self.type_code), dtype=bool)  # O(N) dedup beats sorting big frontiers
-        seen[out] = True
-        return np.flatnonzero(seen)
-
-    def degree(self, rel: str, node: int) -> int:
-        m = self.adj[rel]
-        return int(m.indptr[node + 1] - m.indptr[node])
-
-    def text(self, node: int, name: str) -> str:
-        value = self.text_columns[name][node]
-        return value if isinstance(value, str) else ""
-
-    def fields_of(self, node: int) -> dict[str, str]:
-        """The node's non-empty text fields, in schema order."""
-        return {f: v for f in self.skb.schema.node_types[self.types[node]] if (v := self.text(node, f))}
-
-    def satisfying(self, prop: Property, candidates: np.ndarray) -> np.ndarray:
-        """The ``candidates`` whose ``prop.field`` holds the phrase (contiguous tokens within one clause)."""
-        needle = " " + " ".join(tokens(prop.phrase)) + " "
-        keep = []
-        for node in candidates.tolist():
-            key = (node, prop.field)
-            if key not in self._normalized:
-                self._normalized[key] = _normalized(self.text(node, prop.field))
-            keep.append(needle in self._normalized[key])
-        return candidates[np.asarray(keep, dtype=bool)] if keep else candidates
-
-    def properties(self, node: int, rules: PropertyRules) -> list[Property]:
-        """Every property of ``node``: terms of its term fields, noun phrases of its descriptive fields."""
-        out = []
-        name = self.text(node, "name")
-        if self.types[node] in rules.name_types:  # a part of the name ("muscular dystrophy"), never all of it
-            out += [Property("name", p) for p in noun_phrases(name) if _is_name_phrase(p, name)]
-        for f, text in self.fields_of(node).items():
-            if f in rules.skip_fields:
-                continue
-            if f in rules.term_fields:
-                out += [Property(f, t) for t in dict.fromkeys(_TERM_SEP.split(text)) if is_meaningful(t)]
-            else:
-                out += [Property(f, p) for p in noun_phrases(text)]
-        return [p for p in out if tokens(p.phrase) != tokens(name)]  # a property never gives the name away
-
-    def describable(self, node_type: str, skip_fields: frozenset[str] = NON_PROPERTY_FIELDS) -> bool:
-        """True when nodes of this type have a text field a property can be cut from."""
-        return any(f not in skip_fields for f in self.skb.schema.node_types.get(node_type, ()))
-
-    @cached_property
-    def ids_by_type(self) -> dict[str, np.ndarray]:
-        return {t: np.flatnonzero(self.type_code == i) for t, i in self.type_index.items()}
-
-
 Aliases = Mapping[int, Sequence[tuple[str, str]]]  # node id -> (text, kind) with kind exact|layperson|abbreviation
 
 
@@ -541,16 +340,6 @@ def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:
     out = SKB(skb.schema, skb.nodes, skb.edges, queries.reset_index(drop=True))
     validate(out)
     return out
-
-
-@dataclass(frozen=True)
-class PropertyRules:
-    """Which fields give properties and how: the built-in field names by default; the generic synthesizer adds
-    what a user SKB's data shows (:mod:`grasp_core.questions.generic_queries`)."""
-
-    skip_fields: frozenset[str] = NON_PROPERTY_FIELDS
-    term_fields: frozenset[str] = TERM_FIELDS
-    name_types: frozenset[str] = frozenset()  # node types whose name also gives properties
 
 
 @dataclass(frozen=True)
@@ -688,7 +477,7 @@ def _hpo_property(prop: Property | None, target: str, register: str, r: random.R
     phrase = _casual(prop.phrase)
     if prop.field == "name":
         return r.choice(HQ.NAME_PHRASE_NOUNS).format(p=phrase), ""
-    if prop.field == "clinical_course" and tokens(phrase)[-1].endswith(_ADJECTIVE_ENDINGS):
+    if prop.field == "clinical_course" and tokens(phrase)[-1].endswith(ADJECTIVE_ENDINGS):
         phrase = f"a {phrase} course"  # "with a slowly progressive course", not "with slowly progressive"
     if register == "family" and phrase.lower() in HQ.LAY_TERMS:
         phrase = r.choice(HQ.LAY_TERMS[phrase.lower()])

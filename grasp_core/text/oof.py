@@ -28,7 +28,8 @@ from grasp_core.io import read_json, write_json
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
 from grasp_core.text.config import OutOfFoldConfig
-from grasp_core.text.mfar import FieldWeights, MFARRetriever, train_mfar
+from grasp_core.text.mfar import FieldWeights, MFARRetriever
+from grasp_core.text.mfar_train import train_mfar
 
 FOLDS_DIR = "folds"  # inside the mfar_model artifact, beside the full model
 ASSIGNMENT_FILE = "assignment.json"

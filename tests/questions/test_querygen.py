@@ -10,13 +10,11 @@ import pytest
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
+from grasp_core.questions.properties import STOPWORDS, is_meaningful, noun_phrases
 from grasp_core.questions.querygen import (
-    STOPWORDS,
     TEMPLATES,
     QueryGenConfig,
     grounded_queries,
-    is_meaningful,
-    noun_phrases,
     synthesize_queries,
     templates_for,
     with_queries,
@@ -144,7 +142,7 @@ def test_bad_input_is_a_grasp_error(synth):
     with pytest.raises(GraspError, match="found only"):
         synthesize_queries(synth, 5_000, cfg=QueryGenConfig(max_attempts_per_query=1))
     from grasp_core.skb.schema import Schema
-    from grasp_core.sources.synth import SPECS
+    from grasp_core.sources.synth_specs import SPECS
 
     other = with_queries(synth, synth.queries)
     other.schema = Schema("wikidata", synth.schema.node_types, synth.schema.relations)

@@ -9,7 +9,8 @@ import pytest
 
 from grasp_core.errors import GraspError
 from grasp_core.skb.format import read_skb, validate, write_skb
-from grasp_core.sources.synth import SPECS, build_synth_skb, resolve_scale
+from grasp_core.sources.synth import build_synth_skb
+from grasp_core.sources.synth_specs import SPECS, resolve_scale
 
 PRIME_RELATIONS = {
     "ppi",

@@ -10,7 +10,8 @@ from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
 from grasp_core.text.bm25 import tokenize
 from grasp_core.text.config import MFARConfig
-from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids, _trainable_copy, train_mfar
+from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids
+from grasp_core.text.mfar_train import _trainable_copy, train_mfar
 from tests.text.conftest import tiny_skb
 
 CFG = MFARConfig(epochs=4, patience=4, batch_size=8, hard_negatives=8, candidates_per_field=20)

@@ -10,7 +10,8 @@ import torch
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir
 from grasp_core.text.config import MFARConfig, OutOfFoldConfig
-from grasp_core.text.mfar import MFARRetriever, train_mfar
+from grasp_core.text.mfar import MFARRetriever
+from grasp_core.text.mfar_train import train_mfar
 from grasp_core.text.oof import assign_folds, out_of_fold_rank, save_folds, train_fold_models
 
 CFG = MFARConfig(epochs=3, patience=3, batch_size=8, hard_negatives=8, candidates_per_field=20)
