@@ -52,8 +52,8 @@ from harness import RESULTS, Run, percentiles
 from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.graph.bolt_server import server_from_env, start_bolt_server
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import read_json
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.profiles import get_profile, with_graph_store
@@ -136,9 +136,9 @@ def materialize_graph_store(args: argparse.Namespace, root: Path) -> None:
 
     from grasp_assets.definitions import build_definitions
     from grasp_assets.partitions import DATASET
-    from grasp_assets.resources import GraspSettings, MLflowTracking
+    from grasp_assets.resources import MLflowTracking, SettingsResource
 
-    settings = GraspSettings(
+    settings = SettingsResource(
         profile=args.profile, artifacts_root=str(root), scale=args.scale, n_queries=args.queries, graph_store="neo4j"
     )
     instance = dg.DagsterInstance.get()

@@ -7,7 +7,7 @@ that to 0%. This measures the mechanism, not planner quality.
 
 Options (each a transformers LogitsProcessor; overhead = seconds inside the processor per generated token):
 - ``none``        unconstrained;
-- ``plan_grammar`` ours (grasp_core.planner.grammar): the plan grammar generated as Lark text from the plan
+- ``plan_grammar`` ours (grasp_core.planner.lm.grammar): the plan grammar generated as Lark text from the plan
                   model, the schema and the entity table, applied by llguidance 1.9.1; its per-query generation
                   and compilation are timed too (``setup_s``);
 - ``plan_grammar_xgrammar`` the same generated grammar converted to xgrammar's EBNF and compiled per query;
@@ -51,16 +51,16 @@ from grasp_core.errors import PlanError  # noqa: E402
 from grasp_core.llm.backends import TransformersLLM  # noqa: E402
 from grasp_core.plan.parse import parse_plan  # noqa: E402
 from grasp_core.plan.validate import validate_plan  # noqa: E402
-from grasp_core.planner.grammar import (  # noqa: E402
+from grasp_core.planner.lm.grammar import (  # noqa: E402
     PlanGrammar,
     PlanGrammarConfig,
     PlanLogitsProcessor,
     ll_tokenizer,
     matcher,
 )
-from grasp_core.planner.prompt import build_planner_messages  # noqa: E402
-from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
-from grasp_core.planner.tokenizer import train_planner_tokenizer  # noqa: E402
+from grasp_core.planner.lm.prompt import build_planner_messages  # noqa: E402
+from grasp_core.planner.lm.tiny_model import build_tiny_qwen3, save_model  # noqa: E402
+from grasp_core.planner.lm.tokenizer import train_planner_tokenizer  # noqa: E402
 from grasp_core.sources.synth import build_synth_skb  # noqa: E402
 
 N_PROMPTS, N_SAMPLES, MAX_NEW = 8, 4, 400

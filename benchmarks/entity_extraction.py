@@ -22,8 +22,9 @@ from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder  # sets HF_HUB_OFFLINE=1 (unless set) before any hub import
 from grasp_core.embed.node_embeddings import NodeEmbeddings, texts_hash
 from grasp_core.embed.vector_index import NodeIndex
+from grasp_core.entities.config import GazetteerConfig
 from grasp_core.entities.coverage import anchor_coverage
-from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
+from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.io import atomic_file
 from grasp_core.questions.querygen import synthesize_queries, with_queries
 from grasp_core.sources.hpo import build_hpo_skb

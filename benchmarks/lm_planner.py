@@ -34,8 +34,8 @@ from grasp_core.metrics import evaluate, per_query_hits
 from grasp_core.pipeline import data, graph, text
 from grasp_core.pipeline import planner as steps
 from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env
+from grasp_core.planner.config import GRPOTrainingConfig
 from grasp_core.planner.rounds import ROUNDS, Gate, previous_round
-from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.profiles import get_profile
 
 
@@ -52,7 +52,7 @@ def bench_profile(
         sft=dataclasses.replace(cpu.sft, n_examples=300, epochs=6.0),
         # RL budget for 2 cores (paper: every training query, RFT from the base, 200 GRPO steps of 16 x 8)
         rl=dataclasses.replace(cpu.rl, max_queries=rl_queries, rft_from_base=False, rft_epochs=rft_epochs),
-        grpo=GRPOSettings(
+        grpo=GRPOTrainingConfig(
             use_lora=False,  # the tiny from-scratch model trains all its weights, as its SFT does
             num_generations=8,
             prompts_per_step=8,

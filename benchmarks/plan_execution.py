@@ -67,10 +67,11 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import NodeEmbeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.graph import ladybug_store
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.io import is_complete
-from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
+from grasp_core.plan.config import ExecutionConfig
+from grasp_core.plan.execute import PlanExecutor
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target
 from grasp_core.plan.trace import EXECUTION_STAGES
 from grasp_core.profiles import get_profile

@@ -31,10 +31,10 @@ from harness import RESULTS, Run, load_components
 from grasp_core.components import Components
 from grasp_core.pipeline.planner_inputs import planner_env
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.chooser import Executed, feature_names, shortlists
-from grasp_core.planner.chooser_train import fused_hit1_labels, picks
-from grasp_core.planner.policy import path_keys
-from grasp_core.planner.policy_train import Outcomes
+from grasp_core.planner.policy.chooser import Executed, feature_names, shortlists
+from grasp_core.planner.policy.chooser_train import fused_hit1_labels, picks
+from grasp_core.planner.policy.model import path_keys
+from grasp_core.planner.policy.train import Outcomes
 
 ALL = 10_000  # a shortlist longer than any candidate list: every candidate
 

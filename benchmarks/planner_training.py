@@ -3,8 +3,8 @@
     python benchmarks/planner_training.py [--queries 120] [--sft-steps 6] [--grpo-steps 2]
 
 Builds a tiny synth-prime world (real MiniLM, faiss, LadybugDB, gazetteer, BM25, programmatic teacher), the `cpu`
-planner base (TinyModelConfig defaults) and times ``train_sft`` / ``train_grpo`` with the cpu profile's SFTSettings and
-GRPOSettings (steps capped). Writes benchmarks/results/planner_training.json with the run's record (commit, machine,
+planner base (TinyModelConfig defaults) and times ``train_sft`` / ``train_grpo`` with the cpu profile's SFTTrainingConfig and
+GRPOTrainingConfig (steps capped). Writes benchmarks/results/planner_training.json with the run's record (commit, machine,
 the load average at the start and the end: this machine is shared, numbers move with the load) and prints a
 markdown table.
 """
@@ -28,17 +28,17 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.execute import PlanExecutor
-from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.lm.base import base_model_path, build_planner_base
+from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.lm.rl import train_grpo
+from grasp_core.planner.lm.sft import train_sft
 from grasp_core.planner.reward import RewardTable
-from grasp_core.planner.rl import train_grpo
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.sft import train_sft
-from grasp_core.planner.teacher import ProgrammaticTeacher
+from grasp_core.planner.teachers.programmatic import ProgrammaticTeacher
 from grasp_core.profiles import get_profile
 from grasp_core.questions.querygen import synthesize_queries, with_queries
 from grasp_core.sources.synth import build_synth_skb

@@ -21,7 +21,7 @@ from harness import RESULTS, Run
 from grasp_core.artifacts import Artifacts
 from grasp_core.eval.results import per_query_file
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.policy import path_keys
+from grasp_core.planner.policy.model import path_keys
 
 BUCKETS = ("abstain", "0", "1", "2", "3+")
 

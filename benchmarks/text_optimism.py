@@ -24,7 +24,8 @@ import pandas as pd
 from harness import Run
 
 from grasp_core.manifest import MANIFEST_FILE
-from grasp_core.planner.reward import RewardConfig, RewardTable, plan_reward
+from grasp_core.planner.config import RewardConfig
+from grasp_core.planner.reward import RewardTable, plan_reward
 from grasp_core.ranking import Ranking
 from grasp_core.text.rankings_io import read_rankings
 

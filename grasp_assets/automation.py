@@ -18,7 +18,7 @@ import dagster as dg
 from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.freshness import next_work, observe_feedback, observe_source
 from grasp_assets.partitions import DATASET, ROUND, dataset_partitions
-from grasp_assets.resources import GraspSettings
+from grasp_assets.resources import SettingsResource
 from grasp_assets.run_records import failed_check
 from grasp_assets.stages import FINISH, GATE_CHECK, ORDER, PREPARE, RL_ROUND, Step
 from grasp_assets.steps import HEAVY
@@ -58,7 +58,7 @@ def _graph(graph, dataset: str):
     profile (as `grasp pipeline --variant` decides)."""
     if graph is None or split_key(dataset)[1] is None:
         return graph
-    profile = GraspSettings().get_profile(dataset)
+    profile = SettingsResource().get_profile(dataset)
     assets = [
         with_code_version(a, profile) if len(a.keys) == 1 and next(iter(a.keys)).to_user_string() in STEPS else a
         for a in graph.assets_defs
@@ -92,7 +92,7 @@ def weekly_retraining(context: dg.ScheduleEvaluationContext):
         try:
             grown = observe_feedback(context.instance, dataset)  # any new confirmed question counts, weekly
             work = next_work(
-                context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset), Step(PREPARE)
+                context.instance, _graph(graph, dataset), SettingsResource().artifacts(dataset), Step(PREPARE)
             )
         except GraspError as exc:  # a variant whose file was removed or broken: nothing to retrain
             context.log.info(f"{dataset}: {exc}")
@@ -120,7 +120,7 @@ def _next_wave(context: dg.RunStatusSensorContext, again: bool = True):
     built = {k.to_user_string() for k in run.asset_selection or ()}
     graph = _graph(context.repository_def.asset_graph if context.repository_def else None, dataset)
     start, built = (done, built) if again else (ORDER[ORDER.index(done) + 1], set())
-    work = next_work(context.instance, graph, GraspSettings().artifacts(dataset), start, built) if graph else None
+    work = next_work(context.instance, graph, SettingsResource().artifacts(dataset), start, built) if graph else None
     if work is None:
         return dg.SkipReason(f"nothing left to rebuild for {dataset} after {done.label}")
     step, todo = work
@@ -184,7 +184,7 @@ def source_changes(context: dg.SensorEvaluationContext):
     graph = context.repository_def.asset_graph if context.repository_def else None
     requests = []
     for dataset in context.instance.get_dynamic_partitions(DATASET) if graph else ():
-        cfg = GraspSettings().get_profile().dataset
+        cfg = SettingsResource().get_profile().dataset
         try:
             fingerprint = observe_source(context.instance, dataset, cfg)
         except GraspError as exc:  # e.g. a user SKB directory removed: nothing to observe
@@ -192,7 +192,7 @@ def source_changes(context: dg.SensorEvaluationContext):
             continue
         try:
             work = (
-                next_work(context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset))
+                next_work(context.instance, _graph(graph, dataset), SettingsResource().artifacts(dataset))
                 if fingerprint
                 else None
             )
@@ -215,10 +215,10 @@ def feedback_growth(context: dg.SensorEvaluationContext):
     requests = []
     for dataset in context.instance.get_dynamic_partitions(DATASET) if graph else ():
         try:
-            after = GraspSettings().get_profile(dataset).retrain.retrain_after
+            after = SettingsResource().get_profile(dataset).retrain.retrain_after
             grown = observe_feedback(context.instance, dataset, min_growth=after)
             work = (
-                next_work(context.instance, _graph(graph, dataset), GraspSettings().artifacts(dataset))
+                next_work(context.instance, _graph(graph, dataset), SettingsResource().artifacts(dataset))
                 if grown
                 else None
             )

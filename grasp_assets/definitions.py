@@ -6,7 +6,7 @@ from grasp_assets.assets import data, evaluation, graph, planner, reranker, text
 from grasp_assets.automation import jobs, schedules, sensors
 from grasp_assets.freshness import feedback_source, skb_source
 from grasp_assets.integrity import manifest_checks
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.versions import with_code_version
 from grasp_core.profiles import Profile
 
@@ -17,11 +17,11 @@ def build_definitions(profile: Profile) -> dg.Definitions:
     return dg.Definitions(
         assets=[skb_source, feedback_source, *(with_code_version(a, profile) for a in assets)],
         asset_checks=manifest_checks(assets),
-        resources={"settings": GraspSettings(), "mlflow": MLflowTracking()},
+        resources={"settings": SettingsResource(), "mlflow": MLflowTracking()},
         jobs=jobs,
         schedules=schedules,
         sensors=sensors,
     )
 
 
-defs = build_definitions(GraspSettings().get_profile())  # $GRASP_PROFILE, else cpu
+defs = build_definitions(SettingsResource().get_profile())  # $GRASP_PROFILE, else cpu

@@ -14,12 +14,11 @@ Only this module reads the variable, once, at import; tests call :func:`definiti
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 from dagster_docker import docker_executor
 
 from grasp_assets.definitions import defs as local_defs
+from grasp_core.environment import env
 from grasp_core.errors import GraspError
 
 EXECUTORS = ("default", "docker")
@@ -34,4 +33,4 @@ def definitions_for(executor: str) -> dg.Definitions:
     raise GraspError(f"GRASP_EXECUTOR must be one of {', '.join(EXECUTORS)}, not {executor!r}")
 
 
-defs = definitions_for(os.environ.get("GRASP_EXECUTOR") or "default")
+defs = definitions_for(env("GRASP_EXECUTOR", "default"))

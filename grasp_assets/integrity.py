@@ -11,7 +11,7 @@ import warnings
 import dagster as dg
 
 from grasp_assets.partitions import ROUND, dataset_of
-from grasp_assets.resources import GraspSettings
+from grasp_assets.resources import SettingsResource
 from grasp_assets.stages import ROUND_ASSETS
 from grasp_core.errors import GraspError
 
@@ -34,7 +34,7 @@ def _check(key: dg.AssetKey, partitions_def) -> dg.AssetChecksDefinition:
         partitions_def=partitions_def,
         description="every file of the artifact has the size and content hash its manifest records",
     )
-    def check(context: dg.AssetCheckExecutionContext, settings: GraspSettings) -> dg.AssetCheckResult:
+    def check(context: dg.AssetCheckExecutionContext, settings: SettingsResource) -> dg.AssetCheckResult:
         partition = context.partition_key
         round_key = partition.keys_by_dimension[ROUND] if name in ROUND_ASSETS else None  # type: ignore[attr-defined]
         art = settings.artifacts(dataset_of(context))

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import dagster as dg
 
 from grasp_core.artifacts import Artifacts, default_root
+from grasp_core.environment import env
 from grasp_core.experiments import artifacts_for, base_dataset, load_variant, split_key
 from grasp_core.profiles import Profile, get_profile, with_graph_store
 from grasp_core.tracking import Tracker, TrackingConfig
 
 
-class GraspSettings(dg.ConfigurableResource):
+class SettingsResource(dg.ConfigurableResource):
     """Which profile (`cpu` offline default, `gpu` paper models) and where artifacts live."""
 
     profile: str = ""  # empty: $GRASP_PROFILE, else "cpu" (read when used, not at import)
@@ -26,7 +26,7 @@ class GraspSettings(dg.ConfigurableResource):
     def get_profile(self, partition: str | None = None) -> Profile:
         """The run's profile; for a variant's partition key (``hpo+rerank-k20``), with the variant's overrides
         (:mod:`grasp_core.experiments`). The run's own changes (scale, queries, graph store) apply last."""
-        name = self.profile or os.environ.get("GRASP_PROFILE", "cpu")
+        name = self.profile or env("GRASP_PROFILE", "cpu")
         variant = split_key(partition)[1] if partition else None
         found = load_variant(variant) if variant else None
         profile = get_profile(found.profile or name) if found else get_profile(name)

@@ -31,7 +31,7 @@ from grasp_assets.dead_runs import release_dead_runs
 from grasp_assets.definitions import build_definitions
 from grasp_assets.freshness import observe_feedback, observe_source, to_rebuild, wave
 from grasp_assets.partitions import DATASET, ROUND
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.run_records import failed_check
 from grasp_assets.stages import FINISH, ORDER, PLANNER, PREPARE, PROMOTION_CHECK, RELEASE, RL_ROUND, STAGE_ASSETS
 from grasp_assets.steps import MLFLOW_PARENT_TAG, REUSE_TAG
@@ -73,7 +73,7 @@ def run_pipeline(
         "graph_store": graph_store or "",
         "traversal": traversal or "",
     }
-    settings = GraspSettings(**settings_fields)
+    settings = SettingsResource(**settings_fields)
     resolved = settings.get_profile(key)  # a variant's file is read and checked here, before anything runs
     quiet_libraries()
     instance = dg.DagsterInstance.get()
@@ -356,7 +356,7 @@ def _stage_child(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent decides
     quiet_libraries()
     dataset, round_key = partition
-    resource = GraspSettings(**settings)
+    resource = SettingsResource(**settings)
     defs = build_definitions(resource.get_profile(dataset))  # code versions of this partition's profile
     graph = defs.resolve_asset_graph()
     instance, art = dg.DagsterInstance.get(), resource.artifacts(dataset)

@@ -10,7 +10,7 @@ from dagster._core.definitions.data_version import extract_data_version_from_ent
 from grasp_assets.freshness import FEEDBACK, SOURCE, feedback_fingerprint
 from grasp_assets.metadata import log_result, to_metadata
 from grasp_assets.partitions import DATASET, ROUND, dataset_of
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import PREVIOUS_ROUND_READS, ROUND_ASSETS
 from grasp_assets.versions import code_digest, code_version
 from grasp_core import manifest, reuse
@@ -34,7 +34,7 @@ REUSE_TAG = "grasp/reuse"  # run tag: "false" builds every asset even when an ar
 
 def run_step(
     context: dg.AssetExecutionContext,
-    settings: GraspSettings,
+    settings: SettingsResource,
     mlflow: MLflowTracking,
     fn: Callable[..., dict],
     *args,
@@ -336,7 +336,7 @@ def readable(context: dg.AssetExecutionContext, step: str) -> frozenset[str]:
 
 
 def profile_override(
-    settings: GraspSettings, section: str, config: dg.Config, partition: str | None = None
+    settings: SettingsResource, section: str, config: dg.Config, partition: str | None = None
 ) -> dict | None:
     """``profile_changes`` for :func:`run_step`: the run config's set fields replace that section's values of the
     partition's profile (a variant's, for a variant's partition key)."""

@@ -47,9 +47,9 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.math_threads import answer_threads
 from grasp_core.plan.trace import Trace
-from grasp_core.planner.chooser import Executed
-from grasp_core.planner.inference import PlanAttempt, check_plan
-from grasp_core.planner.kind import Planner
+from grasp_core.planner.interface import Planner
+from grasp_core.planner.lm.generate import PlanAttempt, check_plan
+from grasp_core.planner.policy.chooser import Executed
 from grasp_core.ranking import BRANCHES, Ranking, fusion
 from grasp_core.rerank.features import RerankInput
 from grasp_core.text.mfar import QUERY_MAX_TOKENS
@@ -306,7 +306,7 @@ class AnswerPath:
         self, queries: list[str], tables: list[EntityTable], text: list[Ranking], clock: _Clock
     ) -> tuple[PlanningStage, ExecutionStage]:
         """Planning and execution in one: the planner's shortlisted candidates are executed, it picks one with
-        their results (:meth:`PlanPolicy.choose <grasp_core.planner.policy.PlanPolicy.choose>`); the time spent
+        their results (:meth:`PlanPolicy.choose <grasp_core.planner.policy.model.PlanPolicy.choose>`); the time spent
         executing is charged to ``execution``, the rest to ``planning``."""
         planner = self.planner
         executing = 0.0

@@ -7,18 +7,18 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grasp_core import manifest
+from grasp_core.environment import env
 from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactError
 from grasp_core.home import grasp_home
 from grasp_core.io import is_complete
 
 
 def default_root() -> Path:
-    return Path(os.environ["GRASP_HOME"]) if os.environ.get("GRASP_HOME") else grasp_home() / "artifacts"
+    return Path(root) if (root := env("GRASP_HOME")) else grasp_home() / "artifacts"
 
 
 @dataclass(frozen=True)

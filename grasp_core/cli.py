@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.client import DEFAULT_SERVER
+from grasp_core.environment import env, named_env
 from grasp_core.errors import GraspError
 from grasp_core.names import EXTRACTORS, GRAPH_STORES, PROFILE_NAMES, TRAVERSALS
 from grasp_core.textnorm import check_unicode
@@ -111,7 +111,7 @@ def _data_import(args: argparse.Namespace) -> None:
     if args.bolt:
         from grasp_core.sources.bolt_import import import_bolt
 
-        skb = import_bolt(target, args.bolt, args.bolt_user, os.environ.get(args.bolt_password_env), args.bolt_database)
+        skb = import_bolt(target, args.bolt, args.bolt_user, named_env(args.bolt_password_env), args.bolt_database)
     elif args.nodes and args.edges:
         from grasp_core.sources.importer import import_files
 
@@ -340,7 +340,7 @@ def _bolt_server(args: argparse.Namespace) -> None:
     from grasp_core.home import grasp_home
 
     root = (args.dir or grasp_home() / "bolt-server").resolve()
-    password, shown = os.environ.get("NEO4J_PASSWORD"), "$NEO4J_PASSWORD (yours)"
+    password, shown = env("NEO4J_PASSWORD"), "$NEO4J_PASSWORD (yours)"
     if not password:  # a generated one, kept beside the database (which keeps the first password it is given)
         secret = root / "password"
         if not secret.exists():
@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         print(f"error: {one_line_error(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug, not bad input: one line, and the traceback only when asked for
-        if os.environ.get("GRASP_DEBUG"):
+        if env("GRASP_DEBUG"):
             raise
         print(f"error: {one_line_error(exc)} (unexpected; GRASP_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1

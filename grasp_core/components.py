@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first 
     from grasp_core.entities.table import EntityTable
     from grasp_core.graph.store import GraphStore
     from grasp_core.plan.execute import PlanExecutor
-    from grasp_core.planner.kind import Planner
+    from grasp_core.planner.interface import Planner
     from grasp_core.ranking import Ranking
     from grasp_core.rerank.asked_type import AskedType
     from grasp_core.rerank.documents import CandidateDocumentBuilder
@@ -213,7 +213,7 @@ class Components:
 
     def planner(self, checkpoint: Path, batch_size: int = 32) -> Planner:
         """The planner at ``checkpoint``, of the kind the profile names (``Profile.planner``)."""
-        from grasp_core.planner.kind import load_planner
+        from grasp_core.planner.interface import load_planner
 
         p = self.profile
         return load_planner(p.planner, checkpoint, self.graph.schema, self.encoder, p.inference, p.device, batch_size)

@@ -13,13 +13,13 @@ import``; its ``queries.parquet`` is optional: without one, queries are synthesi
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from grasp_core.environment import env
 from grasp_core.errors import UnknownDatasetError
 from grasp_core.home import LOCATION, grasp_home
 from grasp_core.skb.format import SKB, read_skb
@@ -33,7 +33,7 @@ USER_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 def _env_path(var: str, default: Path) -> str:
-    return os.environ.get(var, str(default))
+    return env(var, str(default)) or str(default)
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,14 @@ class DatasetConfig:
         },
     )
     paraphrase_url: str | None = field(
-        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_URL") or None,
+        default_factory=lambda: env("GRASP_PARAPHRASE_URL"),
         metadata={
             "help": "an OpenAI-compatible endpoint (…/v1) that rewords the questions synthesized for a user SKB "
             "(None: off, the template wording stays)"
         },
     )
     paraphrase_model: str = field(
-        default_factory=lambda: os.environ.get("GRASP_PARAPHRASE_MODEL", "Qwen3.6-27B"),
+        default_factory=lambda: env("GRASP_PARAPHRASE_MODEL", "Qwen3.6-27B"),
         metadata={"help": "model name served at paraphrase_url"},
     )
     user_skb_root: str = field(

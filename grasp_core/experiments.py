@@ -276,7 +276,7 @@ def _as(value: Any, t: Any) -> Any:
 def _check_choice(path: str, value: Any, file: Path) -> None:
     """The top-level settings that name a component: one of the components that exist."""
     from grasp_core.components import EXTRACTORS, RERANKER_KINDS, TEXT_RETRIEVERS
-    from grasp_core.planner.kind import PLANNER_KINDS
+    from grasp_core.planner.interface import PLANNER_KINDS
 
     choices = {
         "text_retriever": TEXT_RETRIEVERS,

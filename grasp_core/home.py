@@ -11,14 +11,15 @@ Read when used, never at import.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from grasp_core.environment import env
 
 CHECKOUT_HOME = Path(__file__).resolve().parent.parent / "dagster_home"
 
 
 def grasp_home() -> Path:
-    return Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else CHECKOUT_HOME
+    return Path(home) if (home := env("DAGSTER_HOME")) else CHECKOUT_HOME
 
 
 # A config field's metadata key for a location (where a source or a store lies, not how anything is built): such

@@ -39,16 +39,22 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         manifest.write(tmp)
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-            path.rename(old)
-        tmp.rename(path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Put the finished directory ``tmp`` at ``path``: the old copy is renamed aside first and deleted after, so a
+    crash leaves either the old or the new one in place (and :func:`remove_leftovers` the rest)."""
+    old = None
+    if path.exists():
+        old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+        path.rename(old)
+    tmp.rename(path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def remove_leftovers(path: str | os.PathLike) -> list[Path]:
@@ -161,13 +167,7 @@ def link_dir(src: str | os.PathLike, path: str | os.PathLike) -> Path:
             except OSError:  # another filesystem, or links not allowed: a copy
                 shutil.copy2(src / rel, target)
         shutil.copy2(src / MANIFEST_FILE, tmp / MANIFEST_FILE)
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-            path.rename(old)
-        tmp.rename(path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

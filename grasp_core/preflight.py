@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grasp_core.environment import named_env
 from grasp_core.errors import GraspError
 from grasp_core.llm.config import EndpointConfig
 from grasp_core.profiles import Profile
@@ -45,13 +46,12 @@ def _devices(settings: dict[str, str]) -> list[str]:
 
 def _endpoint(cfg: EndpointConfig, setting: str, env: str) -> list[str]:
     """An OpenAI-compatible endpoint answers ``GET {base_url}/models`` (vLLM and hosted APIs do)."""
-    import os
 
     import httpx
 
     if not cfg.base_url:
         return []
-    key = os.environ.get(cfg.api_key_env)
+    key = named_env(cfg.api_key_env)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = cfg.base_url.rstrip("/") + "/models"
     try:

@@ -16,38 +16,49 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grasp_core.datasets import DatasetConfig
 from grasp_core.embed.config import EncoderConfig, IndexConfig
-from grasp_core.entities.gazetteer import GazetteerConfig
-from grasp_core.entities.llm_extractor import LLMExtractorConfig
+from grasp_core.entities.config import GazetteerConfig, LLMExtractorConfig
+from grasp_core.environment import env
 from grasp_core.errors import GraspError
-from grasp_core.graph.store import GraphStoreConfig
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.llm.config import EndpointConfig
 from grasp_core.names import GRAPH_STORES, PROFILE_NAMES, TRAVERSALS
-from grasp_core.plan.execute import ExecutionConfig
-from grasp_core.planner.candidates import CandidateConfig
-from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
-from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
-from grasp_core.planner.policy_config import ChooserConfig, PolicyConfig
-from grasp_core.planner.reward import RewardConfig
-from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings, RLSettings, SFTSettings
-from grasp_core.rerank.asked_type import AskedTypeConfig
-from grasp_core.rerank.config import CausalLMScorerConfig, CrossEncoderScorerConfig, FeatureConfig
-from grasp_core.rerank.documents import DocumentConfig
-from grasp_core.rerank.inference import RerankConfig
-from grasp_core.rerank.train_config import LTRConfig, RerankerTrainConfig
+from grasp_core.plan.config import ExecutionConfig
+from grasp_core.planner.config import (
+    CandidateConfig,
+    ChooserConfig,
+    GRPOTrainingConfig,
+    InferenceConfig,
+    PlanGrammarConfig,
+    PlannerModelConfig,
+    PolicyConfig,
+    PolicyTrainingConfig,
+    RewardConfig,
+    RLSamplingConfig,
+    SFTTrainingConfig,
+    TinyModelConfig,
+)
+from grasp_core.rerank.config import (
+    AskedTypeConfig,
+    CausalLMScorerConfig,
+    CrossEncoderScorerConfig,
+    DocumentConfig,
+    FeatureConfig,
+    LTRConfig,
+    RerankConfig,
+    RerankerTrainConfig,
+)
 from grasp_core.retrain_config import FeedbackConfig, RetrainConfig
-from grasp_core.text.bm25 import BM25Config
-from grasp_core.text.config import MFARConfig, OutOfFoldConfig
+from grasp_core.text.config import BM25Config, MFARConfig, OutOfFoldConfig
 
 
 @dataclass(frozen=True)
-class EvalSettings:
+class EvalConfig:
     latency_queries: int = field(default=100, metadata={"help": "queries timed end to end for the latency table"})
 
 
@@ -74,14 +85,14 @@ class Profile:
     teacher_endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     planner: str = "lm"  # lm: a language model writes the plan (paper) | policy: selects a candidate plan (cpu)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    policy_train: PolicyTrainSettings = field(default_factory=PolicyTrainSettings)
+    policy_train: PolicyTrainingConfig = field(default_factory=PolicyTrainingConfig)
     chooser: ChooserConfig = field(default_factory=ChooserConfig)
     planner_model: PlannerModelConfig = field(default_factory=PlannerModelConfig)
-    sft: SFTSettings = field(default_factory=SFTSettings)
-    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    sft: SFTTrainingConfig = field(default_factory=SFTTrainingConfig)
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
-    rl: RLSettings = field(default_factory=RLSettings)
-    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    rl: RLSamplingConfig = field(default_factory=RLSamplingConfig)
+    grpo: GRPOTrainingConfig = field(default_factory=GRPOTrainingConfig)
     reranker_kind: str = "ltr"  # ltr (cpu: LightGBM over features) | cross-encoder | causal-lm (gpu: Qwen3-Reranker)
     ltr: LTRConfig = field(default_factory=LTRConfig)
     rerank_features: FeatureConfig = field(default_factory=FeatureConfig)
@@ -91,7 +102,7 @@ class Profile:
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
     reranker_train: RerankerTrainConfig = field(default_factory=RerankerTrainConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
-    eval: EvalSettings = field(default_factory=EvalSettings)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     retrain: RetrainConfig = field(default_factory=RetrainConfig)  # the feedback sensor and the promotion guard
 
     def replace(self, **changes) -> Profile:
@@ -101,7 +112,6 @@ class Profile:
 def _endpoints() -> dict:
     """The LLM teacher's and the LLM extractor's endpoints, from $GRASP_TEACHER_URL / $GRASP_TEACHER_MODEL and
     $GRASP_EXTRACTOR_URL / $GRASP_EXTRACTOR_MODEL (API keys from $OPENAI_API_KEY)."""
-    env = os.environ.get
     return {
         "teacher_endpoint": EndpointConfig(env("GRASP_TEACHER_URL"), env("GRASP_TEACHER_MODEL", "Qwen3.6-27B")),
         "extractor_endpoint": EndpointConfig(env("GRASP_EXTRACTOR_URL"), env("GRASP_EXTRACTOR_MODEL", "Qwen3-1.7B")),
@@ -122,7 +132,7 @@ def _cpu() -> Profile:
             tiny=TinyModelConfig(hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2, intermediate_size=384)
         ),
         # cpu: the sft, inference and planner_model values serve the tiny LM planner (planner="lm", tests)
-        sft=SFTSettings(
+        sft=SFTTrainingConfig(
             learning_rate=1e-3,  # cpu: from-scratch training (paper: 1e-4 for LoRA on a pretrained base)
             # cpu: a from-scratch model needs many more optimizer steps (paper: 3 epochs). On hpo's validation (SFT
             # alone, fused Hit@1), few large batches let the planner collapse onto one metapath, below the text branch
@@ -138,7 +148,7 @@ def _cpu() -> Profile:
         # text (the executor derives it from the query, as the teacher writes it). max_new_tokens stays at the
         # paper's 700: a plan cut there counts as invalid; the longest plan this grammar allows on synth-prime is
         # ~900 bytes (PlanGrammar.max_bytes), far fewer tokens with the schema names as single tokens
-        inference=InferenceSettings(
+        inference=InferenceConfig(
             compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)
         ),
         # cpu: the planner is the plan-selection policy on the frozen MiniLM (docs/design.md, "The cpu planner"); the
@@ -146,11 +156,11 @@ def _cpu() -> Profile:
         planner="policy",
         # cpu: executing every candidate of a training query makes the teacher step the planner's largest cost on
         # 2 cores (benchmarks/results/planner_policy_hpo.json, `seconds`): 1,000 of them (paper: all)
-        policy_train=PolicyTrainSettings(train_queries=1000),
+        policy_train=PolicyTrainingConfig(train_queries=1000),
         # cpu: the policy's RFT continues from the round's start for 10 epochs at a third of the SFT's learning rate
         # (paper: retrain from the base for the SFT's epochs); every training query takes part (paper: all)
-        rl=RLSettings(rft_from_base=False, rft_epochs=10.0, rft_learning_rate=1e-3),
-        grpo=GRPOSettings(
+        rl=RLSamplingConfig(rft_from_base=False, rft_epochs=10.0, rft_learning_rate=1e-3),
+        grpo=GRPOTrainingConfig(
             use_lora=False,  # cpu: the policy's head is small: all of it trains
             learning_rate=1e-3,  # cpu: Adam on a linear head (paper: 2e-5 for LoRA on an LLM)
             max_steps=150,  # cpu: (paper: ≤ 200)
@@ -167,7 +177,7 @@ def _cpu() -> Profile:
 
 
 def _gpu() -> Profile:
-    models = Path(os.environ.get("GRASP_MODEL_DIR", "models"))
+    models = Path(env("GRASP_MODEL_DIR", "models") or "models")
     return Profile(
         name="gpu",
         device="cuda",
@@ -216,7 +226,7 @@ def _smoke() -> Profile:
         reranker_train=dataclasses.replace(cpu.reranker_train, group_size=4, epochs=1, queries_per_batch=4),
         ltr=dataclasses.replace(cpu.ltr, max_rounds=50, early_stopping_rounds=10, min_data_in_leaf=5),
         rerank=dataclasses.replace(cpu.rerank, top_k=10, grid_w=(1.0, math.inf), grid_k=(60.0,)),
-        eval=EvalSettings(latency_queries=3),
+        eval=EvalConfig(latency_queries=3),
         retrain=RetrainConfig(retrain_after=20, guard_queries=50),  # smoke: a stream of tens of questions retrains
     )
 
@@ -275,7 +285,7 @@ def _gpu_smoke() -> Profile:
         reranker_docs=smoke.reranker_docs,
         reranker_train=smoke.reranker_train,
         rerank=smoke.rerank,
-        eval=EvalSettings(latency_queries=2),
+        eval=EvalConfig(latency_queries=2),
     )
 
 

@@ -797,7 +797,7 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
 
     from grasp_assets.cli import main
     from grasp_assets.definitions import build_definitions
-    from grasp_assets.resources import GraspSettings, MLflowTracking
+    from grasp_assets.resources import MLflowTracking, SettingsResource
     from grasp_core.text.rankings_io import read_rankings
 
     tmp, _ = trained
@@ -805,7 +805,7 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
     shutil.copytree(tmp / "artifacts", root, symlinks=True)
     for name in ("graph_store", "eval_metrics"):
         shutil.rmtree(root / DATASET / name)
-    settings = GraspSettings(profile="smoke", artifacts_root=str(root), graph_store="neo4j", traversal="store")
+    settings = SettingsResource(profile="smoke", artifacts_root=str(root), graph_store="neo4j", traversal="store")
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("dataset", [DATASET])
     mlflow_db = tmp_path / "mlflow.db"

@@ -11,7 +11,7 @@ import pytest
 
 from grasp_core.artifacts import Artifacts
 from grasp_core.io import is_complete, read_json
-from grasp_core.planner.checkpoint import planner_kind
+from grasp_core.planner.lm.checkpoint import planner_kind
 from grasp_core.profiles import get_profile
 from grasp_core.sources.synth import build_synth_skb
 from tests.tiny_models import build_gpu_stand_ins

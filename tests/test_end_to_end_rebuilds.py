@@ -114,7 +114,7 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
 
     from grasp_core.components import Components
     from grasp_core.pipeline.planner_lm import tokenizer_examples
-    from grasp_core.pipeline.policy import PolicyData
+    from grasp_core.pipeline.planner_policy import PolicyData
     from grasp_core.profiles import get_profile
 
     art = Artifacts.for_dataset(DATASET, tmp / "artifacts")
@@ -306,8 +306,8 @@ def test_the_promotion_guard_keeps_the_served_release_when_the_retrained_planner
     from grasp_core.components import Components
     from grasp_core.io import link_dir
     from grasp_core.pipeline.release import release_step
-    from grasp_core.planner.chooser import META_FILE, MODEL_FILE
-    from grasp_core.planner.policy import WEIGHTS
+    from grasp_core.planner.policy.chooser import META_FILE, MODEL_FILE
+    from grasp_core.planner.policy.model import WEIGHTS
     from grasp_core.profiles import get_profile
     from grasp_core.releases import served_record
 
@@ -420,7 +420,7 @@ def test_a_run_config_override_is_recorded_as_another_code_version(trained):
     import dagster as dg
 
     from grasp_assets.definitions import build_definitions
-    from grasp_assets.resources import GraspSettings, MLflowTracking
+    from grasp_assets.resources import MLflowTracking, SettingsResource
     from grasp_assets.versions import code_version
     from grasp_core.pipeline.step import STEPS
     from grasp_core.profiles import get_profile
@@ -434,7 +434,7 @@ def test_a_run_config_override_is_recorded_as_another_code_version(trained):
         partition_key=DATASET,
         instance=dg.DagsterInstance.get(),
         resources={
-            "settings": GraspSettings(profile="smoke", artifacts_root=str(tmp / "artifacts")),
+            "settings": SettingsResource(profile="smoke", artifacts_root=str(tmp / "artifacts")),
             "mlflow": MLflowTracking(),
         },
         run_config={"ops": {"mfar_model": {"config": {"epochs": smoke.mfar.epochs + 1}}}},

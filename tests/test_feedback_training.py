@@ -15,7 +15,7 @@ from grasp_assets.automation import feedback_growth, weekly_retraining
 from grasp_assets.definitions import defs
 from grasp_assets.freshness import observe_feedback, observe_source
 from grasp_assets.partitions import DATASET
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_core.artifacts import Artifacts
 from grasp_core.feedback import FeedbackStore, skb_keys
 from grasp_core.questions.feedback_queries import (
@@ -90,7 +90,7 @@ def shop(tmp_path, monkeypatch):
     write_skb(_shop(), tmp_path / "user_skbs" / "shop")
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(DATASET, ["shop"])
-        observe_source(instance, "shop", GraspSettings().get_profile().dataset)
+        observe_source(instance, "shop", SettingsResource().get_profile().dataset)
         assert observe_feedback(instance, "shop") == (0, 0)  # the first observation: no feedback yet
         _materialize(instance, "skb", "queries")
         yield instance, Artifacts.for_dataset("shop", tmp_path / "artifacts")
@@ -102,7 +102,7 @@ def _materialize(instance, *names):
         assets,
         instance=instance,
         partition_key="shop",
-        resources={"settings": GraspSettings(), "mlflow": MLflowTracking()},
+        resources={"settings": SettingsResource(), "mlflow": MLflowTracking()},
         selection=list(names),
     )
     assert result.success

@@ -13,7 +13,12 @@ import grasp_assets
 import grasp_core
 
 ROOT = Path(grasp_core.__file__).parent
-TRAINING = ("grasp_core.pipeline", "grasp_core.planner.sft", "grasp_core.planner.rl", "grasp_core.planner.teacher")
+TRAINING = (
+    "grasp_core.pipeline",
+    "grasp_core.planner.lm.sft",
+    "grasp_core.planner.lm.rl",
+    "grasp_core.planner.teachers.programmatic",
+)
 TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
 ORCHESTRATION = {"dagster", "dagster_docker", "grasp_assets"}
 ANSWER_PATH = ("grasp_core.retriever", "grasp_core.answer", "grasp_core.components", "grasp_core.text")
@@ -28,7 +33,7 @@ def test_importing_the_retriever_loads_no_training_module():
     assert "grasp_core.components" in loaded and "grasp_core.ranking" in loaded
     assert [m for m in loaded for t in TRAINING if m == t or m.startswith(t + ".")] == []
     # the plan grammar is loaded, but not llguidance's torch kernels (torch.compile at import): decoding loads them
-    assert "grasp_core.planner.grammar" in loaded and "llguidance.torch" not in loaded
+    assert "grasp_core.planner.lm.grammar" in loaded and "llguidance.torch" not in loaded
 
 
 def test_the_cli_help_loads_no_model_or_orchestration_library():

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import torch
 
-from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
-from grasp_core.planner.prompt import planner_system_prompt
+from grasp_core.planner.config import PlannerModelConfig, TinyModelConfig
+from grasp_core.planner.lm.base import base_model_path, build_planner_base
+from grasp_core.planner.lm.prompt import planner_system_prompt
 from grasp_core.rerank.scorers import QWEN3_PREFIX, QWEN3_SUFFIX, reranker_instruction
 from grasp_core.skb.format import SKB
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from grasp_assets.freshness import feedback_source, skb_source
 from grasp_assets.partitions import dataset_of, dataset_partitions
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import QUERIES, SKB
 from grasp_assets.steps import RETRY, run_step
 from grasp_core.pipeline.data import load_dataset, queries_step, skb_step
@@ -22,7 +22,7 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="data", retry_policy
     ],
     **COMMON,
 )
-def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking) -> dg.MaterializeResult:
+def skb(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking) -> dg.MaterializeResult:
     """The dataset's graph (schema.json, nodes.parquet, edges.parquet) in the on-disk SKB format."""
     art = settings.artifacts(dataset_of(context))
 
@@ -58,7 +58,9 @@ def skb(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLfl
     ],
     **COMMON,
 )
-def queries(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking) -> dg.MaterializeResult:
+def queries(
+    context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking
+) -> dg.MaterializeResult:
     """The dataset's queries (qid, split, query, answer_ids) with train/val/test splits, and the questions confirmed
     in use: `train`, and the held-out `feedback` split."""
     art = settings.artifacts(dataset_of(context))

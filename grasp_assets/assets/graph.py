@@ -3,7 +3,7 @@
 import dagster as dg
 
 from grasp_assets.partitions import dataset_partitions
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
 from grasp_assets.steps import HEAVY, RETRY, run_step
 from grasp_core.pipeline import graph as steps
@@ -12,13 +12,13 @@ COMMON = dict(partitions_def=dataset_partitions, group_name="graph_branch", retr
 
 
 @dg.asset(deps=[SKB], pool="heavy", op_tags=HEAVY, **COMMON)
-def node_embeddings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def node_embeddings(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """Name and document vectors of every node (float16, keyed by encoder identity and text hashes; resumable)."""
     return run_step(context, settings, mlflow, steps.node_embeddings_step)
 
 
 @dg.asset(deps=[node_embeddings], **COMMON)
-def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def vector_indexes(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """Per node type, an exact inner-product faiss index over names and one over documents."""
     return run_step(context, settings, mlflow, steps.vector_indexes_step)
 
@@ -30,7 +30,7 @@ def vector_indexes(context: dg.AssetExecutionContext, settings: GraspSettings, m
     ],
     **COMMON,
 )
-def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def graph_store(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """The SKB loaded into the graph store (embedded LadybugDB by default, Neo4j by configuration)."""
 
     def checks(result: dict) -> list[dg.AssetCheckResult]:
@@ -55,6 +55,6 @@ def graph_store(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
 
 
 @dg.asset(deps=[QUERIES, vector_indexes], **COMMON)
-def entity_tables(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def entity_tables(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """Every query's entity table (gazetteer extraction + linking), with gold-path anchor coverage."""
     return run_step(context, settings, mlflow, steps.entity_tables_step)

@@ -10,7 +10,7 @@ is missing or failed its gate) rather than drawn as an edge; the blocking check 
 import dagster as dg
 
 from grasp_assets.partitions import dataset_of, dataset_partitions, dataset_round_partitions, round_of
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import (
     ENTITY_TABLES,
     GATE_CHECK,
@@ -47,13 +47,13 @@ class GRPORunConfig(dg.Config):
 
 
 @dg.asset(deps=[ENTITY_TABLES, GRAPH_STORE, VECTOR_INDEXES, QUERIES], **DATASET)
-def teacher_plans(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def teacher_plans(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """The offline programmatic teacher's best executed metapath plan per query (share valid / gold first)."""
     return run_step(context, settings, mlflow, steps.teacher_plans_step)
 
 
 @dg.asset(deps=[teacher_plans, ENTITY_TABLES], **DATASET)
-def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def planner_base(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """The planner's base: a pointer to a local pretrained LLM, the tiny Qwen3 + tokenizer built offline, or (the
     plan-selection policy) the frozen encoder it scores with."""
     return run_step(context, settings, mlflow, steps.planner_base_step)
@@ -66,7 +66,7 @@ def planner_base(context: dg.AssetExecutionContext, settings: GraspSettings, mlf
     **DATASET,
 )
 def sft_adapter(
-    context: dg.AssetExecutionContext, config: SFTRunConfig, settings: GraspSettings, mlflow: MLflowTracking
+    context: dg.AssetExecutionContext, config: SFTRunConfig, settings: SettingsResource, mlflow: MLflowTracking
 ):
     """The SFT warm start on teacher plans (LoRA on a pretrained base; all weights for the tiny base; the
     plan-selection policy's head on the teacher's choices and the executed candidates' rewards)."""
@@ -81,13 +81,13 @@ def sft_adapter(
 
 
 @dg.asset(deps=[sft_adapter, TEXT_RANKINGS, GRAPH_STORE], **DATASET)
-def reward_table(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def reward_table(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """U(gold-rank bucket, candidate-count bucket) from validation queries, with shrinkage."""
     return run_step(context, settings, mlflow, steps.reward_table_step)
 
 
 @dg.asset(deps=[reward_table, sft_adapter], pool="heavy", op_tags=HEAVY, **ROUND)
-def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def rft_samples(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """8 plans per training query sampled at T=1.0 from the round's starting planner, with their rewards."""
     r = round_of(context)
     return run_step(context, settings, mlflow, steps.rft_samples_step, r, round_key=r)
@@ -107,7 +107,9 @@ def rft_samples(context: dg.AssetExecutionContext, settings: GraspSettings, mlfl
     ],
     **ROUND,
 )
-def planner(context: dg.AssetExecutionContext, config: GRPORunConfig, settings: GraspSettings, mlflow: MLflowTracking):
+def planner(
+    context: dg.AssetExecutionContext, config: GRPORunConfig, settings: SettingsResource, mlflow: MLflowTracking
+):
     """RFT from the base + GRPO; the checkpoint with the best validation fused Hit@1 (gated)."""
     r = round_of(context)
 

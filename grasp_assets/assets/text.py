@@ -3,7 +3,7 @@
 import dagster as dg
 
 from grasp_assets.partitions import dataset_of, dataset_partitions
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import QUERIES, VECTOR_INDEXES
 from grasp_assets.steps import HEAVY, RETRY, profile_override, run_step
 from grasp_core.pipeline import text as steps
@@ -17,14 +17,14 @@ class MFARRunConfig(dg.Config):
 
 
 @dg.asset(deps=[VECTOR_INDEXES], **COMMON)
-def text_index(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def text_index(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """BM25 over node documents and mFAR's per-field lexical and dense indexes."""
     return run_step(context, settings, mlflow, steps.text_index_step)
 
 
 @dg.asset(deps=[text_index, QUERIES], pool="heavy", op_tags=HEAVY, **COMMON)
 def mfar_model(
-    context: dg.AssetExecutionContext, config: MFARRunConfig, settings: GraspSettings, mlflow: MLflowTracking
+    context: dg.AssetExecutionContext, config: MFARRunConfig, settings: SettingsResource, mlflow: MLflowTracking
 ):
     """mFAR's query-conditioned field weights, trained contrastively on train, selected on val."""
     return run_step(
@@ -38,6 +38,6 @@ def mfar_model(
 
 
 @dg.asset(deps=[mfar_model, text_index, QUERIES], **COMMON)
-def text_rankings(context: dg.AssetExecutionContext, settings: GraspSettings, mlflow: MLflowTracking):
+def text_rankings(context: dg.AssetExecutionContext, settings: SettingsResource, mlflow: MLflowTracking):
     """Top 100 of every query (BM25, dense, mFAR) with val/test metrics."""
     return run_step(context, settings, mlflow, steps.text_rankings_step)

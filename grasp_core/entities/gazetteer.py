@@ -43,13 +43,14 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from grasp_core.entities.linking import LinkingConfig, Mention, NameHits, link_many
+from grasp_core.entities.config import GazetteerConfig
+from grasp_core.entities.linking import Mention, NameHits, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
 from grasp_core.textnorm import normalize, tokenize, tokens
@@ -82,31 +83,6 @@ ATTRIBUTE_PATTERN = re.compile(
     rf"\b{_COMPARATOR}\s+{_NUMBER}(?:\s*{_UNIT}\b)?|\${_NUMBER}(?:\s*{_UNIT}\b)?|\b{_NUMBER}\s*{_UNIT}\b",
     re.IGNORECASE,
 )
-
-
-@dataclass(frozen=True)
-class GazetteerConfig:
-    max_ngram: int = field(default=6, metadata={"help": "Longest n-gram (tokens) looked up in the gazetteer."})
-    min_chars: int = field(default=3, metadata={"help": "One-token names shorter than this are not matched."})
-    max_types: int = field(default=2, metadata={"help": "Types assigned to a mention, from its matched nodes."})
-    nested: bool = field(default=True, metadata={"help": "Keep matches nested in longer ones (with a parent)."})
-    fuzzy: bool = field(default=True, metadata={"help": "Embed unmatched multi-word spans and search the name index."})
-    fuzzy_min_tokens: int = field(default=2, metadata={"help": "Shortest span (tokens) tried by fuzzy matching."})
-    fuzzy_min_cosine: float = field(default=0.85, metadata={"help": "Cosine a fuzzy span needs with its best node."})
-    descriptive: bool = field(
-        default=True,
-        metadata={"help": "Also embed descriptive spans (stopwords inside: 'ringing in the ears') and link them."},
-    )
-    descriptive_max_tokens: int = field(default=10, metadata={"help": "Longest descriptive span (tokens)."})
-    descriptive_min_cosine: float = field(
-        default=0.7,
-        metadata={"help": "Cosine a descriptive span needs with its best node (a weak link keeps its similarity)."},
-    )
-    target_window: int = field(
-        default=3, metadata={"help": "A type word at most this many tokens after a request cue is a target."}
-    )
-    batch_size: int = field(default=1024, metadata={"help": "Queries per encoder/linking batch."})
-    linking: LinkingConfig = field(default_factory=LinkingConfig, metadata={"help": "Entity-linking settings."})
 
 
 def _is_symbol(alias: str) -> bool:

@@ -22,10 +22,11 @@ Decisions the paper leaves open:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from grasp_core.entities.config import LinkingConfig
 from grasp_core.entities.table import EntityRow, EntityTable, Link, Role
 from grasp_core.skb.format import SKB
 
@@ -40,22 +41,6 @@ class Mention:
     role: Role
     parent: int | None = None
     exact: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class LinkingConfig:
-    top_k: int = field(default=3, metadata={"help": "Nodes kept per node type for each mention (paper: 3)."})
-    near_exact: float = field(
-        default=0.99, metadata={"help": "A non-predicted type is added when its best cosine reaches this."}
-    )
-    extra_type_margin: float = field(
-        default=0.02,
-        metadata={"help": "... or when its best cosine beats the predicted types' best by at least this much."},
-    )
-    name_max_tokens: int = field(default=64, metadata={"help": "Token limit when embedding a mention (names)."})
-    max_exact: int = field(
-        default=10, metadata={"help": "Exact (name or alias) matches kept per type, before the dense ones."}
-    )
 
 
 class NameHits:

@@ -23,11 +23,11 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from importlib.resources import files
 from string import Template
 from typing import NamedTuple, cast
 
+from grasp_core.entities.config import LLMExtractorConfig
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention, link_many
 from grasp_core.entities.table import EntityTable, Role
@@ -42,16 +42,6 @@ ROLES = ("anchor", "target", "attribute")
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _DECODER = json.JSONDecoder()
-
-
-@dataclass(frozen=True)
-class LLMExtractorConfig:
-    num_demos: int = field(default=4, metadata={"help": "Demonstrations in the prompt (paper: 4)."})
-    max_types: int = field(default=2, metadata={"help": "Types kept per mention (paper: one or two)."})
-    example_names: int = field(default=3, metadata={"help": "Example node names per type listed in the rules."})
-    rules: tuple[str, ...] = field(default=(), metadata={"help": "Extra SKB-specific rules for the prompt."})
-    batch_size: int = field(default=64, metadata={"help": "Queries per generate() call."})
-    max_new_tokens: int = field(default=512, metadata={"help": "Longest answer (the JSON list of mentions)."})
 
 
 class Extraction(NamedTuple):

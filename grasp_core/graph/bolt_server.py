@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grasp_core.environment import env
 from grasp_core.errors import GraphStoreError
 from grasp_core.redact import redact
 
@@ -82,10 +83,10 @@ class BoltServer:
 
 def server_from_env() -> BoltServer | None:
     """The server named by ``NEO4J_URI`` (``NEO4J_USER``, default neo4j; ``NEO4J_PASSWORD``), e.g. a real Neo4j 5."""
-    uri = os.environ.get("NEO4J_URI")
+    uri = env("NEO4J_URI")
     if not uri:
         return None
-    return BoltServer(uri, os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD", ""), DATABASE)
+    return BoltServer(uri, env("NEO4J_USER", "neo4j"), env("NEO4J_PASSWORD", ""), DATABASE)
 
 
 def free_port() -> int:
@@ -121,14 +122,20 @@ def start_bolt_server(
     port, http_port = port or free_port(), http_port or free_port()
     password = password or secrets.token_urlsafe(18)
     package_root = str(Path(__file__).resolve().parents[2])  # the child imports this very grasp_core
-    env = dict(os.environ, **{PASSWORD_ENV: password})
-    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    child_env = dict(os.environ, **{PASSWORD_ENV: password})  # the child's environment: ours, plus the password
+    child_env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
     cmd = [sys.executable, "-m", "grasp_core.graph.bolt_server", "--child", str(root)]
     cmd += ["--port", str(port), "--http-port", str(http_port), "--heap", heap]
     cmd += ["--import-skb", str(Path(import_skb).resolve())] if import_skb is not None else []
     with open(root / LOG_FILE, "ab") as log:
         process = subprocess.Popen(
-            cmd, cwd=root, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=root,
+            env=child_env,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     server = BoltServer(f"bolt://127.0.0.1:{port}", USER, password, DATABASE, process.pid, root, process)
     try:
@@ -179,7 +186,7 @@ def _child(root: Path, port: int, http_port: int, heap: str, import_skb: Path | 
     from arcadedb_embedded.server import ArcadeDBServer
 
     config = {"host": "127.0.0.1", "server_plugins": PLUGIN, "bolt_port": port, "http_port": http_port}
-    server = ArcadeDBServer(str(root / "databases"), os.environ[PASSWORD_ENV], config, jvm_kwargs={"heap_size": heap})
+    server = ArcadeDBServer(str(root / "databases"), env(PASSWORD_ENV) or "", config, jvm_kwargs={"heap_size": heap})
     status = 1
     try:
         server.start()

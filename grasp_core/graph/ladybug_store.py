@@ -35,14 +35,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from grasp_core.errors import GraphStoreError
-from grasp_core.graph.store import (
-    Dialect,
-    GraphStoreConfig,
-    edge_groups,
-    quote,
-    relation_pairs,
-    table_names,
-)
+from grasp_core.graph.config import GraphStoreConfig
+from grasp_core.graph.store import Dialect, edge_groups, quote, relation_pairs, table_names
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema

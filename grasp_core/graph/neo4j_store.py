@@ -19,7 +19,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from grasp_core.errors import GraphStoreError
-from grasp_core.graph.store import Dialect, GraphStoreConfig, edge_groups, quote, table_names
+from grasp_core.graph.config import GraphStoreConfig
+from grasp_core.graph.store import Dialect, edge_groups, quote, table_names
 from grasp_core.redact import redact
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Schema

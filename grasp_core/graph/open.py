@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grasp_core.graph.store import GraphStore, GraphStoreConfig
+from grasp_core.graph.config import GraphStoreConfig
+from grasp_core.graph.store import GraphStore
 
 
 def open_graph_store(cfg: GraphStoreConfig, path: str | Path | None = None) -> GraphStore:

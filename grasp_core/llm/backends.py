@@ -10,7 +10,6 @@ A leading ``<think>…</think>`` block is removed from every completion.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ import httpx
 import torch
 from tqdm.auto import tqdm
 
+from grasp_core.environment import named_env
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
 from grasp_core.llm.chat import Message, render_prompt
 from grasp_core.llm.config import EndpointConfig
@@ -214,7 +214,7 @@ class OpenAICompatibleLLM:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model, self.retries, self.backoff_s, self.concurrency = model, retries, backoff_s, concurrency
         self.enable_thinking = enable_thinking
-        key = os.environ.get(api_key_env)
+        key = named_env(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.client = httpx.Client(timeout=timeout_s, headers=headers)
 

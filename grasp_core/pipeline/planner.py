@@ -1,7 +1,7 @@
 """Pipeline steps of the planner: teacher plans, the base model, SFT, the reward table, and RL rounds.
 
 The planner kind (``Profile.planner``) is chosen here, once (:func:`planner_kind`): each kind implements
-:class:`PlannerKind` (``lm``: :mod:`grasp_core.pipeline.planner_lm`, ``policy``: :mod:`grasp_core.pipeline.policy`),
+:class:`PlannerKind` (``lm``: :mod:`grasp_core.pipeline.planner_lm`, ``policy``: :mod:`grasp_core.pipeline.planner_policy`),
 and the steps of the ``planner_base``, ``sft_adapter``, ``rft_samples`` and ``planner`` assets call it. What both
 kinds read is in :mod:`grasp_core.pipeline.planner_inputs`.
 """
@@ -20,13 +20,13 @@ from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
 from grasp_core.pipeline.planner_inputs import evaluate_planner, planner_env, val_qids
 from grasp_core.pipeline.planner_lm import LMKind
-from grasp_core.pipeline.policy import PolicyKind, executed_frame
+from grasp_core.pipeline.planner_policy import PolicyKind, executed_frame
 from grasp_core.pipeline.step import step
 from grasp_core.planner.candidates import json_text
-from grasp_core.planner.kind import Planner, check_kind
+from grasp_core.planner.interface import Planner, check_kind
+from grasp_core.planner.lm.sft import shuffled_train_order
 from grasp_core.planner.reward import RewardTable
-from grasp_core.planner.sft import shuffled_train_order
-from grasp_core.planner.teacher import ProgrammaticTeacher, TeacherPlan
+from grasp_core.planner.teachers.programmatic import ProgrammaticTeacher, TeacherPlan
 
 
 class PlannerKind(Protocol):
@@ -58,7 +58,7 @@ def make_teacher(components: Components):
     endpoint = components.profile.teacher_endpoint
     if endpoint.base_url:
         from grasp_core.llm.backends import OpenAICompatibleLLM
-        from grasp_core.planner.llm_teacher import LLMTeacher
+        from grasp_core.planner.teachers.llm import LLMTeacher
 
         llm = OpenAICompatibleLLM.from_config(endpoint, "teacher_endpoint")
         return LLMTeacher(

@@ -18,7 +18,7 @@ from grasp_core.components import Components
 from grasp_core.errors import GraspError
 from grasp_core.io import read_json
 from grasp_core.metrics import evaluate
-from grasp_core.planner.kind import Planner
+from grasp_core.planner.interface import Planner
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.rounds import Gate, previous_round
 from grasp_core.planner.scoring import PlannerEnv

@@ -1,5 +1,5 @@
 """The ``lm`` planner kind's training steps (the paper's): a base model, SFT on teacher plans, RL rounds of sampled
-plans, RFT and GRPO (TRL). The ``planner`` artifacts hold LM checkpoints (:mod:`grasp_core.planner.checkpoint`)."""
+plans, RFT and GRPO (TRL). The ``planner`` artifacts hold LM checkpoints (:mod:`grasp_core.planner.lm.checkpoint`)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from grasp_core.pipeline.planner_inputs import (
 )
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.rft_samples import write_rft_samples
-from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.kind import LMPlanner
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
-from grasp_core.planner.rl import (
+from grasp_core.planner.interface import LMPlanner
+from grasp_core.planner.lm.base import base_model_path, build_planner_base
+from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.lm.rl import (
     best_positive_samples,
     informative_queries,
     rft_examples,
@@ -39,8 +39,8 @@ from grasp_core.planner.rl import (
     sample_and_score,
     train_grpo,
 )
+from grasp_core.planner.lm.sft import select_sft_examples, train_sft
 from grasp_core.planner.rounds import Gate
-from grasp_core.planner.sft import select_sft_examples, train_sft
 
 
 def prompt_builder(components: Components, tokenizer):

@@ -19,11 +19,11 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.plan.relevance import relevance_text
+from grasp_core.planner.config import CandidateConfig
 from grasp_core.planner.metapaths import Metapath, metapaths
 from grasp_core.skb.schema import Schema
 
@@ -37,22 +37,6 @@ __all__ = [
     "zero_hop_plan",
     "json_text",
 ]
-
-
-@dataclass(frozen=True)
-class CandidateConfig:
-    max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
-    paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
-    max_candidates: int = field(default=40, metadata={"help": "single-anchor plans kept per target type"})
-    pair_anchors: int = field(
-        default=4, metadata={"help": "rows whose one-hop plans are combined into intersections (pairs and larger)"}
-    )
-    max_intersection: int = field(
-        default=4, metadata={"help": "most one-hop plans one intersection joins ('several findings: which disease?')"}
-    )
-    min_link_score: float = field(
-        default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
-    )
 
 
 def _chain(var: str, path: Metapath, next_index: int) -> list[dict]:

@@ -17,27 +17,17 @@ A cell (and a whole row) no validation query reached falls back to the rank prio
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from grasp_core.planner.config import RewardConfig
 from grasp_core.ranking import Ranking, fusion
 
 RANK_EDGES = (1, 3, 10, 20, 50, 100)  # upper bounds of the rank buckets; beyond: absent
 COUNT_EDGES = (0, 1, 5, 20, 100, 1000)  # upper bounds of the candidate-count buckets; beyond: last
 RANK_LABELS = ("1", "2-3", "4-10", "11-20", "21-50", "51-100", "absent")
 COUNT_LABELS = ("0", "1", "2-5", "6-20", "21-100", "101-1000", ">1000")
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    invalid_penalty: float = field(default=-0.1, metadata={"help": "reward of an invalid or unparseable plan"})
-    shrink_n: int = field(
-        default=50, metadata={"help": "cells with fewer validation queries are shrunk toward their row"}
-    )
-    rrf_k: float = field(default=60.0, metadata={"help": "RRF k of the fusion, fixed during RL"})
-    w_text: float = field(default=1.0, metadata={"help": "RRF weight of the text ranking"})
-    w_graph: float = field(default=1.0, metadata={"help": "RRF weight of the graph ranking"})
 
 
 def rank_bucket(rank: int | None) -> int:

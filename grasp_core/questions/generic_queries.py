@@ -33,19 +33,19 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from grasp_core.errors import GraspError
+from grasp_core.questions.config import GenericConfig, QueryGenConfig
 from grasp_core.questions.kb_graph import Graph
 from grasp_core.questions.properties import NON_PROPERTY_FIELDS, TERM_FIELDS, PropertyRules
 from grasp_core.questions.querygen import (
     Aliases,
     Grounding,
-    QueryGenConfig,
     SynthQuery,
     Template,
     anchor_text,
@@ -61,19 +61,6 @@ from grasp_core.skb.schema import Schema
 KINDS = ("1-hop", "2-hop", "3-hop", "intersection")
 _TERM_SPLIT = re.compile(r"\s*[;|]\s*")
 _IDENTIFIER_MARKS = re.compile(r"[0-9:/._#@-]")
-
-
-@dataclass(frozen=True)
-class GenericConfig:
-    max_hops: int = field(default=3, metadata={"help": "longest metapath, in hops"})
-    kind_weights: tuple[float, float, float, float] = field(
-        default=(0.35, 0.25, 0.1, 0.3),
-        metadata={"help": "how often a 1-hop, 2-hop, 3-hop and intersection template is drawn"},
-    )
-    min_queries: int = field(default=30, metadata={"help": "fail when the SKB yields fewer distinct queries"})
-    stale_attempts: int = field(
-        default=5000, metadata={"help": "stop after this many groundings in a row gave no new query"}
-    )
 
 
 def metapaths(schema: Schema, max_hops: int = 3) -> list[tuple[str, ...]]:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 
-import numpy as np
 import pandas as pd
 
+from grasp_core.questions.querygen import training_frame
 from grasp_core.skb.format import SKB
 from grasp_core.textnorm import normalize
 
@@ -168,13 +168,4 @@ def intent_queries(skb: SKB, n: int, seed: int, first_qid: int, val_share: float
     for row in rows:
         unique.setdefault(normalize(row[0]), row)
     rows = list(unique.values())
-    n_val = round(len(rows) * val_share)
-    return pd.DataFrame(
-        {
-            "qid": np.arange(first_qid, first_qid + len(rows), dtype=np.int64),
-            "split": ["val"] * n_val + ["train"] * (len(rows) - n_val),
-            "query": [t for t, _, _ in rows],
-            "answer_ids": [g for _, g, _ in rows],
-            "template": [t for _, _, t in rows],
-        }
-    )
+    return training_frame(rows, first_qid, val_share)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -49,31 +49,11 @@ import pandas as pd
 from grasp_core.errors import GraspError
 from grasp_core.io import read_package_json
 from grasp_core.questions import hpo_questions as HQ
+from grasp_core.questions.config import QueryGenConfig
 from grasp_core.questions.kb_graph import Graph
 from grasp_core.questions.properties import ADJECTIVE_ENDINGS, NAME_PROPERTY_TYPES, Property, PropertyRules, tokens
 from grasp_core.questions.synonyms import swap_synonym
 from grasp_core.skb.format import SKB, validate
-
-
-@dataclass(frozen=True)
-class QueryGenConfig:
-    max_answers: int = field(default=20, metadata={"help": "keep queries with 1..max_answers gold answers"})
-    max_anchor_degree: int = field(
-        default=1000, metadata={"help": "drop groundings whose every anchor has more neighbours on its first hop"}
-    )
-    max_frontier: int = field(default=5000, metadata={"help": "drop groundings whose walk reaches more nodes"})
-    property_tries: int = field(default=4, metadata={"help": "properties tried per grounding"})
-    tries_per_template: int = field(
-        default=20, metadata={"help": "groundings of a drawn template before another template is drawn"}
-    )
-    max_attempts_per_query: int = field(default=60, metadata={"help": "groundings tried per requested query"})
-    no_property_prob: float = field(
-        default=0.3, metadata={"help": "ask without a property when the relation alone gives 1..max_answers"}
-    )
-    alias_prob: float = field(default=0.25, metadata={"help": "name an anchor by an alias/synonym when it has one"})
-    paraphrase_prob: float = field(default=0.25, metadata={"help": "lightly paraphrase an anchor name"})
-    typed_anchor_prob: float = field(default=0.4, metadata={"help": "say the anchor's type before its name"})
-    distractor_prob: float = field(default=0.3, metadata={"help": "prefix a distractor context sentence"})
 
 
 @dataclass(frozen=True)
@@ -333,6 +313,21 @@ def queries_frame(
     for name, values in (extra or {}).items():
         frame[name] = [values[i] for i in order]
     return frame
+
+
+def training_frame(rows: Sequence[tuple[str, list[int], str]], first_qid: int, val_share: float) -> pd.DataFrame:
+    """The queries table of extra training questions ``(text, gold, template)``: qids from ``first_qid``, the first
+    ``round(n × val_share)`` in ``val``, the rest in ``train``."""
+    n_val = round(len(rows) * val_share)
+    return pd.DataFrame(
+        {
+            "qid": np.arange(first_qid, first_qid + len(rows), dtype=np.int64),
+            "split": ["val"] * n_val + ["train"] * (len(rows) - n_val),
+            "query": [t for t, _, _ in rows],
+            "answer_ids": [g for _, g, _ in rows],
+            "template": [t for _, _, t in rows],
+        }
+    )
 
 
 def with_queries(skb: SKB, queries: pd.DataFrame) -> SKB:

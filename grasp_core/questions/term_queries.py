@@ -15,9 +15,9 @@ import random
 import re
 from collections import defaultdict
 
-import numpy as np
 import pandas as pd
 
+from grasp_core.questions.querygen import training_frame
 from grasp_core.skb.format import SKB
 from grasp_core.textnorm import normalize
 
@@ -77,13 +77,4 @@ def term_queries(skb: SKB, n: int, seed: int, first_qid: int, val_share: float =
         seen.add(text)
         gold = sorted(named.get((types[node], normalize(description)), set()) | {node})
         rows.append((text, gold, f"term>{types[node]}"))
-    n_val = round(len(rows) * val_share)
-    return pd.DataFrame(
-        {
-            "qid": np.arange(first_qid, first_qid + len(rows), dtype=np.int64),
-            "split": ["val"] * n_val + ["train"] * (len(rows) - n_val),
-            "query": [t for t, _, _ in rows],
-            "answer_ids": [g for _, g, _ in rows],
-            "template": [t for _, _, t in rows],
-        }
-    )
+    return training_frame(rows, first_qid, val_share)

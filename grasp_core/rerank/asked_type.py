@@ -36,29 +36,10 @@ import numpy as np
 
 from grasp_core.entities.gazetteer import REQUEST_CUES, STOPWORDS
 from grasp_core.io import read_json, write_json
+from grasp_core.rerank.config import AskedTypeConfig
 from grasp_core.textnorm import tokenize
 
 FILE = "asked_type.json"
-
-
-@dataclass(frozen=True)
-class AskedTypeConfig:
-    c: float = field(default=3.0, metadata={"help": "inverse L2 regularization strength of the logistic regression"})
-    max_iter: int = field(default=1000, metadata={"help": "solver iterations (lbfgs)"})
-    cue_window: int = field(
-        default=1,
-        metadata={"help": "request words: this many content words at the question's start and after each cue"},
-    )
-    cue_min_count: int = field(
-        default=10, metadata={"help": "a request word is a feature when at least this many training queries have it"}
-    )
-    name_window: int = field(
-        default=3,
-        metadata={"help": "request words (per cue) whose types among the node names are a feature (0: none)"},
-    )
-    name_min_count: int = field(
-        default=3, metadata={"help": "a word's types among the names count from this many names holding it"}
-    )
 
 
 def request_words(text: str, window: int) -> set[str]:

@@ -26,28 +26,15 @@ trimming further if tokenization across joins differs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from grasp_core.errors import GraspError
+from grasp_core.rerank.config import DocumentConfig
 from grasp_core.skb.format import SKB
 
 NEIGHBOUR_SEP = "; "
-
-
-@dataclass(frozen=True)
-class DocumentConfig:
-    max_field_tokens: int = field(default=512, metadata={"help": "Cap on each text field of a document (tokens)."})
-    max_input_tokens: int = field(
-        default=2048,
-        metadata={
-            "help": "Cap on the whole reranker input: instruction + query + document (tokens). The MiniLM "
-            "cross-encoder of the cpu profile reads at most 512."
-        },
-    )
-    max_neighbours: int = field(default=10, metadata={"help": "Neighbours listed per relation line."})
-    query_max_tokens: int = field(default=512, metadata={"help": "Truncation of the query when it is embedded."})
 
 
 @dataclass

@@ -16,27 +16,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from grasp_core.ranking import Ranking, rrf
+from grasp_core.rerank.config import RerankConfig
 from grasp_core.rerank.documents import CandidateDocumentBuilder
 from grasp_core.truncation import Cut, reranker_cut
-
-
-@dataclass(frozen=True)
-class RerankConfig:
-    top_k: int = field(default=50, metadata={"help": "K: fused candidates the reranker scores."})
-    w: float = field(default=1.0, metadata={"help": "RRF weight of the reranker list (the fused list has weight 1)."})
-    k: float = field(default=60.0, metadata={"help": "RRF rank offset."})
-    grid_w: tuple[float, ...] = field(
-        default=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, math.inf),
-        metadata={"help": "Validation grid for w (inf = the reranker's order alone)."},
-    )
-    grid_k: tuple[float, ...] = field(default=(1.0, 5.0, 10.0, 30.0, 60.0), metadata={"help": "Validation grid for k."})
 
 
 class Reranked(NamedTuple):

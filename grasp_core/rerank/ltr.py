@@ -18,7 +18,7 @@ import lightgbm as lgb
 import numpy as np
 
 from grasp_core.errors import GraspError
-from grasp_core.rerank.train_config import LTRConfig
+from grasp_core.rerank.config import LTRConfig
 
 
 class TrainedRanker(NamedTuple):

@@ -42,9 +42,9 @@ from transformers import get_cosine_schedule_with_warmup
 
 from grasp_core.errors import CorruptArtifactError, GraspError
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
+from grasp_core.rerank.config import RerankerTrainConfig
 from grasp_core.rerank.documents import CandidateDocumentBuilder
 from grasp_core.rerank.scorers import Group
-from grasp_core.rerank.train_config import RerankerTrainConfig
 from grasp_core.rerank.weights import WEIGHTS, load_weights
 
 OPTIMIZER, STATE = "optimizer.pt", "state.json"

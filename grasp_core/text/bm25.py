@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import bm25s
@@ -30,31 +30,10 @@ from grasp_core.errors import CorruptArtifactError, MissingArtifactError
 from grasp_core.io import atomic_dir, is_complete, read_json, write_json
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
+from grasp_core.text.config import BM25Config
 from grasp_core.text.fields import relation_texts
 
 _CSR_PARTS = ("data", "indices", "indptr", "shape")  # the weight matrix on disk: weights.<part>.npy
-
-
-@dataclass(frozen=True)
-class BM25Config:
-    method: str = field(
-        default="lucene", metadata={"help": "bm25s term-frequency variant: robertson, lucene, atire, bm25l, bm25+."}
-    )
-    idf_method: str | None = field(default=None, metadata={"help": "bm25s idf variant; None = same as method."})
-    k1: float = field(default=1.5, metadata={"help": "BM25 term-frequency saturation."})
-    b: float = field(default=0.75, metadata={"help": "BM25 document-length normalization."})
-    delta: float = field(default=0.5, metadata={"help": "Lower bound of BM25L/BM25+ (ignored by other variants)."})
-    stemmer: str | None = field(default="english", metadata={"help": "PyStemmer algorithm, or None for no stemming."})
-    stopwords: str | None = field(
-        default="en", metadata={"help": "bm25s stopword list ('en'), or None to keep every token."}
-    )
-    include_relations: bool = field(
-        default=False,
-        metadata={
-            "help": "Append one line per relation listing neighbour names to each document (BM25Retriever only)."
-        },
-    )
-    max_neighbours: int = field(default=32, metadata={"help": "Neighbours per relation line, highest degree first."})
 
 
 def tokenize(texts: Sequence[str], cfg: BM25Config = BM25Config()) -> list[list[str]]:

@@ -1,12 +1,33 @@
-"""The trained text branch's settings: mFAR and its out-of-fold models (kept apart from the model code, so
+"""The text branch's settings: BM25, mFAR and its out-of-fold models (kept apart from the model code, so
 reading a profile imports no torch)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grasp_core.text.bm25 import BM25Config
 from grasp_core.text.fields import DOC, NAME
+
+
+@dataclass(frozen=True)
+class BM25Config:
+    method: str = field(
+        default="lucene", metadata={"help": "bm25s term-frequency variant: robertson, lucene, atire, bm25l, bm25+."}
+    )
+    idf_method: str | None = field(default=None, metadata={"help": "bm25s idf variant; None = same as method."})
+    k1: float = field(default=1.5, metadata={"help": "BM25 term-frequency saturation."})
+    b: float = field(default=0.75, metadata={"help": "BM25 document-length normalization."})
+    delta: float = field(default=0.5, metadata={"help": "Lower bound of BM25L/BM25+ (ignored by other variants)."})
+    stemmer: str | None = field(default="english", metadata={"help": "PyStemmer algorithm, or None for no stemming."})
+    stopwords: str | None = field(
+        default="en", metadata={"help": "bm25s stopword list ('en'), or None to keep every token."}
+    )
+    include_relations: bool = field(
+        default=False,
+        metadata={
+            "help": "Append one line per relation listing neighbour names to each document (BM25Retriever only)."
+        },
+    )
+    max_neighbours: int = field(default=32, metadata={"help": "Neighbours per relation line, highest degree first."})
 
 
 @dataclass(frozen=True)

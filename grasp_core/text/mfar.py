@@ -59,8 +59,8 @@ from grasp_core.errors import CorruptArtifactError, GraspError, MissingArtifactE
 from grasp_core.io import atomic_dir, atomic_file, is_complete, read_json, write_json
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
-from grasp_core.text.bm25 import BM25Config, LexicalIndex, tokenize
-from grasp_core.text.config import MFARConfig
+from grasp_core.text.bm25 import LexicalIndex, tokenize
+from grasp_core.text.config import BM25Config, MFARConfig
 from grasp_core.text.fields import DOC, NAME, field_texts
 
 QUERY_MAX_TOKENS = 512

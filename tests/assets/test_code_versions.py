@@ -10,7 +10,7 @@ from dagster._core.definitions.data_version import StaleStatus
 
 from grasp_assets.definitions import build_definitions
 from grasp_assets.freshness import stale_resolver
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
 from grasp_assets.versions import code_version, step_of
 from grasp_core.pipeline.step import STEPS
@@ -26,7 +26,7 @@ def built(tmp_path_factory):
     ROOT[:] = [tmp / "artifacts"]
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("dataset", [DATASET])
-    settings = GraspSettings(profile="cpu", artifacts_root=str(tmp / "artifacts"), scale="tiny", n_queries=60)
+    settings = SettingsResource(profile="cpu", artifacts_root=str(tmp / "artifacts"), scale="tiny", n_queries=60)
     mlflow = MLflowTracking(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}", experiment="test")
     profile = settings.get_profile()
     result = dg.materialize(
@@ -62,7 +62,7 @@ def test_an_unchanged_rebuild_keeps_its_data_version_and_leaves_what_reads_it_fr
     from grasp_core import manifest
 
     instance, profile = built
-    settings = GraspSettings(profile="cpu", artifacts_root=str(ROOT[0]), scale="tiny", n_queries=60)
+    settings = SettingsResource(profile="cpu", artifacts_root=str(ROOT[0]), scale="tiny", n_queries=60)
     mlflow = MLflowTracking(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment="test")
     before = instance.get_latest_materialization_event(dg.AssetKey(SKB)).asset_materialization
     result = dg.materialize(

@@ -79,10 +79,10 @@ def test_heavy_assets_share_a_pool_and_retry():
 
 def test_run_config_overrides_only_the_set_fields_of_one_profile_section():
     from grasp_assets.assets.planner import GRPORunConfig
-    from grasp_assets.resources import GraspSettings
+    from grasp_assets.resources import SettingsResource
     from grasp_assets.steps import profile_override
 
-    settings = GraspSettings(profile="cpu")
+    settings = SettingsResource(profile="cpu")
     assert profile_override(settings, "grpo", GRPORunConfig()) is None
     changed = profile_override(settings, "grpo", GRPORunConfig(max_steps=20))["grpo"]
     base = settings.get_profile().grpo

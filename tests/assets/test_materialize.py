@@ -5,7 +5,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from grasp_assets.assets import data
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_core.artifacts import Artifacts
 from grasp_core.pipeline.data import load_dataset
 
@@ -16,7 +16,7 @@ def env(tmp_path):
     instance.add_dynamic_partitions("dataset", ["synth-prime"])
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     resources = {
-        "settings": GraspSettings(
+        "settings": SettingsResource(
             profile="cpu", artifacts_root=str(tmp_path / "artifacts"), scale="tiny", n_queries=60
         ),
         "mlflow": MLflowTracking(tracking_uri=uri, experiment="test"),
@@ -93,7 +93,7 @@ def test_a_password_appears_in_no_mlflow_param_tag_dagster_event_or_log_line(env
 
     from grasp_assets import resources as resources_module
     from grasp_assets.assets import graph
-    from grasp_core.graph.store import GraphStoreConfig
+    from grasp_core.graph.config import GraphStoreConfig
 
     secret = "S3cr3t-pw-4711"
     instance, resources, tmp_path, uri = env

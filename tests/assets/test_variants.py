@@ -11,7 +11,7 @@ import pytest
 
 from grasp_assets.definitions import build_definitions
 from grasp_assets.freshness import observe_source, stale_resolver
-from grasp_assets.resources import GraspSettings, MLflowTracking
+from grasp_assets.resources import MLflowTracking, SettingsResource
 from grasp_assets.stages import GRAPH_STORE, QUERIES, SKB
 from grasp_assets.versions import code_version
 from grasp_core import manifest
@@ -46,7 +46,7 @@ def home(tmp_path, monkeypatch):
 @pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "built-before-the-index"])
 def test_a_variant_links_what_it_does_not_change_and_builds_what_it_does(home, indexed):
     instance = dg.DagsterInstance.ephemeral()
-    settings = GraspSettings(profile="cpu", artifacts_root=str(home / "artifacts"), scale="tiny", n_queries=60)
+    settings = SettingsResource(profile="cpu", artifacts_root=str(home / "artifacts"), scale="tiny", n_queries=60)
     instance.add_dynamic_partitions("dataset", [DATASET, f"{DATASET}+k7", f"{DATASET}+dim"])
     for key in (DATASET, f"{DATASET}+k7", f"{DATASET}+dim"):
         observe_source(instance, key, settings.get_profile().dataset)

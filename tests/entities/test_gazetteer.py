@@ -1,6 +1,7 @@
 import pytest
 
-from grasp_core.entities.gazetteer import GazetteerConfig, GazetteerExtractor
+from grasp_core.entities.config import GazetteerConfig
+from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.textnorm import normalize
 from tests.entities.conftest import CountingEncoder, ids
 

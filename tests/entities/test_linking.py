@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from grasp_core.entities.linking import LinkingConfig, Mention, link_many, link_mentions
+from grasp_core.entities.config import LinkingConfig
+from grasp_core.entities.linking import Mention, link_many, link_mentions
 from tests.entities.conftest import CountingEncoder, ids
 
 

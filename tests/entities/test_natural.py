@@ -13,7 +13,8 @@ from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.entities.linking import Mention, link_mentions
 from grasp_core.plan.execute import PlanExecutor
 from grasp_core.planner.candidates import candidate_plans, json_text
-from grasp_core.rerank.asked_type import AskedType, AskedTypeConfig, fit_asked_type, request_words
+from grasp_core.rerank.asked_type import AskedType, fit_asked_type, request_words
+from grasp_core.rerank.config import AskedTypeConfig
 from tests.entities.conftest import ids
 
 

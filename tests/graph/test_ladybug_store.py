@@ -2,8 +2,9 @@ import pytest
 
 from grasp_core.errors import GraphStoreError
 from grasp_core.graph import ladybug_store
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig, quote, table_names
+from grasp_core.graph.store import quote, table_names
 from grasp_core.io import is_complete
 from grasp_core.skb.schema import Relation, Schema
 from grasp_core.sources.synth import build_synth_skb

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from grasp_core.errors import GraphStoreError
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.validate import validate_plan
 from grasp_core.skb.format import SKB

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grasp_core.planner.model_config import TinyModelConfig
-from grasp_core.planner.tiny_model import build_tiny_qwen3, save_model
-from grasp_core.planner.tokenizer import train_planner_tokenizer
+from grasp_core.planner.config import TinyModelConfig
+from grasp_core.planner.lm.tiny_model import build_tiny_qwen3, save_model
+from grasp_core.planner.lm.tokenizer import train_planner_tokenizer
 from tests.llm.helpers import SCHEMA, corpus
 
 TINY = TinyModelConfig(

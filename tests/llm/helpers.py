@@ -67,7 +67,7 @@ def plan_text(plan: dict) -> str:
 
 def corpus() -> list[str]:
     """Texts to train the test tokenizer on: prompts and plans, repeated so that merges form."""
-    from grasp_core.planner.prompt import build_planner_messages
+    from grasp_core.planner.lm.prompt import build_planner_messages
 
     messages = build_planner_messages(SCHEMA, TABLE, QUERY, compact=True)
     return [m["content"] for m in messages] * 10 + [plan_text(p) for p in PLANS] * 30

@@ -9,8 +9,8 @@ import torch
 
 from grasp_core.errors import GraspError, LLMEndpointError, MissingModelError
 from grasp_core.llm.backends import OpenAICompatibleLLM, TransformersLLM, strip_thinking
-from grasp_core.planner.grammar import PlanGrammar
-from grasp_core.planner.prompt import build_planner_messages
+from grasp_core.planner.lm.grammar import PlanGrammar
+from grasp_core.planner.lm.prompt import build_planner_messages
 from tests.llm.helpers import QUERY, SCHEMA, TABLE
 
 

@@ -11,9 +11,9 @@ from grasp_core.errors import PlanError
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.decoding_config import PlanGrammarConfig
-from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.config import PlanGrammarConfig
+from grasp_core.planner.lm.grammar import PlanGrammar, ll_tokenizer, matcher
+from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json
 from grasp_core.sources.synth import build_synth_skb
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE, plan_text
 

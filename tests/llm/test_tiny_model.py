@@ -4,8 +4,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from grasp_core.io import is_complete
-from grasp_core.planner.model_config import TinyModelConfig
-from grasp_core.planner.tiny_model import build_tiny_qwen3
+from grasp_core.planner.config import TinyModelConfig
+from grasp_core.planner.lm.tiny_model import build_tiny_qwen3
 from tests.llm.conftest import TINY
 from tests.llm.helpers import PLANS, plan_text
 

@@ -5,7 +5,7 @@ import json
 from transformers import AutoTokenizer
 
 from grasp_core.io import is_complete
-from grasp_core.planner.tokenizer import schema_tokens, train_planner_tokenizer
+from grasp_core.planner.lm.tokenizer import schema_tokens, train_planner_tokenizer
 from tests.llm.helpers import PLANS, SCHEMA, corpus, plan_text
 
 

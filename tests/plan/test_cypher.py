@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from grasp_core.errors import PlanError
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan

@@ -16,9 +16,10 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.table import EntityRow, EntityTable
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
-from grasp_core.plan.execute import ExecutionConfig, PlanExecutor
+from grasp_core.plan.config import ExecutionConfig
+from grasp_core.plan.execute import PlanExecutor
 from grasp_core.skb.format import SKB
 from grasp_core.skb.schema import Relation, Schema
 from tests.plan.oracle import random_skb

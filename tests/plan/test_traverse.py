@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from grasp_core.graph.adjacency import Adjacency
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.plan import traverse as traverse_module
 from grasp_core.plan.cypher import compile_plan
 from grasp_core.plan.model import TARGET, Anchor, Hop, Plan, Target

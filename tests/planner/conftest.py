@@ -20,23 +20,21 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.embed.node_embeddings import build_node_embeddings, load_node_embeddings
 from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
+from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
-from grasp_core.graph.store import GraphStoreConfig
 from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.execute import PlanExecutor
-from grasp_core.planner.base import (
+from grasp_core.planner.config import InferenceConfig, PlanGrammarConfig, SFTTrainingConfig, TinyModelConfig
+from grasp_core.planner.lm.base import (
     PlannerModelConfig,
     base_model_path,
     build_planner_base,
 )
-from grasp_core.planner.decoding_config import InferenceSettings, PlanGrammarConfig
-from grasp_core.planner.model_config import TinyModelConfig
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json
+from grasp_core.planner.lm.sft import train_sft
 from grasp_core.planner.reward import RewardTable
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.sft import train_sft
-from grasp_core.planner.teacher import ProgrammaticTeacher
-from grasp_core.planner.train_settings import SFTSettings
+from grasp_core.planner.teachers.programmatic import ProgrammaticTeacher
 from grasp_core.questions.querygen import synthesize_queries, with_queries
 from grasp_core.sources.synth import build_synth_skb
 from grasp_core.text.bm25 import BM25Retriever
@@ -45,7 +43,7 @@ N_QUERIES = 240  # 144 train / 48 val / 48 test
 # Small enough to train in seconds on one loaded core, big enough to learn the plan format.
 N_SFT = 96  # teacher plans in the warm start; the next gold-first training queries are the RL queries
 # Fast from-scratch SFT of the tiny model (a high learning rate is what a 0.4M-parameter model trained from scratch needs).
-SFT_FAST = SFTSettings(
+SFT_FAST = SFTTrainingConfig(
     n_examples=N_SFT,
     epochs=3.0,
     learning_rate=5e-3,
@@ -56,7 +54,7 @@ SFT_FAST = SFTSettings(
     max_length=768,
 )
 # The cpu profile's decoding: the planner writes the structure and refs; the executor derives the relevance text.
-CPU_INFER = InferenceSettings(compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0))
+CPU_INFER = InferenceConfig(compact_prompt=True, grammar=PlanGrammarConfig(text_anchors=False, max_relevance_chars=0))
 TINY = TinyModelConfig(
     hidden_size=96, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=192, max_positions=1024
 )

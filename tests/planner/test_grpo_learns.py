@@ -10,15 +10,13 @@ from transformers import AutoTokenizer
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import render_prompt
-from grasp_core.planner.base import base_model_path, build_planner_base
-from grasp_core.planner.decoding_config import PlanGrammarConfig
-from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher, unpack_bits
-from grasp_core.planner.model_config import PlannerModelConfig, TinyModelConfig
-from grasp_core.planner.prompt import build_planner_messages
+from grasp_core.planner.config import GRPOTrainingConfig, PlanGrammarConfig, PlannerModelConfig, TinyModelConfig
+from grasp_core.planner.lm.base import base_model_path, build_planner_base
+from grasp_core.planner.lm.grammar import PlanGrammar, ll_tokenizer, matcher, unpack_bits
+from grasp_core.planner.lm.prompt import build_planner_messages
+from grasp_core.planner.lm.rl import train_grpo
 from grasp_core.planner.reward import RewardTable
-from grasp_core.planner.rl import train_grpo
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.train_settings import GRPOSettings
 from grasp_core.sources.synth import build_synth_skb
 
 GRAMMAR = PlanGrammarConfig(text_anchors=False, max_relevance_chars=0)  # the cpu profile's
@@ -70,7 +68,7 @@ def target_type_reward(rewarded: bool):
     return reward
 
 
-TOY = GRPOSettings(
+TOY = GRPOTrainingConfig(
     use_lora=False,
     num_generations=8,
     prompts_per_step=1,

@@ -1,6 +1,6 @@
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.planner.decoding_config import InferenceSettings
-from grasp_core.planner.inference import check_plan, plan_queries
+from grasp_core.planner.config import InferenceConfig
+from grasp_core.planner.lm.generate import check_plan, plan_queries
 from tests.planner.conftest import CPU_INFER
 
 
@@ -26,7 +26,7 @@ def test_constrained_plans_are_all_valid_and_retries_only_touch_failures(world, 
         world.skb.schema,
         queries,
         tables,
-        InferenceSettings(max_new_tokens=200, compact_prompt=True, constrained=False),
+        InferenceConfig(max_new_tokens=200, compact_prompt=True, constrained=False),
     )
     failed_first = sum(a.attempts > 1 or not a.valid for a in free)
     # retries: one greedy call for all, then calls at T=0.7 for exactly the failed ones

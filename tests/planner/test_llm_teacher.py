@@ -7,8 +7,8 @@ import pytest
 from grasp_core.errors import LLMEndpointError
 from grasp_core.llm.backends import OpenAICompatibleLLM
 from grasp_core.llm.config import EndpointConfig
-from grasp_core.planner.llm_teacher import LLMTeacher, teacher_guidance
-from grasp_core.planner.teacher import json_text
+from grasp_core.planner.teachers.llm import LLMTeacher, teacher_guidance
+from grasp_core.planner.teachers.programmatic import json_text
 from tests.llm.openai_server import OpenAIServer
 
 

@@ -11,19 +11,19 @@ from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
-from grasp_core.planner.inference import check_plan
-from grasp_core.planner.policy import load_policy, new_policy, path_keys, verbalize
-from grasp_core.planner.policy_config import PolicyConfig
-from grasp_core.planner.policy_train import (
+from grasp_core.planner.candidates import candidate_plans, json_text
+from grasp_core.planner.config import CandidateConfig, PolicyConfig
+from grasp_core.planner.lm.generate import check_plan
+from grasp_core.planner.lm.rl import GRPOTrainingConfig
+from grasp_core.planner.policy.model import load_policy, new_policy, path_keys, verbalize
+from grasp_core.planner.policy.train import (
     Outcomes,
-    PolicyTrainSettings,
+    PolicyTrainingConfig,
     fit,
     sft_targets,
     train_grpo,
 )
 from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
-from grasp_core.planner.rl import GRPOSettings
 from grasp_core.planner.rounds import Gate
 
 N_FIT = 96  # training queries the SFT test learns from; the rest of the training split is held out
@@ -126,7 +126,7 @@ def test_sft_raises_the_log_probability_of_the_teachers_choice_on_held_out_queri
     featurize = policy.featurizer
     x = featurize([world.queries[q] for q in fit_q], [world.tables[q] for q in fit_q])
     held = featurize([world.queries[q] for q in held_q], [world.tables[q] for q in held_q])
-    cfg = PolicyTrainSettings(epochs=15, soft_weight=0.0)
+    cfg = PolicyTrainingConfig(epochs=15, soft_weight=0.0)
     targets, keep = sft_targets(x, fit_q, teacher, outcomes, cfg)
     assert len(keep) >= 0.8 * len(fit_q)
 
@@ -153,7 +153,7 @@ def test_listwise_targets_put_mass_on_candidates_that_gain(world, executed):
     outcomes = _outcomes(world, executed)
     qids = world.train[:30]
     x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
-    targets, keep = sft_targets(x, qids, {}, outcomes, PolicyTrainSettings(soft_weight=1.0))
+    targets, keep = sft_targets(x, qids, {}, outcomes, PolicyTrainingConfig(soft_weight=1.0))
     prior = RewardTable.prior()
     for i in keep:
         q, plans = qids[i], x.plans[i]
@@ -186,7 +186,7 @@ def test_one_grpo_step_on_a_fixed_reward_raises_the_expected_reward(world, execu
         calls.append(1)
         return float(len(calls))
 
-    cfg = GRPOSettings(
+    cfg = GRPOTrainingConfig(
         num_generations=8, prompts_per_step=len(qids), learning_rate=0.05, beta=0.01, max_steps=1, save_every=1
     )
     result = train_grpo(policy, x, qids, outcomes, GRADED, cfg, validate)
@@ -259,7 +259,7 @@ def test_sft_keeps_its_best_validated_epoch_not_the_last(world, executed):
     teacher = {q: json_text(t.plan) for q, t in executed.items() if t.plan is not None}
     qids = world.train[:N_FIT]
     x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
-    cfg = PolicyTrainSettings(epochs=6, validate_every=2, soft_weight=0.0)
+    cfg = PolicyTrainingConfig(epochs=6, validate_every=2, soft_weight=0.0)
     targets, keep = sft_targets(x, qids, teacher, _outcomes(world, executed), cfg)
     val = ScriptedValidation(policy, [20.0, 30.0, 35.0, 25.0])  # epochs 0, 2, 4, 6: the best is epoch 4
     result = fit(policy, x.select(keep), targets[keep], cfg, cfg.epochs, cfg.learning_rate, validate=val)
@@ -282,7 +282,7 @@ def test_grpo_keeps_its_best_validated_step_and_the_gate_compares_it_with_the_st
     outcomes = _outcomes(world, executed, GRADED)
     qids = [q for q in world.train[:48] if world.tables[q].rows]
     x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
-    cfg = GRPOSettings(num_generations=8, prompts_per_step=16, learning_rate=0.05, max_steps=2, save_every=1)
+    cfg = GRPOTrainingConfig(num_generations=8, prompts_per_step=16, learning_rate=0.05, max_steps=2, save_every=1)
     val = ScriptedValidation(policy, curve)
     result = train_grpo(policy, x, qids, outcomes, GRADED, cfg, val)
     assert [s["step"] for s in result["selection"]] == [0, 1, 2] and len(result["history"]) == 2
@@ -300,9 +300,9 @@ def test_sft_and_grpo_train_on_one_thread_so_a_rerun_gives_the_same_head(world, 
     teacher = {q: json_text(t.plan) for q, t in executed.items() if t.plan is not None}
     qids = [q for q in world.train[:48] if world.tables[q].rows]
     x = policy.featurizer([world.queries[q] for q in qids], [world.tables[q] for q in qids])
-    sft = PolicyTrainSettings(epochs=3, validate_every=1)
+    sft = PolicyTrainingConfig(epochs=3, validate_every=1)
     targets, keep = sft_targets(x, qids, teacher, _outcomes(world, executed), sft)
-    grpo = GRPOSettings(num_generations=4, prompts_per_step=8, learning_rate=0.05, max_steps=2, save_every=1)
+    grpo = GRPOTrainingConfig(num_generations=4, prompts_per_step=8, learning_rate=0.05, max_steps=2, save_every=1)
     threads: list[int] = []
 
     def validate() -> float:  # rises at every call, so each fit keeps its last checkpoint

@@ -10,8 +10,8 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import render_prompt
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher
-from grasp_core.planner.prompt import build_planner_messages, canonical_plan_json, planner_system_prompt
+from grasp_core.planner.lm.grammar import PlanGrammar, ll_tokenizer, matcher
+from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json, planner_system_prompt
 from tests.llm.helpers import PLANS, QUERY, SCHEMA, TABLE
 
 
@@ -88,7 +88,7 @@ def test_canonical_json_of_valid_plans_validates(plan):
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    from grasp_core.planner.tokenizer import train_planner_tokenizer
+    from grasp_core.planner.lm.tokenizer import train_planner_tokenizer
     from tests.llm.helpers import corpus
 
     return train_planner_tokenizer(corpus(), 800, tmp_path_factory.mktemp("tok") / "tok", schema=SCHEMA)

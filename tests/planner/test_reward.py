@@ -1,13 +1,8 @@
 import numpy as np
 import pytest
 
-from grasp_core.planner.reward import (
-    RewardConfig,
-    RewardTable,
-    count_bucket,
-    plan_reward,
-    rank_bucket,
-)
+from grasp_core.planner.config import RewardConfig
+from grasp_core.planner.reward import RewardTable, count_bucket, plan_reward, rank_bucket
 from grasp_core.ranking import Ranking, fuse
 
 

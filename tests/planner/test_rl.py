@@ -16,22 +16,22 @@ from safetensors.torch import load_file
 
 from grasp_core.io import read_json
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.planner.checkpoint import load_planner
-from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
-from grasp_core.planner.rl import (
+from grasp_core.planner.config import GRPOTrainingConfig, RLSamplingConfig
+from grasp_core.planner.lm.checkpoint import load_planner
+from grasp_core.planner.lm.rl import (
     best_positive_samples,
     informative_queries,
     rft_examples,
     sample_and_score,
     train_grpo,
 )
+from grasp_core.planner.lm.sft import train_sft
+from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rounds import Gate
-from grasp_core.planner.sft import train_sft
-from grasp_core.planner.train_settings import GRPOSettings, RLSettings
 from tests.planner.conftest import CPU_INFER, N_SFT, SFT_FAST
 
 N_RL = 16  # training queries outside the SFT data where the text ranking misses: a plan can only gain there
-SAMPLING = RLSettings(samples_per_query=8, temperature=1.0)
+SAMPLING = RLSamplingConfig(samples_per_query=8, temperature=1.0)
 
 
 # A reward table as a reranker would fill it: a list's value falls with its gold answer's rank, so a plan that lifts
@@ -86,7 +86,7 @@ def test_sft_rft_grpo_round_trains_and_selects_checkpoints(
 
     rewards_of = before.groupby("qid")["reward"]
     assert set(informative_queries(before)) == {q for q, r in rewards_of if r.max() > r.min()}
-    cfg = GRPOSettings(
+    cfg = GRPOTrainingConfig(
         use_lora=True,
         lora_r=8,
         lora_alpha=16,

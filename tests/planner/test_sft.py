@@ -6,11 +6,10 @@ from safetensors.torch import load_file
 
 from grasp_core.errors import GraspError, MissingModelError
 from grasp_core.llm.backends import TransformersLLM
-from grasp_core.planner.checkpoint import load_planner, planner_kind
-from grasp_core.planner.decoding_config import InferenceSettings
-from grasp_core.planner.inference import plan_queries
-from grasp_core.planner.sft import train_sft
-from grasp_core.planner.train_settings import SFTSettings
+from grasp_core.planner.config import InferenceConfig, SFTTrainingConfig
+from grasp_core.planner.lm.checkpoint import load_planner, planner_kind
+from grasp_core.planner.lm.generate import plan_queries
+from grasp_core.planner.lm.sft import train_sft
 from tests.planner.conftest import N_SFT
 
 
@@ -39,7 +38,7 @@ def test_full_sft_learns_and_changes_every_weight(planner_base, sft_planner):
 def test_lora_sft_trains_adapters_and_the_checkpoint_generates(world, planner_base, sft_examples, tmp_path):
     from peft import PeftModel
 
-    cfg = SFTSettings(
+    cfg = SFTTrainingConfig(
         n_examples=32,
         epochs=1.0,
         learning_rate=5e-3,
@@ -67,7 +66,7 @@ def test_lora_sft_trains_adapters_and_the_checkpoint_generates(world, planner_ba
         world.skb.schema,
         [world.queries[q] for q in qids],
         [world.tables[q] for q in qids],
-        InferenceSettings(max_new_tokens=200, compact_prompt=True),
+        InferenceConfig(max_new_tokens=200, compact_prompt=True),
     )
     assert all(a.valid for a in out)
 

@@ -1,10 +1,10 @@
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.decoding_config import PlanGrammarConfig
-from grasp_core.planner.grammar import PlanGrammar, ll_tokenizer, matcher
+from grasp_core.planner.config import PlanGrammarConfig
+from grasp_core.planner.lm.grammar import PlanGrammar, ll_tokenizer, matcher
+from grasp_core.planner.lm.prompt import canonical_plan_json
 from grasp_core.planner.metapaths import metapaths, type_steps
-from grasp_core.planner.prompt import canonical_plan_json
 from grasp_core.skb.schema import Relation, Schema
 
 HAND = Schema(

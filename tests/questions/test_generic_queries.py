@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from grasp_core.errors import GraspError, SKBFormatError
+from grasp_core.questions.config import GenericConfig
 from grasp_core.questions.generic_queries import (
-    GenericConfig,
     generic_queries,
     metapaths,
     synthesis_mix,

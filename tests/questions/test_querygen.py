@@ -10,15 +10,9 @@ import pytest
 import scipy.sparse as sp
 
 from grasp_core.errors import GraspError
+from grasp_core.questions.config import QueryGenConfig
 from grasp_core.questions.properties import STOPWORDS, is_meaningful, noun_phrases
-from grasp_core.questions.querygen import (
-    TEMPLATES,
-    QueryGenConfig,
-    grounded_queries,
-    synthesize_queries,
-    templates_for,
-    with_queries,
-)
+from grasp_core.questions.querygen import TEMPLATES, grounded_queries, synthesize_queries, templates_for, with_queries
 from grasp_core.skb.format import read_skb, validate, write_skb
 from grasp_core.sources.synth import build_synth_skb
 

@@ -155,7 +155,8 @@ def minilm_builder(tiny_skb):
     """A document builder over the tiny SKB with real MiniLM document vectors and query encoder (64-token inputs)."""
     from grasp_core.embed.config import EncoderConfig
     from grasp_core.embed.encoder import load_encoder
-    from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
+    from grasp_core.rerank.config import DocumentConfig
+    from grasp_core.rerank.documents import CandidateDocumentBuilder
 
     encoder = load_encoder(EncoderConfig())
     vectors = encoder.encode(tiny_skb.documents(), max_tokens=512)

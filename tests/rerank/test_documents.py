@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from grasp_core.errors import GraspError
-from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
+from grasp_core.rerank.config import DocumentConfig
+from grasp_core.rerank.documents import CandidateDocumentBuilder
 
 QUERY = np.array([1.0, 0.0], np.float32)
 HEAD = "disease: Marfan syndrome"

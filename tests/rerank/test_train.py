@@ -14,13 +14,12 @@ from safetensors.torch import load_file
 from grasp_core.errors import CorruptArtifactError, GraspError
 from grasp_core.io import is_complete, read_json
 from grasp_core.ranking import Ranking
-from grasp_core.rerank.config import CrossEncoderScorerConfig
-from grasp_core.rerank.documents import CandidateDocumentBuilder, DocumentConfig
+from grasp_core.rerank.config import CrossEncoderScorerConfig, DocumentConfig, RerankerTrainConfig
+from grasp_core.rerank.documents import CandidateDocumentBuilder
 from grasp_core.rerank.hard_negatives import mine_hard_negatives
 from grasp_core.rerank.inference import RerankValidation, rerank_batch
 from grasp_core.rerank.scorers import CrossEncoderScorer
 from grasp_core.rerank.train import train_reranker
-from grasp_core.rerank.train_config import RerankerTrainConfig
 from grasp_core.rerank.weights import load_trained_weights
 
 QUERIES = pd.DataFrame(

@@ -7,7 +7,8 @@ import pytest
 import rank_bm25
 
 from grasp_core.errors import MissingArtifactError
-from grasp_core.text.bm25 import BM25Config, BM25Retriever, LexicalIndex, tokenize
+from grasp_core.text.bm25 import BM25Retriever, LexicalIndex, tokenize
+from grasp_core.text.config import BM25Config
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog",

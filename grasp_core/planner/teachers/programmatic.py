@@ -6,7 +6,7 @@ hops from the entity-table rows in name/doc mode, their pairwise intersections, 
 one whose graph ranking places a gold answer highest (ties: fewer anchors, then fewer hops, then fewer
 candidates). It reads the gold answers, so on evaluation splits it is an oracle-guided upper bound, not a fair
 baseline. Every executed candidate's graph ranking is returned too, so RL re-executes only plans never run.
-The LLM teacher is :class:`grasp_core.planner.llm_teacher.LLMTeacher`.
+The LLM teacher is :class:`grasp_core.planner.teachers.llm.LLMTeacher`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grasp_core.entities.table import EntityTable
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
+from grasp_core.planner.candidates import candidate_plans, json_text
+from grasp_core.planner.config import CandidateConfig
 from grasp_core.ranking import Ranking
 from grasp_core.skb.schema import Schema
 

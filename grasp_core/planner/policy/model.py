@@ -18,7 +18,7 @@ Heads (:class:`PolicyConfig.head`), all trained on these frozen features:
 
 An empty entity table gives the zero-hop plans only (the policy picks the target type); a query with no
 candidate at all gets no plan and an empty graph ranking (reason ``no_candidates``), never an exception.
-This module is the serving path: it imports no training code (that is :mod:`grasp_core.planner.policy_train`).
+This module is the serving path: it imports no training code (that is :mod:`grasp_core.planner.policy.train`).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.candidates import CandidateConfig, candidate_plans, json_text
-from grasp_core.planner.chooser import Executed, PlanChooser, Run, shortlists
-from grasp_core.planner.inference import PlanAttempt
-from grasp_core.planner.policy_config import FEATURES, HEADS, PolicyConfig
+from grasp_core.planner.candidates import candidate_plans, json_text
+from grasp_core.planner.config import FEATURES, HEADS, CandidateConfig, PolicyConfig
+from grasp_core.planner.lm.generate import PlanAttempt
+from grasp_core.planner.policy.chooser import Executed, PlanChooser, Run, shortlists
 from grasp_core.ranking import FusionWeights, Ranking
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, cut_to_tokens
@@ -235,7 +235,7 @@ class Featurizer:
 
 class PlanPolicy:
     """A trained policy with its featurizer: the planner object of the ``policy`` planner kind. With a
-    :class:`~grasp_core.planner.chooser.PlanChooser` (the RL rounds train one) it plans by :meth:`choose`: the
+    :class:`~grasp_core.planner.policy.chooser.PlanChooser` (the RL rounds train one) it plans by :meth:`choose`: the
     policy shortlists, the executed results decide."""
 
     def __init__(self, head: PolicyHead, featurizer: Featurizer, chooser: PlanChooser | None = None):

@@ -4,7 +4,7 @@ TRL's trainers generate token sequences; this policy scores a finite candidate s
 lines of torch instead (the objectives are the paper's):
 
 - **SFT**: cross-entropy on the teacher's choice for every training query with a teacher plan, mixed
-  (``PolicyTrainSettings.soft_weight``) with a listwise soft target ``softmax(reward / soft_temperature)`` over the
+  (``PolicyTrainingConfig.soft_weight``) with a listwise soft target ``softmax(reward / soft_temperature)`` over the
   candidates the teacher executed (plus abstain, reward 0). The rewards are fused-hit gains (the prior reward
   table): training data only, never inference data.
 - **Sampling**: ``samples_per_query`` candidates per training query at temperature ``T`` from π, scored with the
@@ -30,10 +30,10 @@ import torch
 from tqdm.auto import tqdm
 
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.policy import Featurized, PlanPolicy
+from grasp_core.planner.config import GRPOTrainingConfig, PolicyTrainingConfig
+from grasp_core.planner.policy.model import Featurized, PlanPolicy
 from grasp_core.planner.reward import RewardTable, plan_reward
 from grasp_core.planner.scoring import PlannerEnv
-from grasp_core.planner.train_settings import GRPOSettings, PolicyTrainSettings
 from grasp_core.ranking import Ranking, fusion
 
 LogFn = Callable[[int, dict], None]
@@ -103,7 +103,7 @@ def sft_targets(
     qids: Sequence[int],
     teacher: dict[int, str],
     outcomes: Outcomes,
-    cfg: PolicyTrainSettings,
+    cfg: PolicyTrainingConfig,
 ) -> tuple[torch.Tensor, list[int]]:
     """[B, C] target distributions and the rows that have one (a teacher plan or executed candidates)."""
     targets = torch.zeros(x.mask.shape)
@@ -135,7 +135,7 @@ def fit(
     policy: PlanPolicy,
     x: Featurized,
     targets: torch.Tensor,
-    cfg: PolicyTrainSettings,
+    cfg: PolicyTrainingConfig,
     epochs: int,
     learning_rate: float,
     validate: Callable[[], float] | None = None,
@@ -230,7 +230,7 @@ def train_grpo(
     qids: Sequence[int],
     outcomes: Outcomes,
     table: RewardTable,
-    cfg: GRPOSettings,
+    cfg: GRPOTrainingConfig,
     validate: Callable[[], float],
     log_fn: LogFn | None = None,
 ) -> dict:

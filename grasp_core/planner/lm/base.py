@@ -1,7 +1,7 @@
 """The planner's base model: a local pretrained LLM (``gpu``: Qwen3-1.7B) or, offline, a small Qwen3 built here.
 
 The ``cpu`` base is a Qwen3-architecture model created from
-:class:`~grasp_core.planner.model_config.TinyModelConfig` with a byte-level BPE tokenizer trained on this SKB's
+:class:`~grasp_core.planner.config.TinyModelConfig` with a byte-level BPE tokenizer trained on this SKB's
 text, rendered planner prompts and plan JSON (so types, relation names and entity-table refs are single tokens).
 It is written once, as the ``planner_base`` artifact, so every later step (SFT, RFT, GRPO, evaluation) starts
 from the very same weights and tokenizer.
@@ -16,10 +16,10 @@ import numpy as np
 
 from grasp_core.errors import MissingModelError
 from grasp_core.io import atomic_dir, read_json, write_json
-from grasp_core.planner.checkpoint import save_planner
-from grasp_core.planner.model_config import PlannerModelConfig
-from grasp_core.planner.tiny_model import build_tiny_qwen3
-from grasp_core.planner.tokenizer import train_planner_tokenizer
+from grasp_core.planner.config import PlannerModelConfig
+from grasp_core.planner.lm.checkpoint import save_planner
+from grasp_core.planner.lm.tiny_model import build_tiny_qwen3
+from grasp_core.planner.lm.tokenizer import train_planner_tokenizer
 from grasp_core.skb.format import SKB
 
 POINTER = "base.json"

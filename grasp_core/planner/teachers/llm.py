@@ -6,7 +6,7 @@ its schema, up to ``metapaths`` of them), plus ``teacher_<dataset>.txt`` notes w
 endpoint client retries timeouts, HTTP 429 and 5xx with backoff (:class:`~grasp_core.llm.config.EndpointConfig`);
 a plan that does not parse or validate is asked again at ``retry_temperature`` up to ``retries`` times and,
 still invalid, is kept as no plan and counted. Valid plans are executed like the programmatic teacher's, so
-both teachers write the same :class:`~grasp_core.planner.teacher.TeacherPlan` rows.
+both teachers write the same :class:`~grasp_core.planner.teachers.programmatic.TeacherPlan` rows.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.llm.backends import LLM
 from grasp_core.llm.chat import Message
 from grasp_core.plan.parse import parse_plan
-from grasp_core.planner.decoding_config import InferenceSettings
-from grasp_core.planner.inference import plan_queries
+from grasp_core.planner.config import InferenceConfig
+from grasp_core.planner.lm.generate import plan_queries
+from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.planner.metapaths import metapaths
-from grasp_core.planner.prompt import build_planner_messages
-from grasp_core.planner.teacher import TeacherPlan
+from grasp_core.planner.teachers.programmatic import TeacherPlan
 from grasp_core.skb.schema import Schema
 
 
@@ -51,9 +51,9 @@ def teacher_guidance(schema: Schema, dataset: str, max_paths: int = 40) -> str:
 class LLMTeacher:
     """Ask the endpoint for each query's plan, execute the valid ones, rank the gold answers in their results."""
 
-    def __init__(self, schema: Schema, dataset: str, llm: LLM, executor, cfg: InferenceSettings = InferenceSettings()):
+    def __init__(self, schema: Schema, dataset: str, llm: LLM, executor, cfg: InferenceConfig = InferenceConfig()):
         self.schema, self.llm, self.executor = schema, llm, executor
-        self.cfg = InferenceSettings(  # the endpoint cannot enforce the grammar: plans are checked after the fact
+        self.cfg = InferenceConfig(  # the endpoint cannot enforce the grammar: plans are checked after the fact
             max_new_tokens=cfg.max_new_tokens,
             retries=cfg.retries,
             retry_temperature=cfg.retry_temperature,

@@ -27,15 +27,14 @@ import pandas as pd
 
 from grasp_core.errors import GraspError
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.planner.checkpoint import load_planner, save_planner
-from grasp_core.planner.decoding_config import PlanGrammarConfig
-from grasp_core.planner.grammar import PlanGrammar
+from grasp_core.planner.config import GRPOTrainingConfig, PlanGrammarConfig, RLSamplingConfig
+from grasp_core.planner.lm.checkpoint import load_planner, save_planner
+from grasp_core.planner.lm.grammar import PlanGrammar
+from grasp_core.planner.lm.sft import LogFn, trainer_args
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
-from grasp_core.planner.sft import LogFn
-from grasp_core.planner.train_settings import GRPOSettings, RLSettings
 
 
-def rl_queries(train: pd.DataFrame, cfg: RLSettings) -> list[int]:
+def rl_queries(train: pd.DataFrame, cfg: RLSamplingConfig) -> list[int]:
     """Training query ids used in RL: ≤ max_answers gold answers, optionally a seeded subset."""
     keep = train[train["answer_ids"].map(len) <= cfg.max_answers]["qid"].astype(int).tolist()
     if cfg.max_queries is not None and len(keep) > cfg.max_queries:
@@ -45,9 +44,9 @@ def rl_queries(train: pd.DataFrame, cfg: RLSettings) -> list[int]:
     return keep
 
 
-def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSettings, inference_cfg) -> pd.DataFrame:
+def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSamplingConfig, inference_cfg) -> pd.DataFrame:
     """One row per sampled plan: qid, sample, plan, reward, valid, n_anchors, n_candidates, fused_gold_rank."""
-    from grasp_core.planner.inference import sample_plans
+    from grasp_core.planner.lm.generate import sample_plans
 
     qids = list(qids)
     plans = sample_plans(
@@ -209,7 +208,7 @@ def constrained_logps(logits, tokens, allowed_bits, mask):
     ``(rows, ≥T or fewer, words)``. Positions outside ``mask`` (padding) get 0 for both."""
     import torch
 
-    from grasp_core.planner.grammar import unpack_bits
+    from grasp_core.planner.lm.grammar import unpack_bits
 
     steps = logits.shape[1]
     bits = allowed_bits[:, :steps].to(logits.device)
@@ -231,7 +230,7 @@ def train_grpo(
     train_qids: Sequence[int],
     prompt_of: Callable[[int], str],
     evaluate_val: Callable[[object, object], float],
-    cfg: GRPOSettings,
+    cfg: GRPOTrainingConfig,
     out_dir: str | Path,
     log_fn: LogFn | None = None,
     device: str = "cpu",
@@ -313,13 +312,7 @@ def train_grpo(
             # of the expected reward, each token weighted alike; "grpo" divides by each completion's own length
             # (a length bias when reward follows plan length), docs/planner.md
             loss_type="dr_grpo",
-            logging_steps=1,
-            save_strategy="no",
-            report_to=[],
-            seed=cfg.seed,
-            use_cpu=device == "cpu",
-            bf16=False,
-            dataloader_num_workers=0,
+            **trainer_args(cfg.seed, device),
         )
         grammars = {
             tuple(tokenizer(text=prompt_of(q))["input_ids"]): PlanGrammar(env.schema, env.tables[q], grammar)

@@ -18,10 +18,24 @@ import numpy as np
 import pandas as pd
 
 from grasp_core.io import atomic_dir
-from grasp_core.planner.checkpoint import is_full_model, load_planner, save_planner
-from grasp_core.planner.train_settings import SFTSettings
+from grasp_core.planner.config import SFTTrainingConfig
+from grasp_core.planner.lm.checkpoint import is_full_model, load_planner, save_planner
 
 LogFn = Callable[[int, dict], None]
+
+
+def trainer_args(seed: int, device: str) -> dict:
+    """What every TRL trainer of the planner is given: log every step, save nothing (checkpoints are ours), no
+    reporting, the seed, float32 on CPU (``use_cpu`` where there is no GPU), data loaded in-process."""
+    return {
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": [],
+        "seed": seed,
+        "use_cpu": device == "cpu",
+        "bf16": False,
+        "dataloader_num_workers": 0,
+    }
 
 
 def shuffled_train_order(qids: np.ndarray, seed: int) -> np.ndarray:
@@ -29,7 +43,7 @@ def shuffled_train_order(qids: np.ndarray, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(np.sort(np.asarray(qids)))
 
 
-def select_sft_examples(teacher: pd.DataFrame, train_qids: np.ndarray, cfg: SFTSettings) -> pd.DataFrame:
+def select_sft_examples(teacher: pd.DataFrame, train_qids: np.ndarray, cfg: SFTTrainingConfig) -> pd.DataFrame:
     """Rows of ``teacher`` (qid, plan, gold_rank, n_answers, …) usable for SFT, in the fixed order, at most N."""
     by_qid = teacher.set_index("qid")
     keep = []
@@ -61,7 +75,7 @@ class _LogCallback:
 def train_sft(
     model_path: str | Path,
     examples: list[dict],
-    cfg: SFTSettings,
+    cfg: SFTTrainingConfig,
     out_dir: str | Path,
     log_fn: LogFn | None = None,
     device: str = "cpu",
@@ -101,13 +115,7 @@ def train_sft(
             gradient_accumulation_steps=accumulation,
             max_length=cfg.max_length,
             completion_only_loss=True,
-            logging_steps=1,
-            save_strategy="no",
-            report_to=[],
-            seed=cfg.seed,
-            use_cpu=device == "cpu",
-            bf16=False,
-            dataloader_num_workers=0,
+            **trainer_args(cfg.seed, device),
             disable_tqdm=False,
         )
         trainer = SFTTrainer(

@@ -1,9 +1,9 @@
 """The two planner kinds (``Profile.planner``) as one interface: what the answer path asks of a planner.
 
 - ``lm``: a language model writes the plan (the paper): :class:`LMPlanner` over a generation backend, greedy
-  decoding constrained to the plan grammar, retries when a plan fails (:func:`~grasp_core.planner.inference.plan_queries`);
+  decoding constrained to the plan grammar, retries when a plan fails (:func:`~grasp_core.planner.lm.generate.plan_queries`);
 - ``policy``: the ``cpu`` plan-selection policy picks one of the query's candidate plans
-  (:class:`~grasp_core.planner.policy.PlanPolicy`).
+  (:class:`~grasp_core.planner.policy.model.PlanPolicy`).
 
 Both answer :class:`Planner`: ``read`` (the query as this planner reads it, cut to its window) and ``plan``.
 :func:`load_planner` loads a checkpoint as the kind the profile names; it never guesses the kind from the
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
-from grasp_core.planner.decoding_config import InferenceSettings
-from grasp_core.planner.inference import PlanAttempt, plan_queries
-from grasp_core.planner.prompt import build_planner_messages
+from grasp_core.planner.config import InferenceConfig
+from grasp_core.planner.lm.generate import PlanAttempt, plan_queries
+from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, planner_cut
 
@@ -44,7 +44,7 @@ class LMPlanner:
 
     llm: Any  # a grasp_core.llm.backends backend (local model or endpoint)
     schema: Schema
-    cfg: InferenceSettings
+    cfg: InferenceConfig
 
     def read(self, query: str, table: EntityTable) -> Cut:
         messages_of = lambda q: build_planner_messages(self.schema, table, q, self.cfg.compact_prompt)  # noqa: E731
@@ -65,18 +65,18 @@ def load_planner(
     checkpoint: Path,
     schema: Schema,
     encoder,
-    cfg: InferenceSettings,
+    cfg: InferenceConfig,
     device: str = "cpu",
     batch_size: int = 32,
 ) -> Planner:
     """The planner of kind ``kind`` at ``checkpoint``: a policy directory, or an LM checkpoint (a LoRA adapter
     loads over the base its ``planner.json`` records)."""
     if check_kind(kind) == "policy":
-        from grasp_core.planner.policy import load_policy
+        from grasp_core.planner.policy.model import load_policy
 
         return load_policy(checkpoint, schema, encoder)
     from grasp_core.llm.backends import TransformersLLM
-    from grasp_core.planner.checkpoint import planner_kind
+    from grasp_core.planner.lm.checkpoint import planner_kind
 
     _, base = planner_kind(checkpoint)
     if base is not None:

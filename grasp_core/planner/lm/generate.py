@@ -1,8 +1,8 @@
 """Planner inference (paper Appendix B): greedy decoding, up to two retries at T=0.7 when a plan fails.
 
 A plan *fails* when it does not parse or does not validate against the schema and the query's entity table.
-This is the ``lm`` planner kind (:class:`~grasp_core.planner.kind.LMPlanner`); the ``cpu`` plan-selection policy
-(:mod:`grasp_core.planner.policy`) picks its most probable candidate instead.
+This is the ``lm`` planner kind (:class:`~grasp_core.planner.interface.LMPlanner`); the ``cpu`` plan-selection policy
+(:mod:`grasp_core.planner.policy.model`) picks its most probable candidate instead.
 Decoding is constrained to the plan grammar when the backend supports it (the local model); the
 endpoint backend's plans are checked after the fact. :func:`sample_plans` draws ``n`` plans per query
 for RL (T=1.0).
@@ -19,9 +19,9 @@ from grasp_core.llm.chat import Message
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.validate import validate_plan
-from grasp_core.planner.decoding_config import InferenceSettings
-from grasp_core.planner.grammar import PlanGrammar
-from grasp_core.planner.prompt import build_planner_messages
+from grasp_core.planner.config import InferenceConfig
+from grasp_core.planner.lm.grammar import PlanGrammar
+from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
 
 
@@ -48,7 +48,7 @@ def planner_prompts(schema: Schema, queries: Sequence[str], tables: Sequence[Ent
     return [build_planner_messages(schema, t, q, compact) for q, t in zip(queries, tables)]
 
 
-def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], cfg: InferenceSettings):
+def _grammars(llm, schema: Schema, tables: Sequence[EntityTable], cfg: InferenceConfig):
     if not cfg.constrained or not llm.enforces_constraints:
         return None
     return [PlanGrammar(schema, t, cfg.grammar) for t in tables]
@@ -59,7 +59,7 @@ def plan_queries(
     schema: Schema,
     queries: Sequence[str],
     tables: Sequence[EntityTable],
-    cfg: InferenceSettings = InferenceSettings(),
+    cfg: InferenceConfig = InferenceConfig(),
     prompts: Sequence[list[Message]] | None = None,
 ) -> list[PlanAttempt]:
     """One plan per query: greedy first, then up to ``cfg.retries`` samples for the queries that failed.
@@ -98,7 +98,7 @@ def sample_plans(
     tables: Sequence[EntityTable],
     n: int = 8,
     temperature: float = 1.0,
-    cfg: InferenceSettings = InferenceSettings(),
+    cfg: InferenceConfig = InferenceConfig(),
 ) -> list[list[str]]:
     """``n`` sampled plans per query (RL exploration)."""
     prompts = planner_prompts(schema, queries, tables, cfg.compact_prompt)

@@ -1,4 +1,4 @@
-"""Training the plan chooser (:mod:`grasp_core.planner.chooser`) on the reward of executed plans.
+"""Training the plan chooser (:mod:`grasp_core.planner.policy.chooser`) on the reward of executed plans.
 
 Every shortlisted candidate of a training question is executed and fused with the question's text ranking; its
 label is the fused reward the paper's RL optimizes at its sharpest: 1 when fusion puts a gold answer first, else 0.
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import lightgbm as lgb
 import numpy as np
 
-from grasp_core.planner.chooser import Shortlist, feature_names
-from grasp_core.planner.policy_config import ChooserConfig
+from grasp_core.planner.config import ChooserConfig
+from grasp_core.planner.policy.chooser import Shortlist, feature_names
 from grasp_core.ranking import FusionWeights, fuse
 
 

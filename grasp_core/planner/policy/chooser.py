@@ -1,6 +1,6 @@
 """Choosing among executed plans: the policy shortlists, the executed results decide (``docs/planner.md``).
 
-The policy (:mod:`grasp_core.planner.policy`) scores every candidate plan *before* execution. The chooser takes
+The policy (:mod:`grasp_core.planner.policy.model`) scores every candidate plan *before* execution. The chooser takes
 the policy's ``k`` best candidates plus :data:`ABSTAIN`, executes them, fuses each graph ranking with the
 question's text ranking, and picks one with a LightGBM lambdarank model over what each candidate *is* (the
 policy's score and the plan features) and what it *returns* (how long its graph list is, how sure its top node
@@ -12,7 +12,7 @@ The asked-type model (:mod:`grasp_core.rerank.asked_type`) gives each candidate 
 asks for its target type: a feature, not a constraint (a constraint was measured lower on validation).
 
 This module is the serving path: it imports no training code (that is
-:mod:`grasp_core.planner.chooser_train`). The chooser lives in the planner checkpoint beside the policy
+:mod:`grasp_core.planner.policy.chooser_train`). The chooser lives in the planner checkpoint beside the policy
 (``chooser.txt``, ``chooser.json``, ``asked_type.json``); a checkpoint without one plans greedily.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
-from grasp_core.planner.policy_config import FEATURES
+from grasp_core.planner.config import FEATURES
 from grasp_core.ranking import FusionWeights, Ranking, fuse
 from grasp_core.rerank.asked_type import AskedType
 
@@ -155,7 +155,7 @@ def shortlists(
     weights: FusionWeights,
 ) -> list[Shortlist]:
     """Shortlist, execute (one batch) and featurize every question of a featurized batch ``x``
-    (:class:`~grasp_core.planner.policy.Featurized`) with the policy's ``logits`` [B, C] and asked-type
+    (:class:`~grasp_core.planner.policy.model.Featurized`) with the policy's ``logits`` [B, C] and asked-type
     probabilities ``asked`` [B, T]."""
     mask, feats = x.mask.numpy(), x.feats.numpy()
     type_idx, path_idx = x.type_idx.numpy(), x.path_idx[..., 0].numpy()

@@ -6,7 +6,7 @@ model has a short context) lists each relation once with all its type pairs, lea
 renders the entity table one line per row (mention, role, each linked type's best cosine).
 
 :func:`canonical_plan_json` is the one serialization of a plan used as the SFT target and accepted by the
-decoding grammar (:mod:`grasp_core.planner.grammar`): compact JSON with the plan model's key order, anchors
+decoding grammar (:mod:`grasp_core.planner.lm.grammar`): compact JSON with the plan model's key order, anchors
 renamed ``a1, a2, …`` and the intermediate variable ``d`` hops down anchor ``aj``'s path ``xj_d``, hops listed
 path by path from the last anchor's path to the first's (each path from its anchor to ``target``; the grammar
 nests anchors and paths), ``to_type`` only on intermediate variables, and ``type`` always present on ref

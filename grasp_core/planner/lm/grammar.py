@@ -1,7 +1,7 @@
 """The plan grammar, generated as Lark text from the plan model, the schema and the query's entity table.
 
 Every sentence of the grammar is the canonical JSON of a plan that :func:`grasp_core.plan.validate.validate_plan`
-accepts (:func:`grasp_core.planner.prompt.canonical_plan_json` writes the same form):
+accepts (:func:`grasp_core.planner.lm.prompt.canonical_plan_json` writes the same form):
 
 * key names and their order come from the pydantic models of :mod:`grasp_core.plan.model` (fields and
   aliases), the match modes from its ``MatchMode`` literal, the answer variable from ``TARGET``; the
@@ -47,8 +47,8 @@ from transformers import LogitsProcessor
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.plan.model import TARGET, Anchor, Hop, MatchMode, Plan, Target
-from grasp_core.planner.decoding_config import PlanGrammarConfig
-from grasp_core.planner.prompt import anchor_var, path_var
+from grasp_core.planner.config import PlanGrammarConfig
+from grasp_core.planner.lm.prompt import anchor_var, path_var
 from grasp_core.skb.schema import Schema
 
 # Free text: no double quote, backslash or control character (``grammar_safe_text`` writes it so).

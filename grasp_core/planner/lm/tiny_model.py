@@ -13,7 +13,7 @@ import torch
 from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
 from grasp_core.io import atomic_dir
-from grasp_core.planner.model_config import TinyModelConfig
+from grasp_core.planner.config import TinyModelConfig
 
 
 def build_tiny_qwen3(tokenizer: PreTrainedTokenizerBase, cfg: TinyModelConfig = TinyModelConfig()) -> Qwen3ForCausalLM:

@@ -4,7 +4,7 @@ The ``cpu`` planner is trained from scratch (``docs/design.md``), so its vocabul
 BPE merges learnt from the SKB text, rendered prompts and plan JSON make JSON punctuation (``{"``, ``":"``,
 ``","``, ``"},{"``) and the plan keys single tokens, and every node type, relation name and entity-table ref
 (``E1`` … ``E20``) of the schema is added as a whole-word token, so the model emits a schema name in one step
-and the plan grammar (``grasp_core.planner.grammar``) masks it in one step.
+and the plan grammar (``grasp_core.planner.lm.grammar``) masks it in one step.
 
 Byte-level means every string is encodable (no unknown token) and decoding is exact; training is
 deterministic for the same texts in the same order. The chat template is :data:`grasp_core.llm.chat.CHAT_TEMPLATE`.
