@@ -47,8 +47,8 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.math_threads import answer_threads
 from grasp_core.plan.trace import Trace
+from grasp_core.planner.attempt import PlanAttempt, check_plan
 from grasp_core.planner.interface import Planner
-from grasp_core.planner.lm.generate import PlanAttempt, check_plan
 from grasp_core.planner.policy.chooser import Executed
 from grasp_core.ranking import BRANCHES, Ranking, fusion
 from grasp_core.rerank.features import RerankInput

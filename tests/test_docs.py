@@ -106,3 +106,13 @@ def test_the_cli_reference_names_every_command():
     reference = (ROOT / "docs" / "cli.md").read_text()
     missing = [c for c in commands(build_parser(), "grasp") if f"`{c}" not in reference]
     assert not missing, f"docs/cli.md does not describe {missing}"
+
+
+def test_the_design_doc_maps_every_package_and_module_of_the_library():
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("## The package map") : text.index("## The answer path")]
+    library = ROOT / "grasp_core"
+    names = [f"`{p.name}/`" for p in library.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    names += [f"`{p.name}/`" for p in library.iterdir() if p.is_dir() and p.name == "prompts"]
+    names += [f"`{p.name}`" for p in library.glob("*.py") if p.name != "__init__.py"]
+    assert [n for n in names if n not in section] == []

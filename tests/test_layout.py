@@ -17,7 +17,10 @@ TRAINING = (
     "grasp_core.pipeline",
     "grasp_core.planner.lm.sft",
     "grasp_core.planner.lm.rl",
-    "grasp_core.planner.teachers.programmatic",
+    "grasp_core.planner.policy.train",
+    "grasp_core.planner.policy.chooser_train",
+    "grasp_core.planner.teachers",
+    "grasp_core.text.mfar_train",
 )
 TRAINING += ("grasp_core.rerank.train", "grasp_core.rerank.ltr", "trl", "dagster", "grasp_assets")
 ORCHESTRATION = {"dagster", "dagster_docker", "grasp_assets"}
@@ -211,3 +214,14 @@ def test_the_library_never_imports_the_orchestration_layer(tmp_path):
         for file in ROOT.rglob("*.py")
     }
     assert {f: m for f, m in offending.items() if m} == {}
+
+
+def test_the_planner_kinds_do_not_import_each_other():
+    """``planner/lm`` and ``planner/policy`` share only the planner's common modules (candidates, reward, samples,
+    the attempt record, config); the interface above them loads either."""
+    root = ROOT / "planner"
+    for kind, other in (("lm", "policy"), ("policy", "lm")):
+        for file in (root / kind).rglob("*.py"):
+            for node in ast.walk(ast.parse(file.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    assert not node.module.startswith(f"grasp_core.planner.{other}"), (file.name, node.module)

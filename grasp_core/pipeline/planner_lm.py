@@ -31,16 +31,10 @@ from grasp_core.pipeline.rft_samples import write_rft_samples
 from grasp_core.planner.interface import LMPlanner
 from grasp_core.planner.lm.base import base_model_path, build_planner_base
 from grasp_core.planner.lm.prompt import build_planner_messages, canonical_plan_json
-from grasp_core.planner.lm.rl import (
-    best_positive_samples,
-    informative_queries,
-    rft_examples,
-    rl_queries,
-    sample_and_score,
-    train_grpo,
-)
+from grasp_core.planner.lm.rl import rft_examples, sample_and_score, train_grpo
 from grasp_core.planner.lm.sft import select_sft_examples, train_sft
 from grasp_core.planner.rounds import Gate
+from grasp_core.planner.samples import best_positive_samples, informative_queries, rl_queries
 
 
 def prompt_builder(components: Components, tokenizer):

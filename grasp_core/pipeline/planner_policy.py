@@ -23,7 +23,6 @@ from grasp_core.pipeline.asked_type import ASKED_MAX_TOKENS, fit_asked_type_mode
 from grasp_core.pipeline.planner_inputs import VAL_FILE, load_reward_table, load_teacher_plans, planner_env, round_start
 from grasp_core.pipeline.plots import line_plot
 from grasp_core.pipeline.rft_samples import write_rft_samples
-from grasp_core.planner.lm.rl import best_positive_samples, informative_queries, rl_queries
 from grasp_core.planner.policy.chooser import Executed, PlanChooser, Shortlist, shortlists
 from grasp_core.planner.policy.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy.model import PlanPolicy, load_policy, new_policy, path_keys
@@ -36,6 +35,7 @@ from grasp_core.planner.policy.train import (
     validation_hit1,
 )
 from grasp_core.planner.rounds import Gate
+from grasp_core.planner.samples import best_positive_samples, informative_queries, rl_queries
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.asked_type import AskedType
 

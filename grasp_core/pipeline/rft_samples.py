@@ -6,7 +6,7 @@ import pandas as pd
 
 from grasp_core.components import Components
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.planner.lm.rl import informative_queries
+from grasp_core.planner.samples import informative_queries
 
 
 def write_rft_samples(components: Components, round_key: str, samples: pd.DataFrame, start) -> dict:

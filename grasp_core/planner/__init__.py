@@ -9,8 +9,9 @@
   its training (SFT, RFT, GRPO), and the chooser that re-decides among executed shortlisted plans.
 - ``teachers/``: the plans training imitates: the programmatic teacher (executes the candidates with the gold) and
   the LLM teacher behind an endpoint.
-- Shared by both kinds: ``candidates`` (the plans a question can get), ``metapaths``, ``reward`` (the fused reward
-  table), ``scoring`` (executing and scoring sampled plans) and ``rounds`` (the RL rounds and their gate).
+- Shared by both kinds: ``attempt`` (a planner's answer for one question), ``candidates`` (the plans a question can get), ``metapaths``, ``reward`` (the fused reward
+  table), ``scoring`` (executing and scoring sampled plans), ``samples`` (what a round samples and keeps) and
+  ``rounds`` (the RL rounds and their gate).
 
 The training steps each asset runs are in :mod:`grasp_core.pipeline` (``planner``, ``planner_lm``,
 ``planner_policy``, ``planner_inputs``, ``rft_samples``): one step per asset, beside the other assets' steps.

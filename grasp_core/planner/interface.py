@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
+from grasp_core.planner.attempt import PlanAttempt
 from grasp_core.planner.config import InferenceConfig
-from grasp_core.planner.lm.generate import PlanAttempt, plan_queries
+from grasp_core.planner.lm.generate import plan_queries
 from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, planner_cut

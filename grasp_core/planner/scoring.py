@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.execute import PlanExecutor
+from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.config import RewardConfig
-from grasp_core.planner.lm.generate import check_plan
 from grasp_core.planner.reward import RewardTable, plan_reward
 from grasp_core.ranking import Ranking, fusion
 from grasp_core.skb.schema import Schema

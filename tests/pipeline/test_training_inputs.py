@@ -26,7 +26,7 @@ from grasp_core.pipeline.planner_lm import tokenizer_examples
 from grasp_core.pipeline.planner_policy import PolicyData
 from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, reranker_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
-from grasp_core.planner.lm.rl import rl_queries
+from grasp_core.planner.samples import rl_queries
 from grasp_core.profiles import get_profile
 from grasp_core.questions.querygen import synthesize_queries
 from grasp_core.rerank.ranker import LTRReranker

@@ -9,9 +9,9 @@ import torch
 from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityRow, EntityTable, Link
+from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.planner.config import CandidateConfig, ChooserConfig, PolicyConfig
-from grasp_core.planner.lm.generate import check_plan
 from grasp_core.planner.policy.chooser import Executed, PlanChooser, Shortlist, feature_names, shortlist, shortlists
 from grasp_core.planner.policy.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy.model import load_policy, new_policy, path_keys

@@ -1,6 +1,7 @@
 from grasp_core.llm.backends import TransformersLLM
+from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.config import InferenceConfig
-from grasp_core.planner.lm.generate import check_plan, plan_queries
+from grasp_core.planner.lm.generate import plan_queries
 from tests.planner.conftest import CPU_INFER
 
 

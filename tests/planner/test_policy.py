@@ -11,10 +11,9 @@ from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.plan.model import ABSTAIN
+from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
-from grasp_core.planner.config import CandidateConfig, PolicyConfig
-from grasp_core.planner.lm.generate import check_plan
-from grasp_core.planner.lm.rl import GRPOTrainingConfig
+from grasp_core.planner.config import CandidateConfig, GRPOTrainingConfig, PolicyConfig
 from grasp_core.planner.policy.model import load_policy, new_policy, path_keys, verbalize
 from grasp_core.planner.policy.train import (
     Outcomes,

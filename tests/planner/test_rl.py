@@ -18,16 +18,11 @@ from grasp_core.io import read_json
 from grasp_core.llm.backends import TransformersLLM
 from grasp_core.planner.config import GRPOTrainingConfig, RLSamplingConfig
 from grasp_core.planner.lm.checkpoint import load_planner
-from grasp_core.planner.lm.rl import (
-    best_positive_samples,
-    informative_queries,
-    rft_examples,
-    sample_and_score,
-    train_grpo,
-)
+from grasp_core.planner.lm.rl import rft_examples, sample_and_score, train_grpo
 from grasp_core.planner.lm.sft import train_sft
 from grasp_core.planner.reward import COUNT_LABELS, RANK_LABELS, RewardTable
 from grasp_core.planner.rounds import Gate
+from grasp_core.planner.samples import best_positive_samples, informative_queries
 from tests.planner.conftest import CPU_INFER, N_SFT, SFT_FAST
 
 N_RL = 16  # training queries outside the SFT data where the text ranking misses: a plan can only gain there

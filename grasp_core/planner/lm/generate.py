@@ -11,37 +11,14 @@ for RL (T=1.0).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from grasp_core.entities.table import EntityTable
-from grasp_core.errors import PlanError
 from grasp_core.llm.chat import Message
-from grasp_core.plan.model import ABSTAIN
-from grasp_core.plan.parse import parse_plan
-from grasp_core.plan.validate import validate_plan
+from grasp_core.planner.attempt import PlanAttempt, check_plan
 from grasp_core.planner.config import InferenceConfig
 from grasp_core.planner.lm.grammar import PlanGrammar
 from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
-
-
-@dataclass(frozen=True)
-class PlanAttempt:
-    text: str  # the completion that was kept (the first valid one, else the last one)
-    valid: bool
-    error: str | None  # reason code of the last failure when no attempt was valid
-    attempts: int
-
-
-def check_plan(text: str, schema: Schema, table: EntityTable | None) -> str | None:
-    """None when ``text`` is a valid plan (or the policy's abstention), else the failure's reason code."""
-    if text == ABSTAIN:
-        return None
-    try:
-        validate_plan(parse_plan(text), schema, table)
-    except PlanError as exc:
-        return exc.reason
-    return None
 
 
 def planner_prompts(schema: Schema, queries: Sequence[str], tables: Sequence[EntityTable], compact: bool) -> list:

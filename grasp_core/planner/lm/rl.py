@@ -34,16 +34,6 @@ from grasp_core.planner.lm.sft import LogFn, trainer_args
 from grasp_core.planner.scoring import PlannerEnv, PlanRewarder
 
 
-def rl_queries(train: pd.DataFrame, cfg: RLSamplingConfig) -> list[int]:
-    """Training query ids used in RL: ≤ max_answers gold answers, optionally a seeded subset."""
-    keep = train[train["answer_ids"].map(len) <= cfg.max_answers]["qid"].astype(int).tolist()
-    if cfg.max_queries is not None and len(keep) > cfg.max_queries:
-        import numpy as np
-
-        keep = sorted(np.random.default_rng(cfg.seed).choice(keep, cfg.max_queries, replace=False).tolist())
-    return keep
-
-
 def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSamplingConfig, inference_cfg) -> pd.DataFrame:
     """One row per sampled plan: qid, sample, plan, reward, valid, n_anchors, n_candidates, fused_gold_rank."""
     from grasp_core.planner.lm.generate import sample_plans
@@ -73,21 +63,6 @@ def sample_and_score(llm, env: PlannerEnv, qids: Sequence[int], cfg: RLSamplingC
             "fused_gold_rank": [s.gold_rank for s in scores],
         }
     )
-
-
-def best_positive_samples(samples: pd.DataFrame) -> pd.DataFrame:
-    """Each query's highest-reward sample when positive; ties: fewer anchors, then fewer candidates."""
-    pos = samples[samples["reward"] > 0]
-    ordered = pos.sort_values(
-        ["qid", "reward", "n_anchors", "n_candidates", "sample"], ascending=[True, False, True, True, True]
-    )
-    return ordered.groupby("qid", as_index=False).head(1).reset_index(drop=True)
-
-
-def informative_queries(samples: pd.DataFrame) -> list[int]:
-    """Queries whose sampled rewards are not all equal (the only ones GRPO can learn from)."""
-    spread = samples.groupby("qid")["reward"].agg(lambda r: r.max() - r.min())
-    return spread[spread > 1e-9].index.astype(int).tolist()
 
 
 def rft_examples(sft_examples: list[dict], best: pd.DataFrame, prompt_of: Callable[[int], str]) -> list[dict]:

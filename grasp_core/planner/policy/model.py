@@ -38,9 +38,9 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
+from grasp_core.planner.attempt import PlanAttempt
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.planner.config import FEATURES, HEADS, CandidateConfig, PolicyConfig
-from grasp_core.planner.lm.generate import PlanAttempt
 from grasp_core.planner.policy.chooser import Executed, PlanChooser, Run, shortlists
 from grasp_core.ranking import FusionWeights, Ranking
 from grasp_core.skb.schema import Schema
