@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
 import pytest
@@ -158,10 +157,9 @@ def test_greedy_decoding_follows_the_grammar_too(llm):
 
 
 def test_grammar_size_on_the_synthetic_prime_schema(lltok):
-    """Generation + compilation per query stay well under a second on the synthetic Prime schema."""
+    """The grammar of the synthetic Prime schema compiles and stays small (its time per query is measured in
+    ``benchmarks/constrained_decoding.py``, not here: a timed assertion fails on a busy machine)."""
     schema = build_synth_skb("prime", "tiny").schema
-    t = time.perf_counter()
     g = PlanGrammar(schema, TABLE)
-    matcher(g, lltok)
-    assert time.perf_counter() - t < 2.0
+    assert matcher(g, lltok) is not None
     assert len(g.rules) < 5000
