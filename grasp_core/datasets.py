@@ -33,7 +33,7 @@ USER_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 def _env_path(var: str, default: Path) -> str:
-    return env(var, str(default)) or str(default)
+    return env(var, str(default))
 
 
 @dataclass(frozen=True)

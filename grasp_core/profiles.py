@@ -177,7 +177,7 @@ def _cpu() -> Profile:
 
 
 def _gpu() -> Profile:
-    models = Path(env("GRASP_MODEL_DIR", "models") or "models")
+    models = Path(env("GRASP_MODEL_DIR", "models"))
     return Profile(
         name="gpu",
         device="cuda",

@@ -24,7 +24,7 @@ from grasp_core.redact import MASK, is_secret_key, redact
 
 
 def _default_uri() -> str:
-    return env("MLFLOW_TRACKING_URI") or f"sqlite:///{grasp_home() / 'mlflow.db'}"
+    return env("MLFLOW_TRACKING_URI", f"sqlite:///{grasp_home() / 'mlflow.db'}")
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TrackingConfig:
     )
     experiment: str = field(default="grasp", metadata={"help": "MLflow experiment every run is logged to"})
     artifact_root: str = field(
-        default_factory=lambda: env("GRASP_MLFLOW_ARTIFACTS") or str(grasp_home() / "mlartifacts"),
+        default_factory=lambda: env("GRASP_MLFLOW_ARTIFACTS", str(grasp_home() / "mlartifacts")),
         metadata={"help": "where run artifacts (tables, plots) are stored"},
     )
 

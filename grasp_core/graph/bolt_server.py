@@ -186,7 +186,7 @@ def _child(root: Path, port: int, http_port: int, heap: str, import_skb: Path | 
     from arcadedb_embedded.server import ArcadeDBServer
 
     config = {"host": "127.0.0.1", "server_plugins": PLUGIN, "bolt_port": port, "http_port": http_port}
-    server = ArcadeDBServer(str(root / "databases"), env(PASSWORD_ENV) or "", config, jvm_kwargs={"heap_size": heap})
+    server = ArcadeDBServer(str(root / "databases"), env(PASSWORD_ENV, ""), config, jvm_kwargs={"heap_size": heap})
     status = 1
     try:
         server.start()
