@@ -27,9 +27,12 @@ inference). A node with no value for a field gets raw score 0 from both scorers.
 Candidates. Scoring is exhaustive per scorer (one sparse product for BM25, one matrix product for the
 dense vectors, each for a whole batch of queries), but only the union of each scorer's top
 ``candidates_per_field`` nodes is normalized, weighted and ranked, so the combination costs
-O(scorers × candidates), not O(corpus). The selection is vectorized over the batch: one top-k per
-scorer over its [queries, N] score matrix (ties broken by smaller node id, so a query's pool does not
-depend on the batch it is in), then one row-wise sort of the concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
+O(scorers × candidates), not O(corpus). A query's scores never depend on the batch it is in: the dense
+scores are one matrix-vector product per query (:func:`row_products`) and the field weights a per-row sum, because
+a matrix product's entries change in their last bits with the batch's shape (OpenBLAS blocks and orders the sums by
+it, and forwards a one-row product to another kernel), which reordered near-tied nodes between a question answered
+alone and the same question in the evaluation's batch. The selection is vectorized over the batch: one top-k per
+scorer over its [queries, N] score matrix (ties broken by smaller node id), then one row-wise sort of the concatenated picks to form the union (:class:`Pools`: padded [queries, m] candidate ids and
 [queries, m, scorers] raw scores). A lexical scorer only nominates nodes with a positive score, a dense
 scorer only nodes that have the field. From ``dense_ann_min_nodes`` nodes (100,000: Prime's size, not hpo's) the
 exact product is the answer path's largest cost after the encoder, so a dense scorer's nominees come from an HNSW
@@ -178,7 +181,7 @@ class FieldIndex:
 
     def _row_scores(self, scorer: int, query_tokens: Sequence[Sequence[str]], query_vecs: np.ndarray) -> np.ndarray:
         f, m = self.scorers[scorer]
-        return self.lexical[f].scores(query_tokens) if m == LEXICAL else query_vecs @ self.dense[f].T
+        return self.lexical[f].scores(query_tokens) if m == LEXICAL else row_products(query_vecs, self.dense[f])
 
     def _ann_nominees(self, field: str, query_vecs: np.ndarray, k: int) -> np.ndarray:
         """int64 [q, k]: each query's top ``k`` nodes having ``field`` by its HNSW index (``N`` where it found
@@ -331,6 +334,15 @@ def _top_k_ids(values: torch.Tensor, k: int, floor: float = float("-inf")) -> to
     return ids
 
 
+def row_products(query_vecs: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """float32 [q, N]: each query's inner product with every row of ``vectors``, one matrix-vector product per
+    query, so that a query's scores are bit-identical alone and in any batch (a matrix product's are not)."""
+    out = np.empty((len(query_vecs), len(vectors)), np.float32)
+    for row, vec in zip(out, np.asarray(query_vecs, np.float32)):
+        np.matmul(vectors, vec, out=row)
+    return out
+
+
 def _encode_cached(texts: list[str], encoder: Encoder, max_tokens: int, work_dir: str | Path | None) -> np.ndarray:
     if work_dir is None:
         return encoder.encode(texts, max_tokens, show_progress=True)
@@ -363,7 +375,9 @@ class FieldWeights(torch.nn.Module):
         self.register_buffer("std", torch.ones(num_scorers))
 
     def weights(self, query_vecs: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.linear(query_vecs), dim=-1)
+        # the linear layer as a per-row sum: a matrix product's last bits depend on the batch's shape
+        logits = (query_vecs[:, None, :] * self.linear.weight).sum(-1) + self.linear.bias
+        return torch.softmax(logits, dim=-1)
 
     def forward(self, query_vecs: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
         """query_vecs [q, d], raw [q, n, scorers] -> scores [q, n]."""

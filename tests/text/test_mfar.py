@@ -10,7 +10,7 @@ from grasp_core.errors import GraspError
 from grasp_core.ranking import Ranking
 from grasp_core.text.bm25 import tokenize
 from grasp_core.text.config import MFARConfig
-from grasp_core.text.mfar import FieldIndex, MFARRetriever, _top_k_ids
+from grasp_core.text.mfar import FieldIndex, FieldWeights, MFARRetriever, _top_k_ids, row_products
 from grasp_core.text.mfar_train import _trainable_copy, train_mfar
 from tests.text.conftest import tiny_skb
 
@@ -189,6 +189,35 @@ def test_save_load_round_trip_gives_identical_rankings(trained, skb, encoder, tm
     for a, b in zip(retriever.rank(queries, k=20), loaded.rank(queries, k=20)):
         np.testing.assert_array_equal(a.node_ids, b.node_ids)
         np.testing.assert_array_equal(a.scores, b.scores)
+
+
+def test_a_query_scores_bit_identically_alone_and_in_any_batch():
+    """A matrix product's last bits depend on the batch's shape (this machine's OpenBLAS changed every row of a
+    [24, 384] x [384, 3000] product against the same rows inside [600, ...]); near-tied nodes then swapped ranks
+    between a question alone and the evaluation's batch."""
+    rng = np.random.default_rng(0)
+    queries = rng.standard_normal((200, 384)).astype(np.float32)
+    vectors = rng.standard_normal((3000, 384)).astype(np.float32)
+    batch = row_products(queries, vectors)
+    np.testing.assert_allclose(batch, queries @ vectors.T, rtol=1e-4, atol=1e-4)
+    for rows in (slice(0, 1), slice(5, 7), slice(13, 37), slice(0, 64)):
+        np.testing.assert_array_equal(row_products(queries[rows], vectors), batch[rows])
+    model = FieldWeights(384, 15)
+    torch.nn.init.normal_(model.linear.weight)
+    with torch.no_grad():
+        weights = model.weights(torch.from_numpy(queries))
+        for rows in (slice(0, 1), slice(5, 7), slice(13, 37)):
+            torch.testing.assert_close(model.weights(torch.from_numpy(queries[rows])), weights[rows], rtol=0, atol=0)
+
+
+def test_a_query_ranks_alone_as_in_its_batch(trained, skb):
+    retriever = trained[0]
+    queries = skb.queries["query"].tolist()
+    batch = retriever.rank(queries, k=20)
+    for query, ranking in zip(queries, batch):
+        alone = retriever.rank([query], k=20)[0]
+        np.testing.assert_array_equal(alone.node_ids, ranking.node_ids)
+        np.testing.assert_array_equal(alone.scores, ranking.scores)
 
 
 def test_load_with_another_encoder_is_refused(trained, encoder, tmp_path):
