@@ -24,8 +24,8 @@ over exactly the kind of (query, node) pairs the model scores. The map is affine
 so it never reorders one scorer's ranking, and it is frozen with the model (like batch norm at
 inference). A node with no value for a field gets raw score 0 from both scorers.
 
-Candidates. Scoring is exhaustive per scorer (one sparse product for BM25, one matrix product for the
-dense vectors, each for a whole batch of queries), but only the union of each scorer's top
+Candidates. Scoring is exhaustive per scorer (one sparse product for BM25 for a whole batch of queries, one
+matrix-vector product per query for the dense vectors), but only the union of each scorer's top
 ``candidates_per_field`` nodes is normalized, weighted and ranked, so the combination costs
 O(scorers × candidates), not O(corpus). A query's scores never depend on the batch it is in: the dense
 scores are one matrix-vector product per query (:func:`row_products`) and the field weights a per-row sum, because

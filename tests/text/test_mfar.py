@@ -192,9 +192,9 @@ def test_save_load_round_trip_gives_identical_rankings(trained, skb, encoder, tm
 
 
 def test_a_query_scores_bit_identically_alone_and_in_any_batch():
-    """A matrix product's last bits depend on the batch's shape (this machine's OpenBLAS changed every row of a
-    [24, 384] x [384, 3000] product against the same rows inside [600, ...]); near-tied nodes then swapped ranks
-    between a question alone and the evaluation's batch."""
+    """A matrix product's last bits depend on the batch's shape (this machine's OpenBLAS gave other bits for a
+    query's row alone than in a larger batch); near-tied nodes then swapped ranks between a question alone and the
+    evaluation's batch."""
     rng = np.random.default_rng(0)
     queries = rng.standard_normal((200, 384)).astype(np.float32)
     vectors = rng.standard_normal((3000, 384)).astype(np.float32)
