@@ -7,10 +7,11 @@ Run: ``python benchmarks/cold_query.py hpo [--root DIR] [--runs 3] [--question T
 [--before DIR]``; writes ``benchmarks/results/cold_query.json`` (or ``--out``) and prints it.
 
 Each run starts ``grasp query DATASET QUESTION`` as a new process (the installed command, as a user types it)
-and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). The same is done for the
-imports alone (``IMPORTS``: the library and sentence-transformers, which the encoder imports when it loads), so the
-rest is loading the artifacts and answering. The operating system's file cache is warm after the first run (the
-figures are the median of the runs); the load average is recorded because the machine may be shared.
+and times it to exit; CPU seconds and peak RSS are the child's own (``os.wait4``). ``imports_s`` is the part of
+that spent importing modules, from one more run with ``-X importtime`` (the sum of its top-level imports'
+cumulative times; the tracing itself adds a little), so the rest is loading the artifacts and answering. The
+operating system's file cache is warm after the first run (the figures are the median of the runs); the load
+average is recorded because the machine may be shared.
 
 With ``--before DIR`` the same is timed for the code under DIR (``PYTHONPATH``; a copy of the package directories
 is enough), run by run interleaved with this checkout's, as ``before``: on a shared machine only figures taken side
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,8 +44,8 @@ from harness import RESULTS, Run, percentiles, start_serve
 from grasp_core.artifacts import Artifacts
 
 GRASP = Path(sys.executable).with_name("grasp")  # the installed command a user types (not harness.GRASP's -m)
-# what the answer path imports: the library, and the encoder's sentence-transformers (imported when it loads)
-IMPORTS = "import grasp_core.retriever, sentence_transformers.sentence_transformer.modules"
+# the modules a bytecode check imports: the library's answer path
+IMPORTS = "import grasp_core.retriever"
 BYTECODE = (
     f"import os, sys\n{IMPORTS}\n"
     "ms = [m for m in list(sys.modules.values()) if isinstance(getattr(m, '__cached__', None), str)]\n"
@@ -53,16 +55,28 @@ BYTECODE = (
 
 def child_usage(cmd: list[str], env: dict | None = None) -> dict:
     """Wall seconds, CPU seconds and peak RSS of one child process run to completion."""
+    return _child(cmd, env)[0]
+
+
+def import_seconds(cmd: list[str], env: dict | None = None) -> float:
+    """Seconds ``cmd`` (a ``grasp`` command) spends importing: its top-level imports under ``-X importtime``."""
+    _, err = _child([sys.executable, "-X", "importtime", *cmd], env)
+    top = re.findall(r"^import time:\s+\d+ \|\s+(\d+) \| \S", err, flags=re.MULTILINE)  # not indented: top level
+    return round(sum(map(int, top)) / 1e6, 2)
+
+
+def _child(cmd: list[str], env: dict | None) -> tuple[dict, str]:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
         if proc.returncode:
-            err.seek(0)
-            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode().strip()[-500:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mib": usage.ru_maxrss / 1024}
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {stderr.strip()[-500:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mib": usage.ru_maxrss / 1024}, stderr
 
 
 def median(runs: list[dict]) -> dict:
@@ -129,16 +143,13 @@ def main() -> None:
     run = Run(profile="cpu")  # grasp query's and grasp serve's default
     root = ["--root", args.root] if args.root else []
     query = [str(GRASP), *root, "query", args.dataset, args.question]
-    imports = [sys.executable, "-P", "-c", IMPORTS]  # -P: not the working directory's grasp_core
     sides = {"after": None}
     if args.before is not None:
         sides = {"before": _side_env(args.before), "after": None}
     bytecode = subprocess.run([sys.executable, "-P", "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
-    runs: dict[str, dict[str, list[dict]]] = {side: {"imports": [], "query": []} for side in sides}
+    runs: dict[str, dict[str, list[dict]]] = {side: {"query": []} for side in sides}
     for i in range(args.runs):  # the sides alternate, and which goes first alternates from run to run
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
-        for side in order:
-            runs[side]["imports"].append(child_usage(imports, sides[side]))
         for side in order:
             runs[side]["query"].append(child_usage(query, sides[side]))
             print(f"run {i + 1}: {side} query {runs[side]['query'][-1]['wall_s']:.1f} s wall", flush=True)
@@ -146,7 +157,7 @@ def main() -> None:
         "command": " ".join(["grasp", *root, "query", args.dataset, repr(args.question)]),
         "runs": args.runs,
         "query": median(runs["after"]["query"]),
-        "imports_only": median(runs["after"]["imports"]),
+        "imports_s": import_seconds([str(GRASP), *query[1:]]),
         "bytecode_cached": round(float(bytecode), 3),
     }
     if args.before is not None:
@@ -154,7 +165,7 @@ def main() -> None:
         result["before"] = {
             "code": str(args.before),
             "query": median(runs["before"]["query"]),
-            "imports_only": median(runs["before"]["imports"]),
+            "imports_s": import_seconds([str(GRASP), *query[1:]], sides["before"]),
             "query_wall_s_saved_per_run": [round(b["wall_s"] - a["wall_s"], 2) for b, a in pairs],
         }
     if not args.no_server:

@@ -54,7 +54,6 @@ from grasp_core.ranking import BRANCHES, Ranking, fusion
 from grasp_core.rerank.features import RerankInput
 from grasp_core.text.mfar import QUERY_MAX_TOKENS
 from grasp_core.textnorm import check_unicode
-from grasp_core.truncation import cut_to_tokens
 
 if TYPE_CHECKING:
     from grasp_core.rerank.inference import PairReranker
@@ -285,8 +284,7 @@ class AnswerPath:
         notes: list[str | None] = [None] * len(queries)
         encoder = getattr(retriever, "encoder", None)
         if encoder is not None:  # a dense query encoder truncates by itself; the explanation says so
-            window = encoder.max_tokens(QUERY_MAX_TOKENS) - encoder.tokenizer.num_special_tokens_to_add()
-            notes = [cut_to_tokens(q, encoder.tokenizer, window).note for q in queries]
+            notes = [encoder.cut(q, QUERY_MAX_TOKENS).note for q in queries]
         with clock("text"):
             rankings = retriever.rank(queries, k=TEXT_TOP_K)
         return TextStage(rankings, notes)

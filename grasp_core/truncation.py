@@ -20,6 +20,11 @@ class Cut:
 def cut_to_tokens(text: str, tokenizer, max_tokens: int) -> Cut:
     """The longest prefix of ``text`` with at most ``max_tokens`` tokens of ``tokenizer`` (a fast tokenizer)."""
     offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return cut_at_offsets(text, offsets, max_tokens)
+
+
+def cut_at_offsets(text: str, offsets: list[tuple[int, int]], max_tokens: int) -> Cut:
+    """The longest prefix of ``text`` with at most ``max_tokens`` of the tokens whose character spans are ``offsets``."""
     if len(offsets) <= max_tokens:
         return Cut(text, None)
     kept = max(max_tokens, 0)

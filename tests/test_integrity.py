@@ -19,10 +19,10 @@ from safetensors.torch import save_file
 from grasp_core import manifest
 from grasp_core.artifacts import Artifacts
 from grasp_core.errors import CorruptArtifactError
+from grasp_core.gbdt import check_model_text, load_booster
 from grasp_core.graph.config import GraphStoreConfig
 from grasp_core.graph.open import open_graph_store
 from grasp_core.io import atomic_dir, write_json
-from grasp_core.rerank.ranker import check_model_text, load_booster
 from grasp_core.skb.format import write_skb
 from grasp_core.sources.synth import build_synth_skb
 

@@ -21,7 +21,6 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
 from grasp_core.planner.attempt import PlanAttempt
 from grasp_core.planner.config import InferenceConfig
-from grasp_core.planner.lm.generate import plan_queries
 from grasp_core.planner.lm.prompt import build_planner_messages
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut, planner_cut
@@ -52,6 +51,8 @@ class LMPlanner:
         return planner_cut(self.llm, messages_of, query, self.cfg.max_new_tokens)
 
     def plan(self, queries: Sequence[str], tables: Sequence[EntityTable]) -> list[PlanAttempt]:
+        from grasp_core.planner.lm.generate import plan_queries  # transformers and llguidance: the lm planner's
+
         return plan_queries(self.llm, self.schema, queries, tables, self.cfg)
 
 

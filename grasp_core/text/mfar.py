@@ -445,7 +445,7 @@ class MFARRetriever:
             {"config": asdict(self.cfg), "identity": self.encoder.identity, "scorers": self.fields.scorer_names},
         )
         if self.cfg.finetune_encoder:
-            self.encoder.model.save(str(directory / "query_encoder"))
+            self.encoder.save(directory / "query_encoder")
 
     @classmethod
     def load(cls, path: str | Path, encoder: Encoder) -> MFARRetriever:

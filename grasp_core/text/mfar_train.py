@@ -173,6 +173,4 @@ def _trainable_copy(encoder: Encoder) -> Encoder:
 def _trainable_query_vectors(encoder: Encoder, queries: list[str]) -> torch.Tensor:
     """Query vectors with gradients through the encoder (its device), returned on CPU."""
     encoder.model.train()
-    batch = encoder.tokenizer(queries, truncation=True, max_length=QUERY_MAX_TOKENS, padding=True, return_tensors="pt")
-    features = {k: v.to(encoder.model.device) for k, v in batch.items()}
-    return encoder.model(features)["sentence_embedding"].float().cpu()
+    return encoder.model(*encoder.tensors(queries, QUERY_MAX_TOKENS)).float().cpu()

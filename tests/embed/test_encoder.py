@@ -4,7 +4,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from grasp_core.embed.config import EncoderConfig
-from grasp_core.embed.encoder import Encoder, load_encoder, minilm_path, resolve_dtype
+from grasp_core.embed.encoder import Encoder, batch_tensors, load_encoder, minilm_path, resolve_dtype
 from grasp_core.errors import MissingModelError
 
 TEXTS = ["retina", "a drug approved for topical ocular use in adults " * 8, "", "type 2 diabetes", "x"]
@@ -14,9 +14,26 @@ def test_minilm_matches_the_shipped_sentence_transformer(encoder):
     ours = encoder.encode(TEXTS, max_tokens=256)
     reference = SentenceTransformer(str(minilm_path()), device="cpu").encode(TEXTS, normalize_embeddings=True)
     assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 384)
-    np.testing.assert_allclose(ours, reference, atol=1e-5)
+    np.testing.assert_allclose(ours, reference, atol=1e-5)  # sentence-transformers pads to the batch's longest
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     assert encoder.dim == 384 and encoder.identity == "all-MiniLM-L6-v2|pooling=mean|dim=384"
+
+
+def test_minilm_gives_a_sentence_transformers_pipeline_vectors_bit_for_bit(encoder):
+    """Same tokens at the same padded length: our BERT, pooling and normalization are the Transformer, Pooling
+    and Normalize modules' (so embeddings built by either serve the other)."""
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    transformer = Transformer(str(minilm_path()))
+    reference = SentenceTransformer(modules=[transformer, Pooling(384, pooling_mode="mean"), Normalize()]).eval()
+    texts = [*TEXTS, "Ångström café 漢字 naïve", "ÉCOLE Straße ﬁ ½"]
+    for length in (8, 64):
+        ids = encoder.token_ids(texts, length)
+        assert ids == transformer.tokenizer(texts, truncation=True, max_length=length)["input_ids"]
+        input_ids, mask = batch_tensors(ids, length, encoder.tokenizer.pad_id)
+        with torch.inference_mode():
+            theirs = reference({"input_ids": input_ids, "attention_mask": mask})["sentence_embedding"]
+            assert torch.equal(encoder.model(input_ids, mask), theirs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -28,7 +45,7 @@ def test_encode_keeps_input_order_and_is_exactly_batch_invariant(dtype):
         np.testing.assert_array_equal(encoder.encode(texts, 64), one_by_one)  # bit for bit, whatever the batch
     else:  # float32 on a CPU with AMX: MKL's addmm follows the batch's row count (grasp_core/embed/encoder.py)
         np.testing.assert_allclose(encoder.encode(texts, 64), one_by_one, rtol=0, atol=1e-6)
-    ids = encoder.tokenizer(texts, truncation=True, max_length=64)["input_ids"]
+    ids = encoder.token_ids(texts, 64)
     lengths, batches = [len(i) for i in ids], encoder._batches(ids, 64)
     assert all(len(rows) <= 2 and all(length - 8 < lengths[i] <= length for i in rows) for length, rows in batches)
     assert all(length % 8 == 0 for length, _ in batches)  # one padded length per text, whatever its batch
@@ -50,7 +67,8 @@ def test_bfloat16_vectors_do_not_depend_on_how_many_texts_share_the_batch():
 
 def test_encode_truncates_at_max_tokens(encoder):
     long = "retina " + "completely unrelated words about shipping containers " * 20
-    short = encoder.tokenizer.convert_tokens_to_string(encoder.tokenizer.tokenize(long)[:6])
+    short = encoder.cut(long, 8).text  # the 6 word pieces that fit beside [CLS] and [SEP]
+    assert encoder.cut(long, 8).note == f"read 6 of {len(encoder.tokenizer.offsets(long))} tokens"
     np.testing.assert_allclose(encoder.encode([long], 8), encoder.encode([short], 64), atol=1e-5)
     assert not np.allclose(encoder.encode([long], 8), encoder.encode([long], 256), atol=1e-3)
 
@@ -71,9 +89,10 @@ def test_each_token_sequence_is_encoded_once_while_remembering(encoder, monkeypa
         np.testing.assert_array_equal(encoder.encode(["retina", questions[0], "retina"], 64)[0], alone[0])
         encoder.encode(["retina"], 512)  # one token sequence at both limits
     # the short question is one token sequence at both limits; the long one is cut at 64, so it is another
-    assert ran == [questions, [questions[1]], ["retina"]]
+    ids = lambda texts, limit: encoder.token_ids(texts, limit)  # noqa: E731  (what _encode is given)
+    assert ran == [ids(questions, 512), ids(questions[1:], 64), ids(["retina"], 64)]
     encoder.encode(questions[:1], 512)  # after the block nothing is remembered
-    assert ran[-1] == questions[:1]
+    assert ran[-1] == ids(questions[:1], 512)
 
 
 def test_similar_texts_are_closer(encoder):
@@ -135,9 +154,16 @@ def test_last_token_pooling_is_the_last_real_tokens_hidden_state(tiny_qwen3):
     assert vectors.shape == (3, 32) and enc.identity.endswith("|pooling=last_token|dim=32")
     model = AutoModel.from_pretrained(tiny_qwen3).eval()
     for text, v in zip(texts, vectors):
-        ids = enc.tokenizer(text, return_tensors="pt")
+        ids = torch.tensor([enc.token_ids([text], 32)[0]])
         with torch.no_grad():
-            last = model(**ids).last_hidden_state[0, -1]
+            last = model(input_ids=ids).last_hidden_state[0, -1]
         np.testing.assert_allclose(v, (last / last.norm()).numpy(), atol=1e-4)
     mean = load_encoder(EncoderConfig(model_path=str(tiny_qwen3), pooling="mean")).encode(texts, 32)
     assert not np.allclose(mean, vectors, atol=1e-2)
+
+
+def test_a_saved_encoder_loads_back_with_the_same_vectors(encoder, tmp_path):
+    """What a fine-tuned mFAR query encoder does: save, then load_encoder on the directory."""
+    encoder.save(tmp_path / "query_encoder")
+    again = load_encoder(EncoderConfig(model_path=str(tmp_path / "query_encoder")))
+    np.testing.assert_array_equal(again.encode(TEXTS, 64), encoder.encode(TEXTS, 64))

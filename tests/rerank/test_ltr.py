@@ -20,12 +20,13 @@ from grasp_core.embed.vector_index import NodeIndex
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.errors import CorruptArtifactError
 from grasp_core.explain import format_result
+from grasp_core.gbdt import load_booster
 from grasp_core.planner.config import RewardConfig
 from grasp_core.ranking import Ranking, fuse
 from grasp_core.rerank.config import LTRConfig
 from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.rerank.ltr import labels_of, train_ranker
-from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE, LTRReranker, load_booster
+from grasp_core.rerank.ranker import FEATURES_FILE, MODEL_FILE, LTRReranker
 from grasp_core.retriever import Answer, Result
 from grasp_core.text.bm25 import BM25Retriever
 from grasp_core.text.config import MFARConfig

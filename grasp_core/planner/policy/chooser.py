@@ -199,7 +199,7 @@ class PlanChooser:
         directory = Path(directory)
         if not (directory / META_FILE).exists():
             return None
-        from grasp_core.rerank.ranker import load_booster
+        from grasp_core.gbdt import load_booster
 
         meta = read_json(directory / META_FILE)
         if meta["features"] != feature_names():

@@ -44,7 +44,7 @@ from grasp_core.planner.config import FEATURES, HEADS, CandidateConfig, PolicyCo
 from grasp_core.planner.policy.chooser import Executed, PlanChooser, Run, shortlists
 from grasp_core.ranking import FusionWeights, Ranking
 from grasp_core.skb.schema import Schema
-from grasp_core.truncation import Cut, cut_to_tokens
+from grasp_core.truncation import Cut
 
 META = "policy.json"
 WEIGHTS = "policy.pt"
@@ -251,8 +251,7 @@ class PlanPolicy:
     def read(self, query: str, table: EntityTable) -> Cut:
         """The query as the policy reads it: its encoder's first ``max_query_tokens`` tokens."""
         encoder = self.featurizer.encoder
-        window = encoder.max_tokens(self.cfg.max_query_tokens) - encoder.tokenizer.num_special_tokens_to_add()
-        return cut_to_tokens(query, encoder.tokenizer, window)
+        return encoder.cut(query, self.cfg.max_query_tokens)
 
     def plan(self, queries: Sequence[str], tables: Sequence[EntityTable]) -> list[PlanAttempt]:
         """The most probable candidate per query (greedy, as planner inference is)."""

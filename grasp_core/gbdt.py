@@ -1,0 +1,199 @@
+"""LightGBM models at inference, without importing LightGBM: a text model's trees, checked and evaluated in numpy.
+
+Importing ``lightgbm`` imports scikit-learn and pandas with it (seconds from a cold shell), and a question needs
+only the trees' scores: :class:`TreeModel` reads LightGBM's text format (``save_model``) and computes what
+``Booster.predict`` computes for numerical splits, bit for bit (``tests/test_gbdt.py`` compares them): at each
+node, a missing value (NaN) counts as 0 unless the split's missing type is NaN; a value that is missing by the
+split's missing type (zero, or NaN) goes to the default side, any other goes left when ``value <= threshold``; a
+row's score is the sum of its leaves' values in tree order, in float64. Per-feature contributions
+(``pred_contrib``, TreeSHAP) are LightGBM's own, imported on the first explanation. Training stays LightGBM's
+(:mod:`grasp_core.rerank.ltr`, :mod:`grasp_core.planner.policy.chooser_train`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from grasp_core.errors import CorruptArtifactError
+
+_DEFAULT_LEFT, _ZERO, _NAN = 2, 1, 2  # decision_type: bit 1 default-left; bits 2-3 missing type (0 none, 1 zero, 2 NaN)
+_ZERO_THRESHOLD = 1e-35  # LightGBM's kZeroThreshold: |value| below it is zero for a "zero" missing type
+
+
+class TreeModel:
+    """A LightGBM model's trees. ``predict(X)`` -> float64 [rows]: Booster.predict's raw scores for a ranker."""
+
+    def __init__(self, text: str, num_features: int, trees: list[dict[str, np.ndarray]]):
+        self.text, self._features = text, num_features
+        internal = max((len(t.get("split_feature", ())) for t in trees), default=0) or 1
+        pad = lambda key, fill, dtype: np.array(  # noqa: E731  one row per tree, padded to the largest
+            [np.pad(t.get(key, np.zeros(0)), (0, internal - len(t.get(key, ()))), constant_values=fill) for t in trees],
+            dtype,
+        ).reshape(len(trees), internal)
+        self._feature = pad("split_feature", 0, np.int64)
+        self._threshold = pad("threshold", 0.0, np.float64)
+        kind = pad("decision_type", 0, np.int64)
+        self._default_left = (kind & _DEFAULT_LEFT) != 0
+        self._missing = (kind >> 2) & 3
+        self._left, self._right = pad("left_child", -1, np.int64), pad("right_child", -1, np.int64)
+        leaves = max(len(t["leaf_value"]) for t in trees) if trees else 1
+        self._leaf_value = np.array(
+            [np.pad(t["leaf_value"], (0, leaves - len(t["leaf_value"]))) for t in trees], np.float64
+        ).reshape(len(trees), leaves)
+        self._single_leaf = np.array([len(t["leaf_value"]) == 1 for t in trees], bool)
+
+    def num_feature(self) -> int:
+        return self._features
+
+    def num_trees(self) -> int:
+        return len(self._leaf_value)
+
+    def save_model(self, path: str | Path) -> None:
+        Path(path).write_text(self.text)
+
+    @cached_property
+    def _booster(self):
+        import lightgbm as lgb
+
+        return lgb.Booster(model_str=self.text)
+
+    def predict(self, X: np.ndarray, num_threads: int = 1, pred_contrib: bool = False) -> np.ndarray:
+        """Raw scores of the rows of ``X`` (a 1-D ``X`` is one row); ``pred_contrib``: LightGBM's TreeSHAP."""
+        if pred_contrib:
+            return self._booster.predict(X, pred_contrib=True, num_threads=num_threads)
+        X = np.asarray(X, np.float64)
+        X = X.reshape(1, -1) if X.ndim == 1 else X
+        if X.shape[1] != self._features:
+            raise ValueError(f"the model has {self._features} features, the rows {X.shape[1]}")
+        trees, rows = len(self._leaf_value), len(X)
+        node = np.where(self._single_leaf[:, None], -1, 0).repeat(rows, axis=1)  # [trees, rows]; a leaf j is ~j
+        t_idx, r_idx = np.indices((trees, rows))
+        while (live := node >= 0).any():
+            t, r, n = t_idx[live], r_idx[live], node[live]
+            value = X[r, self._feature[t, n]]
+            missing = self._missing[t, n]
+            value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
+            is_missing = ((missing == _ZERO) & (value > -_ZERO_THRESHOLD) & (value <= _ZERO_THRESHOLD)) | (
+                (missing == _NAN) & np.isnan(value)
+            )
+            left = np.where(is_missing, self._default_left[t, n], value <= self._threshold[t, n])
+            node[live] = np.where(left, self._left[t, n], self._right[t, n])
+        leaf = np.take_along_axis(self._leaf_value, ~node, axis=1)  # [trees, rows]
+        score = np.zeros(rows)
+        for values in leaf:  # tree by tree, as LightGBM adds them
+            score += values
+        return score
+
+
+def load_booster(path: Path, asset: str = "reranker") -> TreeModel:
+    """The LightGBM model at ``path`` (in ``asset``'s artifact); a missing, malformed or unreadable file raises a
+    one-line CorruptArtifactError. The text is checked whole (:func:`check_model_text`): LightGBM itself aborts the
+    process on some malformed models and silently loads others."""
+    if not path.is_file():
+        raise CorruptArtifactError(f"{path}: the model file is missing; rematerialize the {asset} asset")
+    try:
+        text = path.read_bytes()
+        num_features, trees = check_model_text(text)
+        return TreeModel(text.decode(), num_features, trees)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CorruptArtifactError(f"{path}: corrupt model ({exc}); rematerialize the {asset} asset") from None
+
+
+_PER_INTERNAL = (
+    "split_feature",
+    "split_gain",
+    "threshold",
+    "decision_type",
+    "left_child",
+    "right_child",
+    "internal_value",
+    "internal_weight",
+    "internal_count",
+)
+_PER_LEAF = ("leaf_value", "leaf_weight", "leaf_count")
+_TREE_KEYS = {"Tree", "num_leaves", "num_cat", "is_linear", "shrinkage", *_PER_INTERNAL, *_PER_LEAF}
+_HEADER_NUMBERS = ("num_class", "num_tree_per_iteration", "label_index", "max_feature_idx", "tree_sizes")
+_HEADER_KEYS = ("version", "num_class", "num_tree_per_iteration", "max_feature_idx", "objective", "tree_sizes")
+_KEY_VALUE = re.compile(rb"[A-Za-z_]+=[ -~]*")  # LightGBM's lines: printable ASCII only (a NUL segfaults it)
+_PARAMETER = re.compile(rb"\[[a-z0-9_]+: [ -~]*\]")
+_IMPORTANCE = re.compile(rb"[ -~]+=[0-9]+")
+_NUMBER = r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|inf)"
+_NUMBERS = re.compile(rf"{_NUMBER}(?: {_NUMBER})*")  # what LightGBM writes (Python's float() also takes '1_0')
+
+
+def check_model_text(text: bytes) -> tuple[int, list[dict[str, np.ndarray]]]:
+    """Raise ValueError unless ``text`` is a whole LightGBM text model, line by line as LightGBM writes it: the
+    header, every tree at the byte offset of its ``tree_sizes`` entry with all its fields (as many numbers as
+    the tree has nodes and leaves, children and features in range), ``end of trees``, the feature importances
+    and the parameters block. LightGBM checks less: it loads some malformed models silently and crashes the
+    process (abort, segfault) on others. Returns the number of features and each tree's numeric fields."""
+    start = text.find(b"\nTree=0\n")
+    if not text.startswith(b"tree\n") or start < 0:
+        raise ValueError("not a LightGBM text model (no 'tree' header or no trees)")
+    header = _fields(text[5:start], _KEY_VALUE, "header")
+    if any(key not in header for key in _HEADER_KEYS):
+        raise ValueError("its header lacks one of " + ", ".join(_HEADER_KEYS))
+    try:
+        if not all(_NUMBERS.fullmatch(header[key]) for key in _HEADER_NUMBERS if key in header):
+            raise ValueError
+        sizes = [int(x) for x in header["tree_sizes"].split()]
+        max_feature = int(header["max_feature_idx"])
+    except ValueError:
+        raise ValueError("a count in the header is not a number") from None
+    pos, trees = start + 1, []
+    for i, size in enumerate(sizes):
+        block = text[pos : pos + size]
+        if len(block) < size or not block.startswith(b"Tree=%d\n" % i):
+            raise ValueError(f"tree {i} is not where tree_sizes puts it (truncated?)")
+        trees.append(_check_tree(_fields(block, _KEY_VALUE, f"tree {i}"), i, max_feature))
+        pos += size
+    tail = [line for line in text[pos:].split(b"\n") if line]
+    shape = [b"end of trees", b"feature_importances:", b"parameters:", b"end of parameters"]
+    if [line for line in tail if line in shape] != shape or not tail[-1].startswith(b"pandas_categorical:"):
+        raise ValueError("the model ends before 'end of trees', its importances and parameters (truncated?)")
+    importances, parameters = tail.index(b"feature_importances:"), tail.index(b"parameters:")
+    bad = [x for x in tail[importances + 1 : parameters] if not _IMPORTANCE.fullmatch(x)]
+    bad += [x for x in tail[parameters + 1 : tail.index(b"end of parameters")] if not _PARAMETER.fullmatch(x)]
+    if tail[0] != shape[0] or bad or len(tail) != tail.index(b"end of parameters") + 2:
+        raise ValueError("a malformed importance or parameter line")
+    if header["num_class"] != "1" or header["num_tree_per_iteration"] != "1":
+        raise ValueError("a model of several classes or trees per iteration (a ranker has one)")
+    return max_feature + 1, trees
+
+
+def _fields(block: bytes, line: re.Pattern, where: str) -> dict[str, str]:
+    lines = [x for x in block.split(b"\n") if x]
+    if not all(line.fullmatch(x) for x in lines):
+        raise ValueError(f"{where}: a malformed line")
+    return dict(x.decode().split("=", 1) for x in lines)
+
+
+def _check_tree(fields: dict[str, str], i: int, max_feature: int) -> dict[str, np.ndarray]:
+    try:
+        leaves, cat, linear = int(fields["num_leaves"]), int(fields["num_cat"]), int(fields["is_linear"])
+        float(fields["shrinkage"])
+        counts = {key: leaves - 1 for key in _PER_INTERNAL} if leaves > 1 else {}
+        counts.update({key: leaves for key in _PER_LEAF} if leaves > 1 else {"leaf_value": 1})
+        if not all(_NUMBERS.fullmatch(value) for value in fields.values() if value):  # a one-leaf tree: empty lists
+            raise ValueError
+        values = {key: np.array(fields[key].split(), np.float64) for key in counts}
+    except (KeyError, ValueError):
+        raise ValueError(f"tree {i}: a field is missing or not numeric") from None
+    if set(fields) - _TREE_KEYS or cat != 0 or linear != 0 or leaves < 1:
+        raise ValueError(f"tree {i}: an unknown field, or a categorical or linear tree (this reranker has none)")
+    if any(len(values[key]) != n for key, n in counts.items()):
+        raise ValueError(f"tree {i}: wrong number of values in a field")
+    if not all(np.isfinite(v).all() for key, v in values.items() if key not in ("threshold", "split_gain")):
+        raise ValueError(f"tree {i}: a non-finite value")
+    if leaves > 1:
+        children = np.concatenate([values["left_child"], values["right_child"]])
+        feature, kind = values["split_feature"], values["decision_type"]
+        if ((children < -leaves) | (children > leaves - 2)).any() or ((feature < 0) | (feature > max_feature)).any():
+            raise ValueError(f"tree {i}: a child or feature index out of range")
+        if ((kind < 0) | (kind > 15) | (kind != np.round(kind))).any():
+            raise ValueError(f"tree {i}: a decision type out of range")
+    return values
