@@ -182,7 +182,9 @@ class NodeIndex:
             try:
                 ids[t] = np.load(out_dir / f"{i:03d}.ids.npy")
                 for kind in KINDS:
-                    indexes[t, kind] = faiss.read_index(str(out_dir / f"{i:03d}.{kind}.faiss"))
+                    # memory-mapped: a first answer reads only the pages it searches (the indexes are read-only
+                    # once built; an artifact is rewritten into a new directory, never in place)
+                    indexes[t, kind] = faiss.read_index(str(out_dir / f"{i:03d}.{kind}.faiss"), faiss.IO_FLAG_MMAP_IFC)
             except (ValueError, OSError, EOFError, RuntimeError) as exc:
                 raise CorruptArtifactError(
                     f"node index at {out_dir}, type {t!r}: unreadable ({exc}); rebuild it"
