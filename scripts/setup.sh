@@ -43,6 +43,6 @@ echo "[setup] installing dependencies (first time: several minutes)"
 echo "[setup] torch $TORCH (the CPU build): from pip's configured sources, else from $TORCH_INDEX"
 .venv/bin/python -m pip install -q "torch==$TORCH" 2>/dev/null \
   || .venv/bin/python -m pip install -q "torch==$TORCH" --extra-index-url "$TORCH_INDEX"
-.venv/bin/uv pip install -q --python .venv/bin/python -e ".[test]"
+.venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e ".[test]"  # bytecode now: a first grasp query does not compile every module it imports
 echo "$want" > "$stamp"
 echo "[setup] done"

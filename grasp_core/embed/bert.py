@@ -132,13 +132,11 @@ class BertEncoder(nn.Module):
         """The model in ``directory`` (``config.json`` and ``model.safetensors``); every weight must be there."""
         from safetensors.torch import load_file
 
-        config = BertConfig.read(directory)
-        with torch.device("meta"):  # no random initialization of weights that are read next
-            model = cls(config)
+        model = cls(BertConfig.read(directory))  # (on the meta device, torch would import its compiler: seconds)
         state = load_file(directory / WEIGHTS)
         state = {k.removeprefix("bert."): v for k, v in state.items() if not k.startswith(("pooler.", "bert.pooler."))}
         state.pop("embeddings.position_ids", None)
-        model.load_state_dict(state, strict=True, assign=True)
+        model.load_state_dict(state, strict=True)
         return model
 
     def save(self, directory: Path) -> None:
