@@ -50,7 +50,7 @@ from grasp_core.plan.trace import Trace
 from grasp_core.planner.attempt import PlanAttempt, check_plan
 from grasp_core.planner.interface import Planner
 from grasp_core.planner.policy.chooser import Executed
-from grasp_core.ranking import BRANCHES, Ranking, fusion
+from grasp_core.ranking import BRANCHES, Ranking, fusion, named_first
 from grasp_core.rerank.features import RerankInput
 from grasp_core.text.mfar import QUERY_MAX_TOKENS
 from grasp_core.textnorm import check_unicode
@@ -128,6 +128,9 @@ class Answers:
     fusion: FusionStage
     reranking: RerankingStage | None
     seconds: list[dict[str, float]]
+    # per query, the nodes whose name or alias is the whole question (a bare name asks for that node): they answer
+    # first, above the ranking (:meth:`AnswerPath.named`); empty for any other question
+    named: list[tuple[int, ...]] = dataclasses.field(default_factory=list)
 
     @property
     def graph(self) -> list[Ranking]:
@@ -136,8 +139,11 @@ class Answers:
 
     @property
     def final(self) -> list[Ranking]:
-        """What the path answers: the reranked list, else the fused one."""
-        return self.reranking.rankings if self.reranking else self.fusion.rankings
+        """What the path answers: the reranked list, else the fused one, with the nodes a bare name names on top."""
+        ranked = self.reranking.rankings if self.reranking else self.fusion.rankings
+        if not self.named:
+            return ranked
+        return [named_first(r, n) for r, n in zip(ranked, self.named, strict=True)]
 
     def rerank_inputs(self) -> list[RerankInput]:
         """What the reranker knows of each query (also the reranker's training and validation lists)."""
@@ -273,7 +279,8 @@ class AnswerPath:
         graph = execution.rankings if execution else [Ranking.empty()] * n
         with clock("fusion"):
             fused = FusionStage(fusion(text_stage.rankings, graph, self.components.profile.reward, branches))
-        answers = Answers(queries, text_stage, extraction, planning, execution, fused, None, seconds)
+        named = [self.named(q) for q in queries] if branches == "both" else []
+        answers = Answers(queries, text_stage, extraction, planning, execution, fused, None, seconds, named)
         if self.options.rerank:
             answers = dataclasses.replace(answers, reranking=self.rerank(answers, clock, explain))
         return answers
@@ -325,6 +332,12 @@ class AnswerPath:
         clock.charge("execution", executing)
         planning = PlanningStage(attempts, [c.note for c in cuts])
         return planning, ExecutionStage([c.ranking for c in chosen], [c.trace for c in chosen])
+
+    def named(self, query: str) -> tuple[int, ...]:
+        """The nodes whose name or alias is the whole ``query`` (the gazetteer's dictionary): a look-up of them.
+        The text branch usually ranks such a node first, but a reranker or a plan chooser trained on few look-ups
+        can put its neighbours above it; a question that is exactly a name has no other reading."""
+        return self.components.gazetteer.named(query)
 
     def given_plans(self, plans: list[str], tables: list[EntityTable]) -> PlanningStage:
         schema = self.components.graph.schema

@@ -47,6 +47,25 @@ class Ranking(NamedTuple):
         return int(hits[0]) + 1 if len(hits) else None
 
 
+def named_first(ranking: Ranking, named: Sequence[int]) -> Ranking:
+    """``ranking`` with the ``named`` nodes on top, in their order in ``ranking`` (those absent from it after them,
+    in the order given), the rest after them in their order; scores stay descending (a named node scores above the
+    list's top)."""
+    if not len(named):
+        return ranking
+    named_ids = np.asarray(named, np.int64)
+    rank = {int(n): i for i, n in enumerate(ranking.node_ids.tolist())}
+    first = sorted(dict.fromkeys(named_ids.tolist()), key=lambda n: (rank.get(n, len(rank)), named.index(n)))
+    rest = ranking.node_ids[~np.isin(ranking.node_ids, named_ids)]
+    top = float(ranking.scores[0]) if len(ranking) else 0.0
+    scores = top + 1.0 + np.arange(len(first), 0, -1, dtype=np.float32) / (len(first) + 1)
+    keep = ~np.isin(ranking.node_ids, named_ids)
+    return Ranking(
+        np.concatenate([np.asarray(first, np.int64), rest]),
+        np.concatenate([scores.astype(np.float32), ranking.scores[keep]]),
+    )
+
+
 class FusionWeights(Protocol):
     """The RRF weights of the text and graph rankings and RRF's k (the profile's ``reward`` section)."""
 

@@ -39,11 +39,15 @@ class Answer:
     reranker_score: float | None = None
     reranker_contributions: list[tuple[str, float]] = field(default_factory=list)  # ltr: top features, explain=True
     paths: list[list[str]] = field(default_factory=list)  # node names from an anchor binding to this answer
+    named: bool = False  # the question is this node's name or alias: it answers first
 
     @property
     def found_by(self) -> str:
         both = self.text_rank is not None and self.graph_rank is not None
-        return "text+graph" if both else "text" if self.text_rank is not None else "graph"
+        branches = "text+graph" if both else "text" if self.text_rank is not None else "graph"
+        if self.named:
+            return "name" if self.text_rank is None and self.graph_rank is None else f"name, {branches}"
+        return branches
 
     def to_json(self) -> dict:
         return {"node_id": self.node_id, "key": self.key, "score": round(self.score, 6)}
@@ -133,7 +137,7 @@ class GraspRetriever:
             scores = out.reranking.scores[i] if out.reranking else {}
             contributions = out.reranking.contributions[i] if out.reranking else {}
             t_rank, g_rank, f_rank = (_ranks(r[i]) for r in (out.text.rankings, out.graph, out.fusion.rankings))
-            top = out.final[i].top(k)
+            top, named = out.final[i].top(k), set(out.named[i]) if out.named else set()
             for node_id, score in zip(top.node_ids.tolist(), top.scores.tolist()):
                 row = nodes.iloc[node_id]
                 res.answers.append(
@@ -148,6 +152,7 @@ class GraspRetriever:
                         f_rank.get(node_id),
                         scores.get(node_id),
                         contributions.get(node_id, []),
+                        named=node_id in named,
                     )
                 )
             if explain and trace is not None and trace.plan is not None:

@@ -114,6 +114,11 @@ class GazetteerExtractor:
         self._entries, self._symbol_keys = self._build_dictionary()  # normalized string -> node ids
         self._type_words = self._build_type_words()
 
+    def named(self, text: str) -> tuple[int, ...]:
+        """The nodes whose name or alias is the whole of ``text`` (normalized: case, Unicode form, plurals), most
+        connected first; empty when ``text`` is not exactly a name (a bare name typed as a question asks for it)."""
+        return self._entries.get(normalize(text), ())
+
     @property
     def num_entries(self) -> int:
         """Distinct normalized strings in the gazetteer."""

@@ -38,8 +38,10 @@ from grasp_core.pipeline.plots import bar_plot
 from grasp_core.pipeline.step import step
 from grasp_core.planner.rounds import ROUNDS
 from grasp_core.provenance import code_commit
-from grasp_core.ranking import Ranking, fusion
+from grasp_core.ranking import Ranking, fusion, named_first
 from grasp_core.text.rankings_io import read_rankings, write_rankings
+
+ONE_BRANCH = ("text", *TEXT_RETRIEVERS, "graph")  # settings of one branch alone: no look-up of bare names
 
 
 class SplitRun:
@@ -54,6 +56,7 @@ class SplitRun:
         self.answers = components.answers(self.qids)
         self.tables = [components.entity_tables[x] for x in self.qids]
         self.text = [components.text_rankings[x] for x in self.qids]
+        self.named = [components.gazetteer.named(q) for q in self.queries]  # bare names: AnswerPath.named
         self.rows: list[pd.DataFrame] = []
 
     def answer(self, path: AnswerPath, tables: list[EntityTable] | None = None, plans: list[str] | None = None):
@@ -62,7 +65,15 @@ class SplitRun:
     def fused(self, graph: list[Ranking]) -> list[Ranking]:
         return fusion(self.text, graph, self.components.profile.reward)
 
+    def looked_up(self, rankings: list[Ranking]) -> list[Ranking]:
+        """``rankings`` as the answer path serves a system of both branches: a bare name's nodes first."""
+        return [named_first(r, n) for r, n in zip(rankings, self.named, strict=True)]
+
     def add(self, setting: str, rankings: list[Ranking]) -> None:
+        """Score a setting's rankings; every setting but a single branch's (``ONE_BRANCH``) answers a bare name
+        with its nodes first, as the served system does, so that settings compare by what else they do."""
+        if setting not in ONE_BRANCH:
+            rankings = self.looked_up(rankings)
         self.rows.append(per_query_rows(setting, self.qids, rankings, self.answers, self.components.skb.num_nodes))
 
     def write(self, directory: Path) -> pd.DataFrame:
@@ -169,8 +180,8 @@ def eval_metrics_step(components: Components) -> dict:
                 }
             ).to_parquet(tmp / f"plans_{split}.parquet")
             write_rankings(tmp / rankings_file("graph", split), run.qids, out.graph)
-            write_rankings(tmp / rankings_file(SERVED, split), run.qids, out.fusion.rankings)
-            write_rankings(tmp / rankings_file(RERANKED, split), run.qids, out.reranking.rankings)
+            write_rankings(tmp / rankings_file(SERVED, split), run.qids, run.looked_up(out.fusion.rankings))
+            write_rankings(tmp / rankings_file(RERANKED, split), run.qids, out.final)
         K = components.profile.rerank.top_k
         name = served.planner_name
         write_json(

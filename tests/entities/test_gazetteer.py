@@ -113,3 +113,11 @@ def test_a_batch_is_encoded_once_and_linked_as_without_shared_hits(gazetteer, sk
     assert {"genes", "Marfan syndrome", "nighttime blindness"} <= set(calls[0])  # mentions among the spans
     alone = link_many(gazetteer.find_mentions(queries), skb, index, encoder)
     assert [t.to_json() for t in tables] == [t.to_json() for t in alone]
+
+
+def test_a_whole_question_that_is_a_name_or_alias_names_its_node(gazetteer, skb):
+    assert gazetteer.named("Marfan syndrome") == tuple(ids(skb, "Marfan syndrome"))
+    assert gazetteer.named("  NYCTALOPIA ") == tuple(ids(skb, "Night blindness"))  # an alias, any case
+    assert gazetteer.named("retinas") == tuple(ids(skb, "retina"))  # a plural
+    assert gazetteer.named("which genes cause Marfan syndrome?") == ()  # a question naming it asks for others
+    assert gazetteer.named("Marfan") == ()
