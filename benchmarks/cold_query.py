@@ -1,4 +1,4 @@
-"""What a first answer costs: one ``grasp query`` from a cold shell, its imports alone, and ``grasp query --server``.
+"""What a first answer costs: one ``grasp query`` from a cold shell, the part of it spent importing, and ``grasp query --server``.
 
 Wall and CPU seconds and peak memory of each (the median of the runs), with the 1-minute load average at the start
 and the end in the run's ``record`` (with the commit, machine and date: ``benchmarks/harness.py``).
