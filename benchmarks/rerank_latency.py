@@ -4,7 +4,9 @@ Run: ``python benchmarks/rerank_latency.py hpo --root <artifact root with a fini
 [--queries 200]`` (``benchmarks/rerank_quality.py`` builds one in a scratch root). The served planner runs on
 the first ``--queries`` test queries to get their fused lists (not timed); then each query is reranked
 alone, as ``grasp query`` does, timing separately the query encoding (MiniLM: BM25 tokens and query vector,
-which the text branch also computes), the feature matrix, LightGBM's predict and the final RRF. Each query runs
+which the text branch also computes), the feature matrix, the trees' scores (``predict``: numpy,
+``grasp_core/gbdt.py``, what serving runs) and the final RRF; beside them, ``predict_lightgbm``: LightGBM's own
+``Booster.predict`` on the same rows, whose scores must be equal (checked). Each query runs
 ``--repeats`` times and its least disturbed run (smallest reranking time) counts, since other processes share
 the cores. Writes ``benchmarks/results/rerank_latency.json`` with p50/p95 in milliseconds and the run's record
 (commit, machine, torch threads, ``OPENBLAS_NUM_THREADS``, the 1-minute load average at the start and the end);
@@ -18,6 +20,8 @@ import os
 import time
 from pathlib import Path
 
+import lightgbm as lgb
+import numpy as np
 import torch
 from harness import RESULTS, Run, load_components, percentiles
 
@@ -54,7 +58,8 @@ def main() -> None:
     features = reranker.features
     for x in inputs[:5]:  # warm-up: the first calls load lazy state (LightGBM, the stemmer)
         reranker.rerank([x], args.K)
-    times: dict[str, list[float]] = {"encode": [], "features": [], "predict": [], "rrf": []}
+    lightgbm = lgb.Booster(model_str=reranker.booster.text)
+    times: dict[str, list[float]] = {"encode": [], "features": [], "predict": [], "rrf": [], "predict_lightgbm": []}
     for x in inputs:
         runs = []
         for _ in range(args.repeats):
@@ -67,8 +72,12 @@ def main() -> None:
             t3 = time.perf_counter()
             fuse_reranked(x.fused, scores, reranker.w, reranker.k)
             t4 = time.perf_counter()
-            runs.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
-        for key, dt in zip(times, min(runs, key=lambda r: sum(r[1:]))):  # the least disturbed run
+            theirs = np.asarray(lightgbm.predict(X, num_threads=1), np.float32)
+            t5 = time.perf_counter()
+            if not np.array_equal(theirs, scores):
+                raise SystemExit(f"query {x.query!r}: the numpy trees' scores differ from LightGBM's")
+            runs.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
+        for key, dt in zip(times, min(runs, key=lambda r: sum(r[1:4]))):  # the least disturbed run
             times[key].append(dt)
     rerank = [f + p + r for f, p, r in zip(times["features"], times["predict"], times["rrf"])]
     result = {
@@ -79,9 +88,9 @@ def main() -> None:
         "features": features.num_features,
         "trees": reranker.booster.num_trees(),
         "ms": {
-            "features + predict + rrf": _ms(rerank),
+            "rerank": _ms(rerank),
             **{k: _ms(v) for k, v in times.items()},
-            "with query encoding": _ms([a + b for a, b in zip(rerank, times["encode"])]),
+            "with_query_encoding": _ms([a + b for a, b in zip(rerank, times["encode"])]),
         },
         "repeats": args.repeats,
         "goal_ms_p95": 10.0,

@@ -29,28 +29,42 @@ class TreeModel:
 
     def __init__(self, text: str, num_features: int, trees: list[dict[str, np.ndarray]]):
         self.text, self._features = text, num_features
-        internal = max((len(t.get("split_feature", ())) for t in trees), default=0) or 1
-        pad = lambda key, fill, dtype: np.array(  # noqa: E731  one row per tree, padded to the largest
-            [np.pad(t.get(key, np.zeros(0)), (0, internal - len(t.get(key, ()))), constant_values=fill) for t in trees],
-            dtype,
-        ).reshape(len(trees), internal)
-        self._feature = pad("split_feature", 0, np.int64)
-        self._threshold = pad("threshold", 0.0, np.float64)
-        kind = pad("decision_type", 0, np.int64)
-        self._default_left = (kind & _DEFAULT_LEFT) != 0
-        self._missing = (kind >> 2) & 3
-        self._left, self._right = pad("left_child", -1, np.int64), pad("right_child", -1, np.int64)
-        leaves = max(len(t["leaf_value"]) for t in trees) if trees else 1
-        self._leaf_value = np.array(
-            [np.pad(t["leaf_value"], (0, leaves - len(t["leaf_value"]))) for t in trees], np.float64
-        ).reshape(len(trees), leaves)
-        self._single_leaf = np.array([len(t["leaf_value"]) == 1 for t in trees], bool)
+        # every tree's internal nodes in one array (tree i's node j at offsets[i] + j), their children renumbered
+        # the same way; a leaf is a negative child, ~(its index among all leaves)
+        inner = [len(t.get("split_feature", ())) if len(t["leaf_value"]) > 1 else 0 for t in trees]
+        leaves = [len(t["leaf_value"]) for t in trees]
+        offsets, leaf_offsets = np.cumsum([0, *inner])[:-1], np.cumsum([0, *leaves])[:-1]
+
+        def per_node(key: str, dtype: type) -> list[np.ndarray]:
+            return [np.asarray(t.get(key, ())[:n], dtype) for t, n in zip(trees, inner)]
+
+        def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        self._feature = joined(per_node("split_feature", np.int64), np.int64)
+        self._threshold = joined(per_node("threshold", np.float64), np.float64)
+        kind = joined(per_node("decision_type", np.int64), np.int64)
+        self._default_left, self._missing = (kind & _DEFAULT_LEFT) != 0, (kind >> 2) & 3
+        self._left, self._right = (
+            joined(
+                [
+                    np.where(c >= 0, c + o, ~(~c + lo))
+                    for c, o, lo in zip(per_node(key, np.int64), offsets, leaf_offsets)
+                ],
+                np.int64,
+            )
+            for key in ("left_child", "right_child")
+        )
+        self._leaf_value = np.concatenate([t["leaf_value"] for t in trees] or [np.zeros(0)]).astype(np.float64)
+        # where each tree starts: its root, or its one leaf
+        self._start = np.array([o if n else ~lo for o, n, lo in zip(offsets, inner, leaf_offsets)], np.int64)
+        self._zero_missing = bool((self._missing == _ZERO).any())
 
     def num_feature(self) -> int:
         return self._features
 
     def num_trees(self) -> int:
-        return len(self._leaf_value)
+        return len(self._start)
 
     def save_model(self, path: str | Path) -> None:
         Path(path).write_text(self.text)
@@ -69,20 +83,25 @@ class TreeModel:
         X = X.reshape(1, -1) if X.ndim == 1 else X
         if X.shape[1] != self._features:
             raise ValueError(f"the model has {self._features} features, the rows {X.shape[1]}")
-        trees, rows = len(self._leaf_value), len(X)
-        node = np.where(self._single_leaf[:, None], -1, 0).repeat(rows, axis=1)  # [trees, rows]; a leaf j is ~j
-        t_idx, r_idx = np.indices((trees, rows))
-        while (live := node >= 0).any():
-            t, r, n = t_idx[live], r_idx[live], node[live]
-            value = X[r, self._feature[t, n]]
-            missing = self._missing[t, n]
-            value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
-            is_missing = ((missing == _ZERO) & (value > -_ZERO_THRESHOLD) & (value <= _ZERO_THRESHOLD)) | (
-                (missing == _NAN) & np.isnan(value)
-            )
-            left = np.where(is_missing, self._default_left[t, n], value <= self._threshold[t, n])
-            node[live] = np.where(left, self._left[t, n], self._right[t, n])
-        leaf = np.take_along_axis(self._leaf_value, ~node, axis=1)  # [trees, rows]
+        rows, flat = len(X), X.ravel()
+        node = np.repeat(self._start, rows)  # [trees * rows]: tree-major, a row's node in each tree
+        row = np.tile(np.arange(rows) * self._features, len(self._start))
+        live = np.flatnonzero(node >= 0)
+        check_missing = self._zero_missing or bool(np.isnan(flat).any())
+        while len(live):
+            n = node[live]
+            value = flat[row[live] + self._feature[n]]
+            left = value <= self._threshold[n]
+            if check_missing:
+                missing = self._missing[n]
+                value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
+                is_missing = ((missing == _ZERO) & (value > -_ZERO_THRESHOLD) & (value <= _ZERO_THRESHOLD)) | (
+                    (missing == _NAN) & np.isnan(value)
+                )
+                left = np.where(is_missing, self._default_left[n], value <= self._threshold[n])
+            node[live] = nxt = np.where(left, self._left[n], self._right[n])
+            live = live[nxt >= 0]
+        leaf = self._leaf_value[~node].reshape(len(self._start), rows)  # [trees, rows]
         score = np.zeros(rows)
         for values in leaf:  # tree by tree, as LightGBM adds them
             score += values
