@@ -8,6 +8,8 @@ projections, ``scaled_dot_product_attention`` with a boolean padding mask or non
 projection and LayerNorm over the residual, GELU feed-forward and LayerNorm over the residual), so its vectors are
 the ones transformers gives bit for bit (``tests/embed/test_bert.py`` compares them). Its parameter names are
 ``BertModel``'s, so a checkpoint reads and writes as one (the pooler, unused by sentence embeddings, is skipped).
+It has no dropout: it computes vectors, and a query encoder fine-tuned on it (mFAR's ``finetune_encoder``) trains
+without dropout. A BERT checkpoint without ``model.safetensors`` loads through transformers instead.
 """
 
 from __future__ import annotations

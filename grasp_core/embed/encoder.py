@@ -322,7 +322,9 @@ def load_encoder(cfg: EncoderConfig = EncoderConfig()) -> Encoder:
         )
     config = json.loads((path / "config.json").read_text())
     backbone: torch.nn.Module
-    if config.get("model_type") == "bert" and (path / "tokenizer.json").is_file():
+    if config.get("model_type") == "bert" and all(
+        (path / f).is_file() for f in ("tokenizer.json", "model.safetensors")
+    ):
         from grasp_core.embed.bert import BertEncoder
 
         backbone, tokenizer = BertEncoder.load(path), _Tokenizer(path, fast=True)
