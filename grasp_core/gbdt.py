@@ -91,7 +91,6 @@ class TreeModel:
         while len(live):
             n = node[live]
             value = flat[row[live] + self._feature[n]]
-            left = value <= self._threshold[n]
             if check_missing:
                 missing = self._missing[n]
                 value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
@@ -99,6 +98,8 @@ class TreeModel:
                     (missing == _NAN) & np.isnan(value)
                 )
                 left = np.where(is_missing, self._default_left[n], value <= self._threshold[n])
+            else:
+                left = value <= self._threshold[n]
             node[live] = nxt = np.where(left, self._left[n], self._right[n])
             live = live[nxt >= 0]
         leaf = self._leaf_value[~node].reshape(len(self._start), rows)  # [trees, rows]

@@ -53,16 +53,15 @@ def named_first(ranking: Ranking, named: Sequence[int]) -> Ranking:
     list's top)."""
     if not len(named):
         return ranking
-    named_ids = np.asarray(named, np.int64)
-    rank = {int(n): i for i, n in enumerate(ranking.node_ids.tolist())}
-    first = sorted(dict.fromkeys(named_ids.tolist()), key=lambda n: (rank.get(n, len(rank)), named.index(n)))
-    rest = ranking.node_ids[~np.isin(ranking.node_ids, named_ids)]
+    rank = {n: i for i, n in enumerate(ranking.node_ids.tolist())}
+    order = list(dict.fromkeys(int(n) for n in named))  # given order, duplicates dropped
+    first = sorted(order, key=lambda n: (rank.get(n, len(rank)), order.index(n)))
+    keep = ~np.isin(ranking.node_ids, first)
     top = float(ranking.scores[0]) if len(ranking) else 0.0
-    scores = top + 1.0 + np.arange(len(first), 0, -1, dtype=np.float32) / (len(first) + 1)
-    keep = ~np.isin(ranking.node_ids, named_ids)
+    scores = (top + 1.0 + np.arange(len(first), 0, -1, dtype=np.float32) / (len(first) + 1)).astype(np.float32)
     return Ranking(
-        np.concatenate([np.asarray(first, np.int64), rest]),
-        np.concatenate([scores.astype(np.float32), ranking.scores[keep]]),
+        np.concatenate([np.asarray(first, np.int64), ranking.node_ids[keep]]),
+        np.concatenate([scores, ranking.scores[keep]]),
     )
 
 

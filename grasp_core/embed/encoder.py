@@ -135,13 +135,19 @@ class _Tokenizer:
 
             self._fast = Tokenizer.from_file(str(path / "tokenizer.json"))
             self._fast.no_padding()
+            self._fast.no_truncation()
             padding = self._fast.padding
             self.pad_id = int(padding["pad_id"]) if padding else int(self._fast.token_to_id("[PAD]") or 0)
+            # how many special tokens a text gets ([CLS] and [SEP]: 2), a constant of the tokenizer
+            self.special_tokens = len(self._fast.encode("").ids) - len(
+                self._fast.encode("", add_special_tokens=False).ids
+            )
         else:
             from transformers import AutoTokenizer
 
             self._auto = AutoTokenizer.from_pretrained(str(path))
             self.pad_id = int(self._auto.pad_token_id if self._auto.pad_token_id is not None else 0)
+            self.special_tokens = self._auto.num_special_tokens_to_add()
         self.fast = fast
 
     def ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -156,13 +162,6 @@ class _Tokenizer:
             self._fast.no_truncation()
             return self._fast.encode(text, add_special_tokens=False).offsets
         return self._auto(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-
-    def special_tokens(self) -> int:
-        """How many special tokens a text gets (``[CLS]`` and ``[SEP]``: 2)."""
-        if self.fast:
-            self._fast.no_truncation()
-            return len(self._fast.encode("").ids) - len(self._fast.encode("", add_special_tokens=False).ids)
-        return self._auto.num_special_tokens_to_add()
 
     def save(self, directory: Path) -> None:
         import shutil
@@ -219,7 +218,7 @@ class Encoder:
     def cut(self, text: str, max_tokens: int) -> Cut:
         """What the model reads of ``text`` at ``max_tokens`` (special tokens included), noted when it is cut."""
         with self._tokenizer_lock:
-            window = self.max_tokens(max_tokens) - self.tokenizer.special_tokens()
+            window = self.max_tokens(max_tokens) - self.tokenizer.special_tokens
             return cut_at_offsets(text, self.tokenizer.offsets(text), window)
 
     def tensors(self, texts: Sequence[str], max_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
