@@ -6,7 +6,8 @@ only the trees' scores: :class:`TreeModel` reads LightGBM's text format (``save_
 node, a missing value (NaN) counts as 0 unless the split's missing type is NaN; a value that is missing by the
 split's missing type (zero, or NaN) goes to the default side, any other goes left when ``value <= threshold``; a
 row's score is the sum of its leaves' values in tree order, in float64. Per-feature contributions
-(``pred_contrib``, TreeSHAP) are LightGBM's own, imported on the first explanation. Training stays LightGBM's
+(``pred_contrib``) are LightGBM's path-dependent TreeSHAP (the Shapley values of the cover-weighted expectation),
+computed here in closed form: equal to LightGBM's to rounding (tested). Training stays LightGBM's
 (:mod:`grasp_core.rerank.ltr`, :mod:`grasp_core.planner.policy.chooser_train`).
 """
 
@@ -56,6 +57,11 @@ class TreeModel:
             for key in ("left_child", "right_child")
         )
         self._leaf_value = np.concatenate([t["leaf_value"] for t in trees] or [np.zeros(0)]).astype(np.float64)
+        # the training rows through each node and leaf (TreeSHAP's covers); a one-leaf tree has no leaf_count
+        self._count = joined(per_node("internal_count", np.float64), np.float64)
+        self._leaf_count = np.concatenate(
+            [np.asarray(t.get("leaf_count", [1.0]), np.float64) for t in trees] or [np.zeros(0)]
+        )
         # where each tree starts: its root, or its one leaf
         self._start = np.array([o if n else ~lo for o, n, lo in zip(offsets, inner, leaf_offsets)], np.int64)
         self._zero_missing = bool((self._missing == _ZERO).any())
@@ -69,20 +75,31 @@ class TreeModel:
     def save_model(self, path: str | Path) -> None:
         Path(path).write_text(self.text)
 
-    @cached_property
-    def _booster(self):
-        import lightgbm as lgb
-
-        return lgb.Booster(model_str=self.text)
-
-    def predict(self, X: np.ndarray, num_threads: int = 1, pred_contrib: bool = False) -> np.ndarray:
-        """Raw scores of the rows of ``X`` (a 1-D ``X`` is one row); ``pred_contrib``: LightGBM's TreeSHAP."""
-        if pred_contrib:
-            return self._booster.predict(X, pred_contrib=True, num_threads=num_threads)
+    def _rows(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, np.float64)
         X = X.reshape(1, -1) if X.ndim == 1 else X
         if X.shape[1] != self._features:
             raise ValueError(f"the model has {self._features} features, the rows {X.shape[1]}")
+        return X
+
+    def _goes_left(self, value: np.ndarray, n: np.ndarray, check_missing: bool) -> np.ndarray:
+        """Whether ``value`` goes to the left child at internal nodes ``n`` (LightGBM's numerical decision)."""
+        if not check_missing:
+            return value <= self._threshold[n]
+        missing = self._missing[n]
+        value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
+        is_missing = ((missing == _ZERO) & (value > -_ZERO_THRESHOLD) & (value <= _ZERO_THRESHOLD)) | (
+            (missing == _NAN) & np.isnan(value)
+        )
+        return np.where(is_missing, self._default_left[n], value <= self._threshold[n])
+
+    def predict(self, X: np.ndarray, num_threads: int = 1, pred_contrib: bool = False) -> np.ndarray:
+        """Raw scores of the rows of ``X`` (a 1-D ``X`` is one row); ``pred_contrib``: per-feature TreeSHAP values
+        and, last, the expected score [rows, features + 1] (they sum to the score). ``num_threads`` is LightGBM's
+        argument, accepted for the same calls: numpy runs on one."""
+        X = self._rows(X)
+        if pred_contrib:
+            return np.stack([self._contributions(x) for x in X]) if len(X) else np.zeros((0, self._features + 1))
         rows, flat = len(X), X.ravel()
         node = np.repeat(self._start, rows)  # [trees * rows]: tree-major, a row's node in each tree
         row = np.tile(np.arange(rows) * self._features, len(self._start))
@@ -90,16 +107,7 @@ class TreeModel:
         check_missing = self._zero_missing or bool(np.isnan(flat).any())
         while len(live):
             n = node[live]
-            value = flat[row[live] + self._feature[n]]
-            if check_missing:
-                missing = self._missing[n]
-                value = np.where(np.isnan(value) & (missing != _NAN), 0.0, value)
-                is_missing = ((missing == _ZERO) & (value > -_ZERO_THRESHOLD) & (value <= _ZERO_THRESHOLD)) | (
-                    (missing == _NAN) & np.isnan(value)
-                )
-                left = np.where(is_missing, self._default_left[n], value <= self._threshold[n])
-            else:
-                left = value <= self._threshold[n]
+            left = self._goes_left(flat[row[live] + self._feature[n]], n, check_missing)
             node[live] = nxt = np.where(left, self._left[n], self._right[n])
             live = live[nxt >= 0]
         leaf = self._leaf_value[~node].reshape(len(self._start), rows)  # [trees, rows]
@@ -107,6 +115,93 @@ class TreeModel:
         for values in leaf:  # tree by tree, as LightGBM adds them
             score += values
         return score
+
+    @cached_property
+    def _paths(self) -> _Paths:
+        return _Paths(self)
+
+    def _contributions(self, x: np.ndarray) -> np.ndarray:
+        """One row's TreeSHAP values and expected score. For a leaf ``l`` reached through the distinct features
+        ``U`` of its path, with ``z_j`` the share of training rows that follow the path at ``j``'s splits and
+        ``o_j`` whether ``x`` does (1 or 0), feature ``i`` of ``U`` gets ``v_l (o_i - z_i) * sum over S in U-i of
+        |S|!(|U|-|S|-1)!/|U|! prod_S o_j prod_(U-i-S) z_j``, and that sum is the integral over [0, 1] of
+        ``prod_(j in U-i) (z_j (1-u) + o_j u) du`` (the weights are Beta integrals): a polynomial, integrated exactly
+        by Gauss-Legendre."""
+        p = self._paths
+        nodes = np.arange(len(self._feature))
+        left = self._goes_left(x[self._feature], nodes, bool(self._zero_missing or np.isnan(x).any()))
+        off = (p.node >= 0) & (np.append(left, False)[p.node] != p.went_left)  # x leaves the path here
+        on = np.bincount(p.group.ravel(), weights=off.ravel(), minlength=off.size) == 0  # per (leaf, feature)
+        out = np.zeros(self._features + 1)
+        for g in p.by_features:  # leaves with the same number of distinct features on their path
+            o = on[g.group]  # [leaves, features]
+            factor = g.z[:, :, None] * (1 - g.u) + o[:, :, None] * g.u  # [leaves, features, points], > 0
+            integral = (np.prod(factor, axis=1)[:, None, :] / factor) @ g.w
+            phi = self._leaf_value[g.leaf, None] * (o - g.z) * integral
+            out += np.bincount(g.feature.ravel(), weights=phi.ravel(), minlength=self._features + 1)
+        out[-1] = p.expected
+        return out
+
+
+class _Paths:
+    """Every leaf's path up to its tree's root, as [leaves, depth] arrays (shorter paths padded with node -1): the
+    internal node of each step, whether the path goes left there, and its group (``leaf * depth +`` the leaf's first
+    step on the same feature: a feature's steps are one factor); the leaves grouped by their number of distinct
+    features (:class:`_Leaves`), and the expected score."""
+
+    def __init__(self, model: TreeModel):
+        leaves = len(model._leaf_value)
+        parent = np.full(len(model._feature) + 1, -1)  # an internal node's parent, a leaf's in leaf_parent
+        # per internal node, with a last entry that index -1 (no node) reads
+        node_count, left_child = np.append(model._count, 1.0), np.append(model._left, 0)
+        leaf_parent, leaf_left = np.full(leaves, -1), np.zeros(leaves, bool)
+        for children, side in ((model._left, True), (model._right, False)):
+            inner = children >= 0
+            parent[children[inner]] = np.flatnonzero(inner)
+            leaf_parent[~children[~inner]], leaf_left[~children[~inner]] = np.flatnonzero(~inner), side
+        steps, went, cover = [], [], []
+        node, is_left = leaf_parent, leaf_left
+        count = np.where(leaf_parent >= 0, model._leaf_count, 0.0)  # the rows through the child of each step
+        while (node >= 0).any():
+            live = node >= 0
+            steps.append(node)
+            went.append(is_left)
+            cover.append(np.where(live, count / node_count[node], 1.0))
+            count = np.where(live, node_count[node], 0.0)
+            up = np.where(live, parent[node], -1)
+            is_left = (up >= 0) & (left_child[up] == node)
+            node = up
+        depth = max(len(steps), 1)
+        self.node = np.stack(steps, axis=1) if steps else np.full((leaves, 1), -1)
+        self.went_left = np.stack(went, axis=1) if went else np.zeros((leaves, 1), bool)
+        cover_ = np.stack(cover, axis=1) if cover else np.ones((leaves, 1))
+        feature = np.append(model._feature, -1)[self.node]
+        first_of = np.argmax(feature[:, :, None] == feature[:, None, :], axis=2)  # the first step on its feature
+        first = (first_of == np.arange(depth)) & (feature >= 0)
+        self.group = np.arange(leaves)[:, None] * depth + first_of
+        z = np.ones(leaves * depth)
+        np.multiply.at(z, self.group.ravel(), cover_.ravel())
+        order = np.argsort(~first, axis=1, kind="stable")  # each leaf's distinct features first
+        distinct = first.sum(axis=1)
+        self.by_features = []
+        for d in np.unique(distinct[distinct > 0]):
+            leaf = np.flatnonzero(distinct == d)
+            kept = order[leaf, :d]
+            group, feature_d = (np.take_along_axis(a[leaf], kept, axis=1) for a in (self.group, feature))
+            self.by_features.append(_Leaves(leaf, group, feature_d, z[group]))
+        # the expected score: each leaf's value times the share of its tree's training rows that reach it
+        self.expected = float(model._leaf_value @ np.prod(cover_, axis=1))
+
+
+class _Leaves:
+    """The leaves with ``d`` distinct features on their paths, [leaves, d]: each feature's group in :class:`_Paths`
+    (where a row's ``o`` is read), the feature, its ``z`` (the product of its steps' covers); and Gauss-Legendre
+    points on [0, 1], exact for the integrand's degree ``d - 1``."""
+
+    def __init__(self, leaf: np.ndarray, group: np.ndarray, feature: np.ndarray, z: np.ndarray):
+        self.leaf, self.group, self.feature, self.z = leaf, group, feature, z
+        u, w = np.polynomial.legendre.leggauss(group.shape[1] // 2 + 1)  # exact to degree d + 1
+        self.u, self.w = (u + 1) / 2, w / 2
 
 
 def load_booster(path: Path, asset: str = "reranker") -> TreeModel:

@@ -1,4 +1,5 @@
-"""The numpy tree evaluator gives LightGBM's own scores bit for bit, whatever the missing values."""
+"""The numpy tree evaluator gives LightGBM's own scores bit for bit, whatever the missing values, and its TreeSHAP
+contributions to rounding."""
 
 import lightgbm as lgb
 import numpy as np
@@ -34,15 +35,19 @@ def test_scores_are_lightgbms_bit_for_bit(tmp_path, params):
     np.testing.assert_array_equal(ours.predict(rows.astype(np.float32)), booster.predict(rows.astype(np.float32)))
     np.testing.assert_array_equal(ours.predict(rows[0]), booster.predict(rows[:1]))
     assert ours.predict(rows[:0]).shape == (0,)
-    contrib = ours.predict(rows[:3], pred_contrib=True)  # TreeSHAP is LightGBM's, loaded on demand
-    np.testing.assert_allclose(contrib.sum(axis=1), booster.predict(rows[:3]), rtol=1e-9)
+    explained = rows[[0, 1, 2, -3, -2, -1]]  # a row of NaN and a row of zeros among them
+    contrib = ours.predict(explained, pred_contrib=True)  # TreeSHAP in closed form, not LightGBM's code
+    np.testing.assert_allclose(contrib, booster.predict(explained, pred_contrib=True), rtol=0, atol=1e-12)
+    assert ours.predict(rows[:0], pred_contrib=True).shape == (0, 8)
 
 
 def test_a_model_with_a_single_leaf_tree_scores_its_constant(tmp_path):
     X = np.zeros((40, 2))
     booster = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, np.ones(40)), num_boost_round=2)
     booster.save_model(str(tmp_path / "m.txt"))
-    np.testing.assert_array_equal(load_booster(tmp_path / "m.txt").predict(X[:3]), booster.predict(X[:3]))
+    ours = load_booster(tmp_path / "m.txt")
+    np.testing.assert_array_equal(ours.predict(X[:3]), booster.predict(X[:3]))
+    np.testing.assert_allclose(ours.predict(X[:3], pred_contrib=True), booster.predict(X[:3], pred_contrib=True))
 
 
 def test_wrong_width_and_a_broken_file_are_refused_in_one_line(tmp_path):
