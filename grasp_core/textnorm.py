@@ -65,15 +65,18 @@ def _key(token: str) -> str:
     return _stem(token.casefold())
 
 
+def _nfkc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII is its own NFKC form
+
+
 def tokenize(text: str) -> list[tuple[str, int, int]]:
     """Normalized tokens of ``text`` with their character spans in the NFKC-normalized text."""
-    text = unicodedata.normalize("NFKC", text)
-    return [(_key(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    return [(_key(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(_nfkc(text))]
 
 
 def tokens(text: str) -> list[str]:
     """The normalized tokens of ``text``: :func:`tokenize` without the spans (faster, for building dictionaries)."""
-    return [_key(t) for t in _TOKEN.findall(unicodedata.normalize("NFKC", text))]
+    return list(map(_key, _TOKEN.findall(_nfkc(text))))
 
 
 def normalize(text: str) -> str:
