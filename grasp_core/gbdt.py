@@ -82,6 +82,10 @@ class TreeModel:
             raise ValueError(f"the model has {self._features} features, the rows {X.shape[1]}")
         return X
 
+    def _may_be_missing(self, values: np.ndarray) -> bool:
+        """Whether the missing-value rules can decide a split for these feature values (a NaN, or a zero type)."""
+        return self._zero_missing or bool(np.isnan(values).any())
+
     def _goes_left(self, value: np.ndarray, n: np.ndarray, check_missing: bool) -> np.ndarray:
         """Whether ``value`` goes to the left child at internal nodes ``n`` (LightGBM's numerical decision)."""
         if not check_missing:
@@ -104,7 +108,7 @@ class TreeModel:
         node = np.repeat(self._start, rows)  # [trees * rows]: tree-major, a row's node in each tree
         row = np.tile(np.arange(rows) * self._features, len(self._start))
         live = np.flatnonzero(node >= 0)
-        check_missing = self._zero_missing or bool(np.isnan(flat).any())
+        check_missing = self._may_be_missing(flat)
         while len(live):
             n = node[live]
             left = self._goes_left(flat[row[live] + self._feature[n]], n, check_missing)
@@ -129,7 +133,7 @@ class TreeModel:
         by Gauss-Legendre."""
         p = self._paths
         nodes = np.arange(len(self._feature))
-        left = self._goes_left(x[self._feature], nodes, bool(self._zero_missing or np.isnan(x).any()))
+        left = self._goes_left(x[self._feature], nodes, self._may_be_missing(x))
         off = (p.node >= 0) & (np.append(left, False)[p.node] != p.went_left)  # x leaves the path here
         on = np.bincount(p.group.ravel(), weights=off.ravel(), minlength=off.size) == 0  # per (leaf, feature)
         out = np.zeros(self._features + 1)
@@ -200,7 +204,7 @@ class _Leaves:
 
     def __init__(self, leaf: np.ndarray, group: np.ndarray, feature: np.ndarray, z: np.ndarray):
         self.leaf, self.group, self.feature, self.z = leaf, group, feature, z
-        u, w = np.polynomial.legendre.leggauss(group.shape[1] // 2 + 1)  # exact to degree d + 1
+        u, w = np.polynomial.legendre.leggauss(group.shape[1] // 2 + 1)  # exact to degree 2 (d // 2) + 1 >= d - 1
         self.u, self.w = (u + 1) / 2, w / 2
 
 

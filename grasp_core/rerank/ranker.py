@@ -29,8 +29,9 @@ TOP_CONTRIBUTIONS = 3
 
 class RowContributions(Sequence[list[tuple[str, float]]]):
     """The top feature contributions of each row of a candidate list's feature matrix, computed per row on first
-    access: TreeSHAP costs about 10 ms a row on the hpo model, many times the scores' cost, and an explanation shows only the top
-    answers (a row's contributions are the same alone as in its matrix: each row is explained on its own)."""
+    access: TreeSHAP costs about 10 ms a row on the hpo model, many times the scores' cost, and an explanation shows
+    only the top answers (a row's contributions are the same alone as in its matrix: each row is explained on its
+    own)."""
 
     def __init__(self, ranker: LTRReranker, X: np.ndarray):
         self._ranker, self._X = ranker, X
