@@ -45,6 +45,7 @@ from grasp_core.components import Components
 from grasp_core.embed.encoder import Encoder
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraspError
+from grasp_core.gc_pause import collector_paused
 from grasp_core.math_threads import answer_threads
 from grasp_core.plan.trace import Trace
 from grasp_core.planner.attempt import PlanAttempt, check_plan
@@ -185,16 +186,18 @@ class AnswerPath:
         self._text_pool = ThreadPoolExecutor(1, thread_name_prefix="grasp-text") if options.parallel_branches else None
 
     def load(self) -> AnswerPath:
-        """Load every part the options use now (a missing artifact fails before any question is answered)."""
-        self.components.graph  # noqa: B018  (the graph alone: answering reads none of the dataset's questions)
-        if self.options.branches != "graph":
-            self.text_retriever  # noqa: B018
-        if self.options.branches != "text":
-            self.planner  # noqa: B018
-            self.components.extractor  # noqa: B018
-            self.components.executor  # noqa: B018
-        if self.options.rerank:
-            self.reranker  # noqa: B018
+        """Load every part the options use now (a missing artifact fails before any question is answered), with
+        the garbage collector paused (:mod:`grasp_core.gc_pause`)."""
+        with collector_paused():
+            self.components.graph  # noqa: B018  (the graph alone: answering reads none of the dataset's questions)
+            if self.options.branches != "graph":
+                self.text_retriever  # noqa: B018
+            if self.options.branches != "text":
+                self.planner  # noqa: B018
+                self.components.extractor  # noqa: B018
+                self.components.executor  # noqa: B018
+            if self.options.rerank:
+                self.reranker  # noqa: B018
         return self
 
     # ------------------------------------------------------------------------------------------- parts

@@ -191,9 +191,12 @@ def _query(args: argparse.Namespace) -> None:
     if args.server:
         _query_server(args, text)
         return
-    from grasp_core.explain import format_result
+    from grasp_core.gc_pause import collector_paused
 
-    result = _retriever(args).query(text, k=args.k)
+    with collector_paused():  # a one-off process: importing, loading and answering leave nothing to collect
+        from grasp_core.explain import format_result
+
+        result = _retriever(args).query(text, k=args.k)
     print(format_result(result))
 
 

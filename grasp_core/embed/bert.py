@@ -14,6 +14,7 @@ without dropout. A BERT checkpoint without ``model.safetensors`` loads through t
 
 from __future__ import annotations
 
+import contextvars
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from torch import nn
 from torch.nn import functional as F
 
 WEIGHTS = "model.safetensors"
+# True inside BertEncoder.load: the layers are built to have every weight read into them, so none is drawn first
+_LOADING = contextvars.ContextVar("grasp_bert_loading", default=False)
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,28 @@ class BertConfig:
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
 
+class _Linear(nn.Linear):
+    """``nn.Linear``, without its random initialization when :meth:`BertEncoder.load` reads the weights anyway."""
+
+    def reset_parameters(self) -> None:
+        if not _LOADING.get():
+            super().reset_parameters()
+
+
+class _Embedding(nn.Embedding):
+    """``nn.Embedding``, without its random initialization when :meth:`BertEncoder.load` reads the weights anyway."""
+
+    def reset_parameters(self) -> None:
+        if not _LOADING.get():
+            super().reset_parameters()
+
+
 class _Embeddings(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
-        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        self.word_embeddings = _Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
+        self.position_embeddings = _Embedding(c.max_position_embeddings, c.hidden_size)
+        self.token_type_embeddings = _Embedding(c.type_vocab_size, c.hidden_size)
         self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -66,9 +85,9 @@ class _SelfAttention(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
         self.heads, self.head_size = c.num_attention_heads, c.hidden_size // c.num_attention_heads
-        self.query = nn.Linear(c.hidden_size, c.hidden_size)
-        self.key = nn.Linear(c.hidden_size, c.hidden_size)
-        self.value = nn.Linear(c.hidden_size, c.hidden_size)
+        self.query = _Linear(c.hidden_size, c.hidden_size)
+        self.key = _Linear(c.hidden_size, c.hidden_size)
+        self.value = _Linear(c.hidden_size, c.hidden_size)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         shape = (*x.shape[:-1], -1, self.head_size)
@@ -82,7 +101,7 @@ class _DenseNorm(nn.Module):
 
     def __init__(self, c: BertConfig, width: int):
         super().__init__()
-        self.dense = nn.Linear(width, c.hidden_size)
+        self.dense = _Linear(width, c.hidden_size)
         self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
@@ -99,7 +118,7 @@ class _Attention(nn.Module):
 class _Intermediate(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(c.hidden_size, c.intermediate_size)
+        self.dense = _Linear(c.hidden_size, c.intermediate_size)
 
 
 class _Layer(nn.Module):
@@ -134,7 +153,11 @@ class BertEncoder(nn.Module):
         """The model in ``directory`` (``config.json`` and ``model.safetensors``); every weight must be there."""
         from safetensors.torch import load_file
 
-        model = cls(BertConfig.read(directory))  # (on the meta device, torch would import its compiler: seconds)
+        token = _LOADING.set(True)  # (not the meta device: there torch would import its compiler, seconds)
+        try:
+            model = cls(BertConfig.read(directory))
+        finally:
+            _LOADING.reset(token)
         state = load_file(directory / WEIGHTS)
         state = {k.removeprefix("bert."): v for k, v in state.items() if not k.startswith(("pooler.", "bert.pooler."))}
         state.pop("embeddings.position_ids", None)

@@ -46,3 +46,26 @@ def test_an_unsupported_model_is_refused_in_one_line(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_act": "relu"}')
     with pytest.raises(ValueError, match="only gelu activations"):
         BertConfig.read(tmp_path)
+
+
+def test_loading_draws_no_weights_and_refuses_a_checkpoint_missing_one(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=32,
+    )
+    BertEncoder(config).save(tmp_path)
+    state = torch.random.get_rng_state()
+    BertEncoder.load(tmp_path)
+    assert torch.equal(torch.random.get_rng_state(), state)  # nothing drawn: every weight is read
+    assert not torch.equal(BertEncoder(config).encoder.layer[0].intermediate.dense.weight, torch.zeros(16, 8))
+    weights = load_file(tmp_path / "model.safetensors")
+    del weights["encoder.layer.0.intermediate.dense.weight"]
+    save_file(weights, tmp_path / "model.safetensors")
+    with pytest.raises(RuntimeError, match="Missing key"):  # so a weight left undrawn is never used
+        BertEncoder.load(tmp_path)
