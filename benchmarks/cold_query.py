@@ -15,7 +15,8 @@ average is recorded because the machine may be shared.
 
 With ``--before DIR`` the same is timed for the code under DIR (``PYTHONPATH``; a copy of the package directories
 is enough), run by run interleaved with this checkout's, as ``before``: on a shared machine only figures taken side
-by side compare.
+by side compare. That code runs as ``python -m grasp_assets.cli`` (its own entry point: the installed ``grasp``
+command calls this checkout's).
 
 Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (``harness.start_serve``; its feedback
 store in a temporary instance directory, so the user's store gets no benchmark questions), waits until it answers
@@ -148,10 +149,11 @@ def main() -> None:
         sides = {"before": _side_env(args.before), "after": None}
     bytecode = subprocess.run([sys.executable, "-P", "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
     runs: dict[str, dict[str, list[dict]]] = {side: {"query": []} for side in sides}
+    commands = {"after": query, "before": [sys.executable, "-m", "grasp_assets.cli", *query[1:]]}
     for i in range(args.runs):  # the sides alternate, and which goes first alternates from run to run
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
         for side in order:
-            runs[side]["query"].append(child_usage(query, sides[side]))
+            runs[side]["query"].append(child_usage(commands[side], sides[side]))
             print(f"run {i + 1}: {side} query {runs[side]['query'][-1]['wall_s']:.1f} s wall", flush=True)
     result = {
         "command": " ".join(["grasp", *root, "query", args.dataset, repr(args.question)]),
@@ -165,7 +167,7 @@ def main() -> None:
         result["before"] = {
             "code": str(args.before),
             "query": median(runs["before"]["query"]),
-            "imports_s": import_seconds([str(GRASP), *query[1:]], sides["before"]),
+            "imports_s": import_seconds(commands["before"][1:], sides["before"]),
             "query_wall_s_saved_per_run": [round(b["wall_s"] - a["wall_s"], 2) for b, a in pairs],
         }
     if not args.no_server:

@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from grasp_core import cli as core_cli
 from grasp_core.artifacts import Artifacts
@@ -201,5 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     return core_cli.main(argv, build_parser())
 
 
+def run() -> NoReturn:
+    """The ``grasp`` executable: one command, then the process ends (``grasp query`` as soon as it has answered)."""
+    sys.exit(core_cli.main(None, build_parser(), one_off=True))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

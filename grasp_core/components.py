@@ -18,7 +18,7 @@ from grasp_core.io import is_complete, read_json
 from grasp_core.names import EXTRACTORS
 from grasp_core.planner.rounds import ROUNDS, gate_passed
 from grasp_core.profiles import Profile
-from grasp_core.skb.format import SKB
+from grasp_core.skb.format import FINGERPRINT, SKB
 
 if TYPE_CHECKING:  # the parts load lazily: their modules are imported on first use
     import pandas as pd
@@ -146,9 +146,25 @@ class Components:
 
     @cached_property
     def gazetteer(self) -> GazetteerExtractor:
+        """The gazetteer over the graph, with the dictionary the ``entity_tables`` artifact keeps when it was built
+        from this SKB with these settings and this code (:mod:`grasp_core.entities.dictionary`), else built now."""
+        from grasp_core.entities.dictionary import FILE, read_dictionary
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
-        return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer)
+        key, saved = self.dictionary_key(), None
+        if key is not None and is_complete(self.art.path("entity_tables")):
+            try:
+                saved = read_dictionary(self.art.require("entity_tables") / FILE, key)
+            except GraspError:  # a corrupt artifact: the dictionary is built (the step rebuilding it reads it too)
+                saved = None
+        return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer, saved)
+
+    def dictionary_key(self) -> str | None:
+        """The key a saved gazetteer dictionary of this SKB needs (None for an SKB without a fingerprint)."""
+        from grasp_core.entities.dictionary import dictionary_key
+
+        file = self.art.require("skb") / FINGERPRINT
+        return dictionary_key(file.read_text().strip(), self.profile.gazetteer) if file.is_file() else None
 
     @cached_property
     def extractor(self) -> GazetteerExtractor | LLMExtractor:

@@ -741,6 +741,23 @@ def test_every_artifact_verifies_and_a_corrupted_one_fails_grasp_query_in_one_li
         assert file.name in lines[0] and lines[0].endswith(f"grasp pipeline {DATASET}")
 
 
+def test_the_grasp_executable_prints_the_whole_answer_and_ends_at_once(trained):
+    """``grasp query`` ends its process as soon as it has answered (no interpreter teardown): all of the answer is
+    written first, also into a pipe, and the exit status is 0."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tmp, _ = trained
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "grasp_assets.cli", "--profile", "smoke", "--root", str(tmp / "artifacts")]
+    proc = subprocess.run([*cmd, "query", DATASET, "which genes?"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Query: which genes?" and "Answers:" in lines and lines[-1].startswith("Time: text ")
+
+
 def test_an_edited_node_text_rebuilds_what_reads_it_and_the_retriever_answers_from_it(trained, capfd):
     """One node renamed in the user SKB's nodes.parquet: `grasp pipeline` sees the source changed, rebuilds `skb`
     and, wave after wave, what reads it; the retriever then finds the node by its new name. Run again: nothing."""

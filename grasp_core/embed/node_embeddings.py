@@ -233,10 +233,19 @@ def load_node_embeddings(out_dir: str | Path) -> NodeEmbeddings:
     for kind in (*KINDS, ALIAS):
         rows = meta.get("num_aliases", 0) if kind == ALIAS else meta.get("num_nodes")
         array = _load_array(out_dir / f"{kind}.npy", (rows, meta.get("dim")), absent_ok=kind == ALIAS and not rows)
-        array = array.astype(np.float32)  # float16 on disk: renormalize so inner product is cosine again
-        arrays[kind] = array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
+        arrays[kind] = _unit_rows(array)
     owner = _load_array(out_dir / "alias_owner.npy", (len(arrays[ALIAS]),), absent_ok=not len(arrays[ALIAS]))
     return NodeEmbeddings(arrays["name"], arrays["doc"], meta["identity"], meta, arrays[ALIAS], owner.astype(np.int64))
+
+
+def _unit_rows(array: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """float32 rows of unit norm, so that inner product is cosine again after float16 on disk; ``chunk`` rows at a
+    time (the same values as the whole array at once, without its two temporaries of the array's size)."""
+    out = np.empty(array.shape, np.float32)
+    for start in range(0, len(array), chunk):
+        rows = array[start : start + chunk].astype(np.float32)
+        np.divide(rows, np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12), out=out[start : start + chunk])
+    return out
 
 
 def _load_array(file: Path, expected: tuple, absent_ok: bool) -> np.ndarray:

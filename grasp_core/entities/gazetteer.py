@@ -1,7 +1,8 @@
 """The gazetteer extractor: entity mentions without an LLM (the ``cpu`` default, ``docs/design.md``).
 
 Built once per SKB: a dictionary from normalized strings (node names and the SKB's ``aliases`` column: hpo's
-synonyms, lay terms and abbreviations) to the nodes they name. Extraction of a query:
+synonyms, lay terms and abbreviations) to the nodes they name (:mod:`grasp_core.entities.dictionary`, which also
+keeps it beside the entity tables for a process that answers questions). Extraction of a query:
 
 1. **Exact matches.** Every n-gram of 1..``max_ngram`` tokens is looked up. Normalization = NFKC, case folding,
    alphanumeric tokens, light plural stemming (``seizures`` = ``seizure``, ``allergies`` = ``allergy``).
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -50,19 +51,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from grasp_core.entities.config import GazetteerConfig
+from grasp_core.entities.dictionary import STOPWORDS, Dictionary, build_dictionary
 from grasp_core.entities.linking import Mention, NameHits, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
-from grasp_core.textnorm import normalize, tokenize, tokens
+from grasp_core.textnorm import normalize, tokenize
 
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with without within into onto about over under above below between
-    among and or but nor not no is are was were be been being am do does did done has have had having can could
-    may might must shall should will would this that these those it its they them their there here which what who
-    whom whose when where why how whether if then than so such as also any some all each every both either neither
-    other another more most less least many much few very too only just same own i me my we our you your he she
-    his her him us via per etc please""".split()
-)
 # Words that frame a question about a description rather than belong to it ("what is it called when …").
 FRAME_WORDS = frozenset("called call term terms word words name mean means meaning medical".split())
 REQUEST_CUES = frozenset(
@@ -85,12 +79,6 @@ ATTRIBUTE_PATTERN = re.compile(
 )
 
 
-def _is_symbol(alias: str) -> bool:
-    """A one-word, letters-only name with two or more capitals (``MET``, ``MAX``): it may be an English word
-    when written in lower case. Symbols with a digit (``FBN1``) are not words and match in any case."""
-    return alias.isalpha() and sum(c.isupper() for c in alias) >= 2
-
-
 @dataclass(frozen=True)
 class _Match:
     start: int  # token positions, end exclusive
@@ -106,12 +94,16 @@ class _Match:
 class GazetteerExtractor:
     """Finds and links mentions by dictionary matching. Build once per SKB, then ``extract`` many queries."""
 
-    def __init__(self, skb: SKB, index, encoder, cfg: GazetteerConfig = GazetteerConfig()):
+    def __init__(
+        self, skb: SKB, index, encoder, cfg: GazetteerConfig = GazetteerConfig(), dictionary: Dictionary | None = None
+    ):
+        """``dictionary``: ``skb``'s, built with ``cfg`` (:mod:`grasp_core.entities.dictionary`); None builds it."""
         self.skb, self.index, self.encoder, self.cfg = skb, index, encoder, cfg
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._types = skb.nodes["type"].astype(str).to_numpy()
         self._degrees = skb.degrees
-        self._entries, self._symbol_keys = self._build_dictionary()  # normalized string -> node ids
+        self.dictionary = dictionary if dictionary is not None else build_dictionary(skb, cfg)
+        self._entries, self._symbol_keys = self.dictionary.entries, self.dictionary.symbols
         self._type_words = self._build_type_words()
 
     def named(self, text: str) -> tuple[int, ...]:
@@ -125,27 +117,6 @@ class GazetteerExtractor:
         return len(self._entries)
 
     # ---------------------------------------------------------------- building
-    def _aliases(self) -> list[tuple[int, str]]:
-        return [(i, str(name)) for i, name in enumerate(self._names)] + self.skb.alias_pairs()
-
-    def _build_dictionary(self) -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
-        entries: dict[str, set[int]] = defaultdict(set)
-        symbol_votes: dict[str, bool] = {}
-        for node_id, alias in self._aliases():
-            words = tokens(alias)
-            if not words or len(words) > self.cfg.max_ngram or STOPWORDS.issuperset(words):
-                continue
-            if len(words) == 1 and (len(words[0]) < self.cfg.min_chars or words[0].isdigit()):
-                continue
-            key = " ".join(words)
-            entries[key].add(node_id)
-            symbol_votes[key] = symbol_votes.get(key, True) and _is_symbol(alias)
-        degrees = self._degrees.tolist()
-        by_degree = {
-            k: (*v,) if len(v) == 1 else tuple(sorted(v, key=lambda i: (-degrees[i], i))) for k, v in entries.items()
-        }
-        return by_degree, frozenset(k for k, is_symbol in symbol_votes.items() if is_symbol)
-
     def _build_type_words(self) -> dict[str, str]:
         """Normalized type word -> node type: the full type name and each part of ``a/b`` or ``a_b`` names."""
         words: dict[str, str] = {}

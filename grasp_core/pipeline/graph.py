@@ -76,6 +76,7 @@ def graph_store_step(components: Components) -> dict:
 @step("entity_tables", reads=EXTRACTOR)
 def entity_tables_step(components: Components) -> dict:
     from grasp_core.entities.coverage import anchor_coverage
+    from grasp_core.entities.dictionary import FILE, write_dictionary
     from grasp_core.entities.tables_io import write_tables
 
     start = time.perf_counter()
@@ -86,6 +87,9 @@ def entity_tables_step(components: Components) -> dict:
         write_tables(tmp / "tables.jsonl", queries["qid"].tolist(), tables)
         coverage = anchor_coverage(tables, queries, components.skb)
         write_json(tmp / "coverage.json", coverage)
+        key = components.dictionary_key()
+        if key is not None:  # the gazetteer's dictionary, for a process that answers questions to read
+            write_dictionary(tmp / FILE, components.gazetteer.dictionary, key)
     rows = np.array([len(t.rows) for t in tables])
     return {
         "num_queries": len(tables),

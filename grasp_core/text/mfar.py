@@ -308,7 +308,7 @@ class FieldIndex:
 
 def _present(vectors: np.ndarray) -> np.ndarray:
     """bool [N]: the nodes that have the field (a node without it has the zero vector)."""
-    return vectors.any(axis=1)
+    return np.asarray(vectors.any(axis=1))
 
 
 def _top_k_ids(values: torch.Tensor, k: int, floor: float = float("-inf")) -> torch.Tensor:

@@ -99,3 +99,14 @@ def test_a_corrupt_previous_artifact_is_not_reused(skb, encoder, tmp_path, monke
     skb.nodes.loc[0, "name"] = "acetylsalicylic acid"
     build_node_embeddings(skb, encoder, out)
     assert calls == [skb.nodes["name"].tolist(), skb.documents()]  # everything encoded anew
+
+
+def test_loaded_rows_are_unit_norm_and_the_same_whichever_rows_are_converted_together():
+    vectors = np.random.default_rng(0).normal(size=(1000, 24)).astype(np.float16)
+    vectors[[3, 500]] = 0  # a node without text: stays the zero vector
+    whole = vectors.astype(np.float32)
+    whole = whole / np.maximum(np.linalg.norm(whole, axis=1, keepdims=True), 1e-12)
+    for chunk in (1, 7, 2048):
+        assert np.array_equal(ne._unit_rows(vectors, chunk), whole)
+    assert ne._unit_rows(vectors).dtype == np.float32 and not ne._unit_rows(vectors)[[3, 500]].any()
+    assert np.allclose(np.linalg.norm(np.delete(whole, [3, 500], axis=0), axis=1), 1, atol=1e-6)

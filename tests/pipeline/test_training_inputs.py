@@ -135,3 +135,26 @@ def test_retrieve_answers_every_test_and_test_human_query_as_the_evaluation_rank
     eval_metrics_step(components)  # the served planner is the SFT one here (no RL round ran)
     checked = assert_retrieve_answers_as_evaluated(components)
     assert checked == {"test": len(components.split("test")), "test-human": N_HUMAN} and checked["test"] > 5
+
+
+def test_the_entity_tables_keep_the_gazetteers_dictionary_for_a_process_that_answers(components, monkeypatch):
+    import dataclasses
+
+    import grasp_core.entities.gazetteer as gazetteer
+    from grasp_core.entities.dictionary import FILE, build_dictionary, read_dictionary
+
+    built = build_dictionary(components.graph, components.profile.gazetteer)
+    assert (components.art.require("entity_tables") / FILE).is_file() and built.entries
+    monkeypatch.setattr(gazetteer, "build_dictionary", lambda *a: pytest.fail("built, not read"))
+    reader = Components(components.art, components.profile)
+    assert reader.gazetteer.dictionary == built  # read back, as built
+    other = dataclasses.replace(components.profile.gazetteer, min_chars=components.profile.gazetteer.min_chars + 1)
+    profile = dataclasses.replace(components.profile, gazetteer=other)
+    assert (
+        read_dictionary(
+            components.art.require("entity_tables") / FILE, Components(components.art, profile).dictionary_key()
+        )
+        is None
+    )
+    monkeypatch.undo()
+    assert Components(components.art, profile).gazetteer.dictionary == build_dictionary(components.graph, other)
