@@ -56,3 +56,20 @@ def test_the_script_says_how_it_gets_a_cpu_torch():
     script = (ROOT / "scripts" / "setup.sh").read_text()
     assert "TORCH=2.13.0+cpu" in script and "https://download.pytorch.org/whl/cpu" in script
     assert 'echo "[setup] torch $TORCH (the CPU build)' in script
+
+
+def test_the_answer_paths_own_modules_have_their_bytecode_after_setup():
+    """The test command ran scripts/setup.sh, which compiles grasp_core and grasp_assets: a `grasp query` then
+    compiles none of its own modules, also where PYTHONDONTWRITEBYTECODE keeps imports from writing bytecode."""
+    import importlib.util
+
+    code = (
+        "import sys, grasp_core.retriever, grasp_assets.cli\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if m.__name__.split('.')[0] in ('grasp_core', 'grasp_assets'):\n"
+        "        print(m.__file__)"
+    )
+    python = str(ROOT / ".venv" / "bin" / "python")
+    files = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert len(files) > 30 and all(Path(f).is_relative_to(ROOT) for f in files)
+    assert [f for f in files if not Path(importlib.util.cache_from_source(f)).is_file()] == []
