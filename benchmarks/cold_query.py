@@ -15,8 +15,8 @@ average is recorded because the machine may be shared.
 
 With ``--before DIR`` the same is timed for the code under DIR (``PYTHONPATH``; a copy of the package directories
 is enough), run by run interleaved with this checkout's, as ``before``: on a shared machine only figures taken side
-by side compare. That code runs as ``python -m grasp_assets.cli`` (its own entry point: the installed ``grasp``
-command calls this checkout's).
+by side compare. That code runs as ``python -P -m grasp_assets.cli`` (its own entry point: the installed ``grasp``
+command calls this checkout's; ``-P``, or the working directory's code would be imported first).
 
 Then (unless ``--no-server``) it starts ``grasp serve DATASET`` on a free port (``harness.start_serve``; its feedback
 store in a temporary instance directory, so the user's store gets no benchmark questions), waits until it answers
@@ -149,7 +149,8 @@ def main() -> None:
         sides = {"before": _side_env(args.before), "after": None}
     bytecode = subprocess.run([sys.executable, "-P", "-c", BYTECODE], capture_output=True, text=True, check=True).stdout
     runs: dict[str, dict[str, list[dict]]] = {side: {"query": []} for side in sides}
-    commands = {"after": query, "before": [sys.executable, "-m", "grasp_assets.cli", *query[1:]]}
+    # -P: the working directory (a checkout of this code) must not shadow the code under DIR
+    commands = {"after": query, "before": [sys.executable, "-P", "-m", "grasp_assets.cli", *query[1:]]}
     for i in range(args.runs):  # the sides alternate, and which goes first alternates from run to run
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
         for side in order:
