@@ -1,10 +1,11 @@
 """What a variant costs beside its base build: time, and bytes it adds on disk.
 
-Run: ``python benchmarks/variant_cost.py hpo rerank-k20 [--root DIR] [--base-seconds S] [--out FILE]`` with
+Run: ``python benchmarks/variant_cost.py hpo rerank-k20 [--root DIR] [--base-seconds S] [--built] [--out FILE]`` with
 ``DAGSTER_HOME`` set to the instance that built the base; writes ``benchmarks/results/variant_<dataset>_<variant>.json``
 (or ``--out``), with ``grasp compare``'s table of both.
 
-It builds the variant (``grasp pipeline DATASET --variant VARIANT``, timed from the shell's view) and compares:
+It builds the variant (``grasp pipeline DATASET --variant VARIANT``, timed from the shell's view; with ``--built``,
+a variant built before is reported as it is, without a wall time) and compares:
 
 - **time**: the variant's wall seconds against the base build's (``--base-seconds``, e.g. the main job's
   ``pipeline time``; else the sum of the base partition's step seconds), and the sum of the variant's step seconds
@@ -54,6 +55,9 @@ def main(argv=None) -> int:
     parser.add_argument("variant")
     parser.add_argument("--root", default=None, help="artifact root (default: the instance's)")
     parser.add_argument("--base-seconds", type=float, default=None, help="the base build's wall seconds")
+    parser.add_argument(
+        "--built", action="store_true", help="the variant was built before: compare it without building (no wall time)"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if "DAGSTER_HOME" not in os.environ:
@@ -66,9 +70,11 @@ def main(argv=None) -> int:
 
     root = Path(args.root or default_root())
     key = variant_key(args.dataset, args.variant)
-    t0 = time.perf_counter()
-    subprocess.run([*GRASP, "--root", str(root), "pipeline", args.dataset, "--variant", args.variant], check=True)
-    wall = time.perf_counter() - t0
+    wall = None
+    if not args.built:
+        t0 = time.perf_counter()
+        subprocess.run([*GRASP, "--root", str(root), "pipeline", args.dataset, "--variant", args.variant], check=True)
+        wall = time.perf_counter() - t0
     command = [*GRASP, "--root", str(root), "compare", args.dataset, "base", args.variant]
     compared = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     compared_json = json.loads(subprocess.run([*command, "--json"], check=True, capture_output=True, text=True).stdout)
@@ -79,12 +85,12 @@ def main(argv=None) -> int:
     doc = {
         "dataset": args.dataset,
         "variant": args.variant,
-        "variant_wall_s": round(wall, 1),
+        "variant_wall_s": None if wall is None else round(wall, 1),
         "variant_step_s": round(sum(variant_steps.values()), 1),
         "variant_steps": variant_steps,
         "base_s": round(base_seconds, 1),
         "base_s_from": "--base-seconds (wall)" if args.base_seconds else "the base partition's step seconds",
-        "time_share_pct": round(100.0 * wall / base_seconds, 1),
+        "time_share_pct": None if wall is None else round(100.0 * wall / base_seconds, 1),
         "base_step_s": round(sum(base_steps.values()), 1),
         "step_share_pct": round(100.0 * sum(variant_steps.values()) / max(1.0, sum(base_steps.values())), 1),
         "base_bytes": sum(base_files.values()),

@@ -44,6 +44,8 @@ def test_the_shipped_variants_change_what_they_say():
     cpu = get_profile("cpu")
     assert differing([cpu, resolve_profile("hpo+rerank-k20", "cpu")]) == {"rerank.top_k": [50, 20]}
     assert differing([cpu, resolve_profile("hpo+text-dense", "cpu")]) == {"text_retriever": ["mfar", "dense"]}
+    seeds = ("mfar", "oof", "policy_train", "planner_model.tiny", "chooser", "ltr")
+    assert differing([cpu, resolve_profile("hpo+retrain-seed1", "cpu")]) == {f"{s}.seed": [0, 1] for s in seeds}
     assert load_variant("rerank-k20").description
 
 
