@@ -152,10 +152,10 @@ class Components:
         from grasp_core.entities.gazetteer import GazetteerExtractor
 
         key, saved = self.dictionary_key(), None
-        if key is not None and is_complete(self.art.path("entity_tables")):
+        if key is not None:
             try:
                 saved = read_dictionary(self.art.require("entity_tables") / FILE, key)
-            except GraspError:  # a corrupt artifact: the dictionary is built (the step rebuilding it reads it too)
+            except GraspError:  # none yet, or corrupt: the dictionary is built (the step rebuilding it reads it too)
                 saved = None
         return GazetteerExtractor(self.graph, self.index, self.encoder, self.profile.gazetteer, saved)
 

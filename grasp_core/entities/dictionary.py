@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grasp_core.entities.config import GazetteerConfig
 from grasp_core.io import atomic_file
-from grasp_core.skb.format import SKB
+from grasp_core.skb.format import SKB, content_hash
 from grasp_core.textnorm import tokens
 
 FILE = "gazetteer.json"  # in the entity_tables artifact
@@ -73,11 +73,9 @@ def build_dictionary(skb: SKB, cfg: GazetteerConfig) -> Dictionary:
 
 def dictionary_key(skb_fingerprint: str, cfg: GazetteerConfig) -> str:
     """What a saved dictionary must have been built from to be used: the SKB, the settings, the code."""
-    digest = hashlib.sha256(json.dumps([skb_fingerprint, cfg.max_ngram, cfg.min_chars]).encode())
     package = Path(__file__).resolve().parents[1]
-    for name in _CODE:
-        digest.update((package / name).read_bytes())
-    return digest.hexdigest()
+    code = content_hash([package / name for name in _CODE])
+    return hashlib.sha256(json.dumps([skb_fingerprint, cfg.max_ngram, cfg.min_chars, code]).encode()).hexdigest()
 
 
 def write_dictionary(path: Path, dictionary: Dictionary, key: str) -> None:
