@@ -53,6 +53,7 @@ from grasp_core.skb.format import SKB
 
 log = logging.getLogger(__name__)
 MEMO_SIZE = 20_000  # text vectors kept by an executor (20k x 384 floats = 31 MB with MiniLM)
+LINK_MEMO_SIZE = 20_000  # anchors' bindings kept by an executor (a few bindings each)
 
 
 class PlanExecutor:
@@ -62,6 +63,7 @@ class PlanExecutor:
         self.skb, self.index, self.encoder, self.store, self.cfg = skb, index, encoder, store, cfg
         self._names = skb.nodes["name"].astype(str).to_numpy()
         self._memo: dict[str, np.ndarray] = {}
+        self._links: dict[tuple[str | None, str, bytes], tuple[Binding, ...]] = {}
         # the graph's adjacency lists, built once with the executor (size and build time at Prime's scale:
         # benchmarks/results/plan_execution.json)
         self.adjacency = Adjacency.build(skb) if cfg.traversal == "arrays" else None
@@ -241,16 +243,28 @@ class PlanExecutor:
         return ranking
 
     def _link(self, anchor: Anchor, vector: np.ndarray) -> list[Binding]:
+        """The anchor's bindings. The candidate plans of one question share their anchors, so each (type, mode,
+        vector) is searched once per executor (the newest ``LINK_MEMO_SIZE`` kept): the same bindings, bit for bit,
+        without the repeated exhaustive index searches that took a third of a plan's execution."""
+        key = (anchor.type, anchor.match_mode, vector.tobytes())
+        known = self._links.get(key)
+        if known is None:
+            known = self._links[key] = self._search_bindings(anchor, vector)
+            if len(self._links) > LINK_MEMO_SIZE:
+                self._links.pop(next(iter(self._links)))  # the oldest entry
+        return list(known)
+
+    def _search_bindings(self, anchor: Anchor, vector: np.ndarray) -> tuple[Binding, ...]:
         k, tau = (
             (self.cfg.name_k, self.cfg.name_tau) if anchor.match_mode == "name" else (self.cfg.doc_k, self.cfg.doc_tau)
         )
         scores, ids = self.index.search(anchor.type, anchor.match_mode, vector[None], k)
         scores, ids = scores[0][ids[0] >= 0], ids[0][ids[0] >= 0]
         if not len(ids):
-            return []
+            return ()
         best = float(scores[0])
         keep = scores >= best - (1.0 - tau) * abs(best)
-        return [Binding(int(i), str(self._names[i]), float(s)) for i, s in zip(ids[keep], scores[keep])]
+        return tuple(Binding(int(i), str(self._names[i]), float(s)) for i, s in zip(ids[keep], scores[keep]))
 
     def _cosine(
         self, target_type: str, ids: np.ndarray, anchor_scores: np.ndarray, relevance: np.ndarray

@@ -262,6 +262,28 @@ def test_batch_embeds_once_and_equals_single_execution(env, monkeypatch):
         np.testing.assert_array_equal(r2.scores, r3.scores)
 
 
+def test_a_shared_anchor_is_searched_once_with_the_same_bindings(env, monkeypatch):
+    executor, *_ = env
+    drugs = plan_text([RETINA], TWO_HOPS)
+    genes = plan_text([RETINA], [("a1", "expression present", "target")], target="gene/protein")
+    liver = plan_text([{"var": "a1", "type": "anatomy", "text": "liver"}], TWO_HOPS)
+    fresh = [executor.execute(p, "q") for p in (drugs, genes, liver)]
+    executor._links.clear()
+    searches = []
+    original = executor.index.search
+    monkeypatch.setattr(
+        executor.index, "search", lambda t, kind, v, k: searches.append((t, kind)) or original(t, kind, v, k)
+    )
+    batch = executor.execute_batch([drugs, genes, liver, drugs], ["q"] * 4)
+    # "retina" (three plans) and "liver" are linked once each; rescoring needs no index search at this size
+    assert searches == [("anatomy", "name"), ("anatomy", "name")]
+    for (r1, t1), (r2, t2) in zip(fresh + fresh[:1], batch):
+        assert r1.node_ids.tolist() == r2.node_ids.tolist() and t1.bindings == t2.bindings
+        np.testing.assert_array_equal(r1.scores, r2.scores)
+    batch[0][1].bindings["a1"].clear()  # a trace's bindings are its own
+    assert executor.execute(drugs, "q")[1].bindings == fresh[0][1].bindings
+
+
 def test_injection_through_texts_leaves_the_store_untouched(env):
     executor, *_ = env
     evil = (
