@@ -107,10 +107,12 @@ class PolicyData:
         labels = [fused_hit1_labels(s, env.text[q], env.gold[q], weights) for q, s in zip(qids, lists)]
         return lists, labels
 
-    def sft_targets(self):
-        return sft_targets(
-            self.x_train, self.train_qids, self.teacher, self.outcomes, self.components.profile.policy_train
-        )
+    def sft_targets(self) -> tuple[torch.Tensor, list[int]]:
+        """The imitation targets and the rows that have one, among the first ``policy_train.sft_queries`` taught
+        queries (the SFT order; None: all)."""
+        cfg = self.components.profile.policy_train
+        targets, keep = sft_targets(self.x_train, self.train_qids, self.teacher, self.outcomes, cfg)
+        return targets, keep if cfg.sft_queries is None else [i for i in keep if i < cfg.sft_queries]
 
     def rows(self, qids) -> list[int]:
         pos = {q: i for i, q in enumerate(self.train_qids)}

@@ -82,6 +82,13 @@ class PolicyTrainingConfig:
         default=None,
         metadata={"help": "training queries taught with every candidate executed, in the SFT order (None: all)"},
     )
+    sft_queries: int | None = field(
+        default=None,
+        metadata={
+            "help": "taught queries SFT (and each round's RFT) imitates, the first in the SFT order; RL samples all "
+            "taught queries (None: all; the paper's Table A5 varies it)"
+        },
+    )
     epochs: int = field(default=30, metadata={"help": "SFT epochs over the training queries"})
     learning_rate: float = field(default=3e-3, metadata={"help": "Adam learning rate of SFT and RFT"})
     weight_decay: float = field(default=1e-4, metadata={"help": "Adam weight decay"})

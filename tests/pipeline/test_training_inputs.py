@@ -7,6 +7,7 @@ SFT, the reranker's hard negatives and the ltr reranker, mFAR; smoke profile); e
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pandas as pd
@@ -158,3 +159,18 @@ def test_the_entity_tables_keep_the_gazetteers_dictionary_for_a_process_that_ans
     )
     monkeypatch.undo()
     assert Components(components.art, profile).gazetteer.dictionary == build_dictionary(components.graph, other)
+
+
+def test_sft_imitates_only_the_first_sft_queries_and_rl_still_sees_every_taught_query(components, encoded_in_training):
+    profile = components.profile
+    limited = Components(
+        components.art,
+        dataclasses.replace(profile, policy_train=dataclasses.replace(profile.policy_train, sft_queries=5)),
+    )
+    try:
+        every, some = PolicyData(components), PolicyData(limited)
+        keep_all, keep_some = every.sft_targets()[1], some.sft_targets()[1]
+        assert len(keep_all) > 5 and keep_some == [i for i in keep_all if i < 5]
+        assert some.train_qids == every.train_qids  # the RL rounds sample from every taught query
+    finally:
+        limited.close()
