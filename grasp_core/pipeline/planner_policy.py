@@ -39,11 +39,13 @@ from grasp_core.planner.samples import best_positive_samples, informative_querie
 from grasp_core.ranking import Ranking
 from grasp_core.rerank.asked_type import AskedType
 
+ROUND_EXECUTED = "executed.parquet"  # in a round's checkpoint: the plans it and the rounds before it executed
+
 
 class PolicyData:
     """Training and validation queries of a dataset, featurized for one policy, with their executed plans."""
 
-    def __init__(self, components: Components, policy: PlanPolicy | None = None):
+    def __init__(self, components: Components, policy: PlanPolicy | None = None, start: Path | None = None):
         self.components, self.env = components, planner_env(components)
         teacher = load_teacher_plans(components)
         train = set(components.split("train")["qid"].astype(int))
@@ -53,7 +55,8 @@ class PolicyData:
         val = components.split("val")["qid"].astype(int).head(components.profile.grpo.val_queries).tolist()
         # every other validation query selects (checkpoints, the chooser's k); the rest only checks the gate
         self.val_qids, self.heldout_qids = val[0::2], val[1::2]
-        self.outcomes = Outcomes(self.env, read_executed(components))
+        self.teacher_executed = read_executed(components)
+        self.outcomes = Outcomes(self.env, {**self.teacher_executed, **read_round_executed(start)})
         self.policy = policy or self._new_policy()
         self.x_train = self._featurize(self.train_qids)
         self.x_val = self._featurize(self.val_qids)
@@ -124,7 +127,18 @@ def read_executed(components: Components) -> dict[tuple[int, str], tuple[Ranking
     path = components.art.require("teacher_plans") / "executed.parquet"
     if not path.exists():
         return {}
-    df = pd.read_parquet(path)
+    return _executed(pd.read_parquet(path))
+
+
+def read_round_executed(start: Path | None) -> dict[tuple[int, str], tuple[Ranking, int]]:
+    """The plans the rounds up to the checkpoint ``start`` executed beyond the teacher's (``ROUND_EXECUTED``; none
+    for the SFT planner): a round re-executes only what no earlier step of the build ran."""
+    if start is None or not (start / ROUND_EXECUTED).exists():
+        return {}
+    return _executed(pd.read_parquet(start / ROUND_EXECUTED))
+
+
+def _executed(df: pd.DataFrame) -> dict[tuple[int, str], tuple[Ranking, int]]:
     return {
         (int(q), p): (Ranking(np.asarray(i, np.int64), np.asarray(s, np.float32)), int(n))
         for q, p, i, s, n in zip(df["qid"], df["plan"], df["node_ids"], df["scores"], df["n_candidates"])
@@ -132,12 +146,14 @@ def read_executed(components: Components) -> dict[tuple[int, str], tuple[Ranking
 
 
 def executed_frame(qids, taught) -> pd.DataFrame:
-    rows = [
-        (q, e.plan, e.ranking.node_ids.tolist(), e.ranking.scores.tolist(), e.n_candidates)
-        for q, t in zip(qids, taught)
-        for e in t.executed
-    ]
-    return pd.DataFrame(rows, columns=["qid", "plan", "node_ids", "scores", "n_candidates"])
+    return _frame((q, e.plan, e.ranking, e.n_candidates) for q, t in zip(qids, taught) for e in t.executed)
+
+
+def _frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(
+        [(q, p, r.node_ids.tolist(), r.scores.tolist(), n) for q, p, r, n in rows],
+        columns=["qid", "plan", "node_ids", "scores", "n_candidates"],
+    )
 
 
 def _save(
@@ -240,7 +256,7 @@ class PolicyKind:
     def samples(self, components: Components, round_key: str) -> dict:
         start = round_start(components, round_key)
         t0 = time.perf_counter()
-        data = PolicyData(components, self.load(components, start))
+        data = PolicyData(components, self.load(components, start), start)
         qids = [q for q in rl_queries(components.split("train"), components.profile.rl) if q in set(data.train_qids)]
         rl = components.profile.rl
         samples = sample_and_score(
@@ -269,7 +285,7 @@ class PolicyKind:
         start_val = read_json(start / VAL_FILE)
         previous, previous_heldout = start_val["val_fused_hit1"], start_val.get("heldout_fused_hit1")
         samples = pd.read_parquet(components.art.require("rft_samples", round_key) / "samples.parquet")
-        data = PolicyData(components, self.load(components, start))
+        data = PolicyData(components, self.load(components, start), start)
         cfg, rl = components.profile.policy_train, components.profile.rl
         t0 = time.perf_counter()
         targets, keep = data.sft_targets()
@@ -326,6 +342,10 @@ class PolicyKind:
             data.policy.save(tmp, components.profile.teacher, {"stage": f"round {round_key}"})
             write_json(tmp / VAL_FILE, {"val_fused_hit1": val, "heldout_fused_hit1": heldout})
             gate.write(tmp)
+            known = data.outcomes.known
+            _frame((q, p, *known[(q, p)]) for q, p in known if (q, p) not in data.teacher_executed).to_parquet(
+                tmp / ROUND_EXECUTED
+            )
         hist, sel = grpo["history"], grpo["selection"]
         return {
             "round": round_key,

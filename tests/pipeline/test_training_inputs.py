@@ -19,12 +19,20 @@ from grasp_core.artifacts import Artifacts
 from grasp_core.components import Components
 from grasp_core.entities.llm_extractor import gazetteer_demonstrations
 from grasp_core.io import atomic_dir
+from grasp_core.pipeline.asked_type import fit_asked_type_model
 from grasp_core.pipeline.evaluation import eval_metrics_step
 from grasp_core.pipeline.graph import entity_tables_step, graph_store_step, node_embeddings_step, vector_indexes_step
-from grasp_core.pipeline.planner import planner_base_step, sft_step, teacher_plans_step
+from grasp_core.pipeline.planner import (
+    planner_base_step,
+    planner_round_step,
+    reward_table_step,
+    rft_samples_step,
+    sft_step,
+    teacher_plans_step,
+)
 from grasp_core.pipeline.planner_inputs import load_teacher_plans
 from grasp_core.pipeline.planner_lm import tokenizer_examples
-from grasp_core.pipeline.planner_policy import PolicyData
+from grasp_core.pipeline.planner_policy import ROUND_EXECUTED, PolicyData, PolicyKind
 from grasp_core.pipeline.reranker import LISTS_FILE, hard_negatives_step, reranker_step
 from grasp_core.pipeline.text import mfar_model_step, text_index_step, text_rankings_step
 from grasp_core.planner.samples import rl_queries
@@ -174,3 +182,32 @@ def test_sft_imitates_only_the_first_sft_queries_and_rl_still_sees_every_taught_
         assert some.train_qids == every.train_qids  # the RL rounds sample from every taught query
     finally:
         limited.close()
+
+
+def test_a_round_keeps_what_it_executed_and_the_next_round_runs_none_of_it_again(components, encoded_in_training):
+    reward_table_step(components)
+    rft_samples_step(components, "1")
+    planner_round_step(components, "1")
+    start = components.art.require("planner", "1")
+    kept = pd.read_parquet(start / ROUND_EXECUTED)
+    teacher = pd.read_parquet(components.art.require("teacher_plans") / "executed.parquet")
+    assert len(kept) and not set(zip(kept["qid"], kept["plan"])) & set(zip(teacher["qid"], teacher["plan"]))
+    data = PolicyData(components, PolicyKind().load(components, start), start)
+    executed = []
+    execute = components.executor.execute_batch
+    components.executor.execute_batch = lambda plans, *a: executed.extend(plans) or execute(plans, *a)
+    try:
+        asked, _ = fit_asked_type_model(components)
+        train_q = [int(q) for q in components.split("train")["qid"] if data.env.gold.get(int(q))]
+        for qids in (train_q, data.val_qids, data.heldout_qids):  # val: never taught, known from round 1 alone
+            data.shortlists(qids, asked, max(components.profile.chooser.shortlist))
+    finally:
+        components.executor.execute_batch = execute
+    assert executed == []  # round 1's shortlists of the same policy: every plan known from teacher_plans or round 1
+    fresh = PolicyData(components, PolicyKind().load(components, start))  # without round 1's plans
+    components.executor.execute_batch = lambda plans, *a: executed.extend(plans) or execute(plans, *a)
+    try:
+        fresh.shortlists(fresh.val_qids, asked, max(components.profile.chooser.shortlist))
+    finally:
+        components.executor.execute_batch = execute
+    assert executed
