@@ -77,7 +77,7 @@ def _report(args: argparse.Namespace) -> None:
     )
 
     parts, tests, by_dataset = [], [], {}
-    for dataset in [*args.datasets, *args.recorded]:
+    for dataset in dict.fromkeys([*args.datasets, *args.recorded]):  # in the order first named, each once
         if dataset in args.recorded:  # an earlier run's documents, rendered again as they are
             results = recorded_results(results_dir(args), dataset)
             print(f"read the recorded results of {dataset} (commit {results['test']['commit']})", file=sys.stderr)
@@ -89,7 +89,7 @@ def _report(args: argparse.Namespace) -> None:
         by_dataset[dataset] = results
         tests += [results["test"]] if "test" in results else []
     text = "\n\n".join(parts)
-    if len(args.datasets) + len(args.recorded) > 1:
+    if len(by_dataset) > 1:
         text += "\n\n" + cross_dataset_report(tests)
     if args.out:
         from grasp_core.io import atomic_file

@@ -136,7 +136,8 @@ def test_report_writes_and_reads_the_instances_reports_unless_given_a_results_di
     doc = build_results(frame(text=TEXT, served=SERVED), dataset="synth-mag", profile="cpu", commit="x", split="test")
     write_results({"test": doc}, tmp_path / "home" / "reports")
     assert main(["report", "synth-mag", "--recorded", "synth-mag"]) == 0  # --recorded reads the instance's too
-    assert "`synth-mag`, test split (20 queries" in capsys.readouterr().out
+    out = capsys.readouterr().out  # named as a dataset and as recorded: rendered once
+    assert out.count("`synth-mag`, test split (20 queries") == 1
     assert main(["report", "hpo", "--recorded", "hpo", "--results-dir", str(tmp_path / "elsewhere")]) == 2
     assert f"no recorded results of 'hpo' in {tmp_path / 'elsewhere'}" in capsys.readouterr().err
 
