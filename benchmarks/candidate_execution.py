@@ -66,13 +66,13 @@ def main() -> None:
         return time.perf_counter() - t0, [r for batch in out for r in batch]
 
     one_pass(True)  # warm-up: imports, the index's first searches
-    seconds: dict[str, list[float]] = {"search per plan": [], "bindings kept": []}
+    seconds: dict[str, list[float]] = {"search_per_plan": [], "bindings_kept": []}
     identical = True
     for _ in range(args.passes):
         s_before, before = one_pass(False)
         s_after, after = one_pass(True)
-        seconds["search per plan"].append(round(s_before, 2))
-        seconds["bindings kept"].append(round(s_after, 2))
+        seconds["search_per_plan"].append(round(s_before, 2))
+        seconds["bindings_kept"].append(round(s_after, 2))
         identical &= all(
             np.array_equal(a[0].node_ids, b[0].node_ids)
             and np.array_equal(a[0].scores, b[0].scores)
@@ -89,7 +89,7 @@ def main() -> None:
             "seconds": seconds,
             "median_seconds": med,
             "ms_per_plan": {k: round(1e3 * v / max(1, n_plans), 3) for k, v in med.items()},
-            "ratio_kept_over_per_plan": round(med["bindings kept"] / med["search per plan"], 3),
+            "ratio_kept_over_per_plan": round(med["bindings_kept"] / med["search_per_plan"], 3),
             "identical": identical,
         },
     )
