@@ -41,9 +41,9 @@ def measure(dataset: str, variant: str | None, root: Path, split: str) -> dict:
         "sft_queries": min(limit, taught) if limit is not None else taught,
         "taught_queries": taught,
         "sft": round(100 * float(np.mean(sft)), 2),
-        "served (RL)": round(100 * float(np.mean(served)), 2),
-        "served vs sft p": float(f"{mcnemar(served, sft)[1]:.3g}"),
-        "served+rerank": round(100 * float(hit["served+rerank"].mean()), 2),
+        "served_rl": round(100 * float(np.mean(served)), 2),
+        "served_vs_sft_p": float(f"{mcnemar(served, sft)[1]:.3g}"),
+        "served_rerank": round(100 * float(hit["served+rerank"].mean()), 2),
         "queries": len(hit),
     }
 
