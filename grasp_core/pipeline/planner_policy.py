@@ -124,21 +124,20 @@ class PolicyData:
 
 def read_executed(components: Components) -> dict[tuple[int, str], tuple[Ranking, int]]:
     """The teacher's executed candidates: (qid, plan text) -> (graph ranking, candidate count)."""
-    path = components.art.require("teacher_plans") / "executed.parquet"
-    if not path.exists():
-        return {}
-    return _executed(pd.read_parquet(path))
+    return _executed(components.art.require("teacher_plans") / "executed.parquet")
 
 
 def read_round_executed(start: Path | None) -> dict[tuple[int, str], tuple[Ranking, int]]:
     """The plans the rounds up to the checkpoint ``start`` executed beyond the teacher's (``ROUND_EXECUTED``; none
     for the SFT planner): a round re-executes only what no earlier step of the build ran."""
-    if start is None or not (start / ROUND_EXECUTED).exists():
+    return _executed(start / ROUND_EXECUTED) if start is not None else {}
+
+
+def _executed(path: Path) -> dict[tuple[int, str], tuple[Ranking, int]]:
+    """The executed plans a parquet file holds ({} when there is none)."""
+    if not path.exists():
         return {}
-    return _executed(pd.read_parquet(start / ROUND_EXECUTED))
-
-
-def _executed(df: pd.DataFrame) -> dict[tuple[int, str], tuple[Ranking, int]]:
+    df = pd.read_parquet(path)
     return {
         (int(q), p): (Ranking(np.asarray(i, np.int64), np.asarray(s, np.float32)), int(n))
         for q, p, i, s, n in zip(df["qid"], df["plan"], df["node_ids"], df["scores"], df["n_candidates"])
@@ -342,10 +341,10 @@ class PolicyKind:
             data.policy.save(tmp, components.profile.teacher, {"stage": f"round {round_key}"})
             write_json(tmp / VAL_FILE, {"val_fused_hit1": val, "heldout_fused_hit1": heldout})
             gate.write(tmp)
-            known = data.outcomes.known
-            _frame((q, p, *known[(q, p)]) for q, p in known if (q, p) not in data.teacher_executed).to_parquet(
-                tmp / ROUND_EXECUTED
+            new = (
+                (q, p, g, n) for (q, p), (g, n) in data.outcomes.known.items() if (q, p) not in data.teacher_executed
             )
+            _frame(new).to_parquet(tmp / ROUND_EXECUTED)
         hist, sel = grpo["history"], grpo["selection"]
         return {
             "round": round_key,
