@@ -7,10 +7,13 @@ served planner (the last round whose gate passed).
 
 For each question of a split, every candidate of the planner (``Featurizer.candidates`` plus ABSTAIN) is executed
 by the dataset's executor and fused with the stored text ranking (RRF, the profile's weights), as the answer path
-does. Reported (fused Hit@1, %): text alone; the policy's greedy choice; the planner's choice (its chooser over its
-shortlist when it has one, else greedy); the oracle within the policy's top 1/3/5/10 (+ ABSTAIN); and the oracle
-over all candidates (some candidate puts a gold answer first). The planner's losses to the oracle are broken down by
-the first rule that applies: it abstained -> ``abstained``; a winning candidate has its target type -> ``wrong
+does, at each graph weight its chooser picks among (``ChooserConfig.graph_weights``; an option is a candidate at a
+weight). Reported (fused Hit@1, %): text alone; the policy's greedy choice (at the fixed weights); the planner's
+choice (its chooser over its shortlist when it has one, else greedy); the oracle within the policy's top 1/3/5/10
+(+ ABSTAIN) over options; the oracle over all candidates at the fixed weights (some candidate puts a gold answer
+first); and over all options. The planner's losses to the oracle over options are broken down by the first rule
+that applies: its plan wins at another weight -> ``wrong graph weight``; it abstained -> ``abstained``; a winning
+candidate has its target type -> ``wrong
 relation path`` when none of those has its path, else ``wrong anchor row`` when a same-path winner uses another
 entity-table row, else ``other match mode``; else ``planned when abstaining wins`` when ABSTAIN wins; else ``wrong
 target type``. The planner reads the question as the policy does (its first 64 tokens; hpo questions are shorter).
@@ -82,11 +85,23 @@ def measure(components: Components, planner_name: str, split: str) -> dict:
         return [Executed(r, n) for r, n in outcomes.get([(qids[i], p) for i, p in pairs])]
 
     t0 = time.perf_counter()
-    lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, components.profile.reward)
+    weights = chooser.graph_weights if chooser else (1.0,)
+    lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, components.profile.reward, weights)
     labels = [fused_hit1_labels(s, env.text[q], env.gold[q], components.profile.reward) for q, s in zip(qids, lists)]
     seconds = time.perf_counter() - t0
     rank_col, abstain_col = feature_names().index("policy_rank"), feature_names().index("plan_abstain")
-    greedy = [int(np.argmin(s.features[:, rank_col])) if len(s.rows) else None for s in lists]
+    fixed_w = components.profile.reward.w_graph
+
+    def at_fixed(s) -> np.ndarray:
+        return np.array([e.graph_weight == fixed_w or not len(e.ranking) for e in s.executed], bool)
+
+    def first_fixed(s) -> int | None:
+        if not len(s.rows):
+            return None
+        ranks = np.where(at_fixed(s), s.features[:, rank_col], np.inf)
+        return int(np.argmin(ranks))
+
+    greedy = [first_fixed(s) for s in lists]
     chosen = picks(chooser.booster, lists, chooser.k) if chooser else greedy  # type: ignore[arg-type]
 
     def rate(hits) -> float:
@@ -111,7 +126,8 @@ def measure(components: Components, planner_name: str, split: str) -> dict:
             continue
         plans = x.plans[i]
         winners = [plans[s.rows[j]] for j in np.flatnonzero(lab > 0)]
-        causes[loss_cause(plans[s.rows[c]], winners)] += 1
+        chosen_plan = plans[s.rows[c]]
+        causes["wrong graph weight" if chosen_plan in winners else loss_cause(chosen_plan, winners)] += 1
     text_hit = [env.text[q].rank_of(env.gold[q]) == 1 for q in qids]
     return {
         "queries": len(qids),
@@ -122,9 +138,13 @@ def measure(components: Components, planner_name: str, split: str) -> dict:
             "policy greedy": rate([hit(i, c) for i, c in enumerate(greedy)]),
             "planner (served choice)": rate([hit(i, c) for i, c in enumerate(chosen)]),
             **{f"oracle within top {k}": oracle_within(k) for k in (1, 3, 5, 10)},
-            "oracle over all candidates": rate([bool(lab.any()) for lab in labels]),
+            "oracle over all candidates (fixed weights)": rate(
+                [bool(lab[at_fixed(s)].any()) for s, lab in zip(lists, labels)]
+            ),
+            "oracle over all options": rate([bool(lab.any()) for lab in labels]),
         },
         "chooser_k": chooser.k if chooser else None,
+        "graph_weights": list(weights),
         "losses_to_oracle": dict(causes.most_common()),
         "execute_seconds": round(seconds, 1),
     }

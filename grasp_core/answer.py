@@ -14,7 +14,8 @@ stage           output                    what it does
 ``extraction``  :class:`ExtractionStage`  entity extraction + linking: one entity table per query
 ``planning``    :class:`PlanningStage`    one plan per query, on the query as the planner reads it
 ``execution``   :class:`ExecutionStage`   the plan executed: the graph ranking and its trace
-``fusion``      :class:`FusionStage`      RRF of the text and graph rankings (:func:`~grasp_core.ranking.fusion`)
+``fusion``      :class:`FusionStage`      RRF of the text and graph rankings (:func:`~grasp_core.ranking.fusion`),
+                                          the graph's at the weight the plan chooser picked
 ``reranking``   :class:`RerankingStage`   the reranker on the fused top K, RRF with the fused rank
 ==============  ========================  ==========================================================
 
@@ -100,6 +101,7 @@ class PlanningStage:
 class ExecutionStage:
     rankings: list[Ranking]
     traces: list[Trace]
+    graph_weights: list[float] | None = None  # each ranking's RRF weight in fusion (the plan chooser's pick)
 
 
 @dataclass(frozen=True)
@@ -280,8 +282,10 @@ class AnswerPath:
         if pending is not None:
             text_stage = pending.result()
         graph = execution.rankings if execution else [Ranking.empty()] * n
+        graph_weights = execution.graph_weights if execution else None
         with clock("fusion"):
-            fused = FusionStage(fusion(text_stage.rankings, graph, self.components.profile.reward, branches))
+            reward = self.components.profile.reward
+            fused = FusionStage(fusion(text_stage.rankings, graph, reward, branches, graph_weights))
         named = [self.named(q) for q in queries] if branches == "both" else []
         answers = Answers(queries, text_stage, extraction, planning, execution, fused, None, seconds, named)
         if self.options.rerank:
@@ -334,7 +338,8 @@ class AnswerPath:
         clock.charge("planning", time.perf_counter() - t0 - executing)
         clock.charge("execution", executing)
         planning = PlanningStage(attempts, [c.note for c in cuts])
-        return planning, ExecutionStage([c.ranking for c in chosen], [c.trace for c in chosen])
+        rankings, traces = [c.ranking for c in chosen], [c.trace for c in chosen]
+        return planning, ExecutionStage(rankings, traces, [c.graph_weight for c in chosen])
 
     def named(self, query: str) -> tuple[int, ...]:
         """The nodes whose name or alias is the whole ``query`` (the gazetteer's dictionary): a look-up of them.

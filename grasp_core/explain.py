@@ -24,6 +24,8 @@ def format_result(result: Result, show: int = 10) -> str:
         lines += [f"Plan ({state}): {result.plan}"]
         if result.cypher:
             lines += ["Cypher:", *("  " + line for line in result.cypher.splitlines())]
+        if result.graph_weight is not None:
+            lines.append(f"Fusion: the graph ranking at weight {result.graph_weight:g} (the plan chooser's pick)")
         for var, bindings in result.bindings.items():
             shown = ", ".join(f"{name} ({score:.2f})" for _, name, score in bindings[:5])
             lines.append(f"Bindings of {var}: {shown}")
@@ -69,6 +71,7 @@ def result_json(result: Result, show: int = 10) -> dict:
         "plan_valid": result.plan_valid,
         "plan_error": result.plan_error,
         "cypher": result.cypher,
+        "graph_weight": result.graph_weight,
         "bindings": {v: [{"node_id": i, "name": n, "score": s} for i, n, s in bs] for v, bs in result.bindings.items()},
         "ms": {k: round(v * 1000, 1) for k, v in result.seconds.items()},
     }

@@ -4,12 +4,15 @@ A :class:`Ranking` is a query's ranked candidates: node ids with descending scor
 answers a batch of queries at once (``Retriever.rank``). Fusion is reciprocal rank fusion:
 ``s(d) = Σ_i w_i / (k + r_i(d))`` with ranks from 1; a list in which ``d`` is absent contributes 0.
 :func:`fuse` is the one fusion of a query's text and graph rankings; :func:`fusion` is the answer path's fusion
-stage over a batch (:mod:`grasp_core.answer`), which the planner's reward and the RL sampling call too.
+stage over a batch (:mod:`grasp_core.answer`), which the planner's reward and the RL sampling call too. The RL
+reward fuses at the profile's fixed weights; the plan chooser may serve a question's graph ranking at another
+weight (:func:`graph_weighted`), picked with the plan from the weights it was trained on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -78,6 +81,20 @@ class FusionWeights(Protocol):
     def rrf_k(self) -> float: ...
 
 
+@dataclass(frozen=True)
+class Weights:
+    """RRF weights held as values (a :class:`FusionWeights`)."""
+
+    w_text: float
+    w_graph: float
+    rrf_k: float
+
+
+def graph_weighted(weights: FusionWeights, w_graph: float) -> FusionWeights:
+    """``weights`` with the graph ranking's weight replaced by ``w_graph`` (1.0: ``weights`` themselves)."""
+    return weights if w_graph == weights.w_graph else Weights(weights.w_text, w_graph, weights.rrf_k)
+
+
 class Retriever(Protocol):
     """Anything that ranks nodes for a batch of queries."""
 
@@ -110,11 +127,18 @@ def fuse(text: Ranking, graph: Ranking, weights: FusionWeights, top: int | None 
 
 
 def fusion(
-    text: Sequence[Ranking], graph: Sequence[Ranking], weights: FusionWeights, branches: str = "both"
+    text: Sequence[Ranking],
+    graph: Sequence[Ranking],
+    weights: FusionWeights,
+    branches: str = "both",
+    graph_weights: Sequence[float] | None = None,
 ) -> list[Ranking]:
-    """The fusion stage of a batch: :func:`fuse` of each query's rankings, or the one branch that ran."""
+    """The fusion stage of a batch: :func:`fuse` of each query's rankings, or the one branch that ran.
+    ``graph_weights``: each query's weight of its graph ranking (the plan chooser's; None: ``weights.w_graph``)."""
     if branches == "text":
         return list(text)
     if branches == "graph":
         return list(graph)
-    return [fuse(t, g, weights) for t, g in zip(text, graph, strict=True)]
+    if graph_weights is None:
+        return [fuse(t, g, weights) for t, g in zip(text, graph, strict=True)]
+    return [fuse(t, g, graph_weighted(weights, w)) for t, g, w in zip(text, graph, graph_weights, strict=True)]

@@ -62,6 +62,7 @@ class Result:
     plan_valid: bool | None = None
     plan_error: str | None = None
     cypher: str = ""
+    graph_weight: float | None = None  # the graph ranking's RRF weight in fusion (the plan chooser's pick)
     bindings: dict = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ANSWER_STAGES, 0.0))
     truncated: dict[str, str] = field(default_factory=dict)  # model -> "read 61 of 152 tokens"
@@ -131,6 +132,8 @@ class GraspRetriever:
                 attempt = out.planning.attempts[i]
                 res.entity_table, res.plan, res.plan_valid = out.extraction.tables[i], attempt.text, attempt.valid
                 res.plan_error, res.cypher = attempt.error or trace.error, trace.cypher
+                if out.execution and out.execution.graph_weights:
+                    res.graph_weight = out.execution.graph_weights[i]
                 res.bindings = {
                     v: [(b.node_id, b.name, round(b.score, 4)) for b in bs] for v, bs in trace.bindings.items()
                 }

@@ -62,8 +62,8 @@ class SplitRun:
     def answer(self, path: AnswerPath, tables: list[EntityTable] | None = None, plans: list[str] | None = None):
         return path.answer(self.queries, text=self.text, tables=tables or self.tables, plans=plans)
 
-    def fused(self, graph: list[Ranking]) -> list[Ranking]:
-        return fusion(self.text, graph, self.components.profile.reward)
+    def fused(self, graph: list[Ranking], graph_weights: list[float] | None = None) -> list[Ranking]:
+        return fusion(self.text, graph, self.components.profile.reward, graph_weights=graph_weights)
 
     def looked_up(self, rankings: list[Ranking]) -> list[Ranking]:
         """``rankings`` as the answer path serves a system of both branches: a bare name's nodes first."""
@@ -177,6 +177,7 @@ def eval_metrics_step(components: Components) -> dict:
                     "plan": [a.text for a in out.planning.attempts],
                     "error": [t.error for t in traces],
                     "candidates": [t.candidates for t in traces],
+                    "graph_weight": out.execution.graph_weights or [components.profile.reward.w_graph] * len(traces),
                 }
             ).to_parquet(tmp / f"plans_{split}.parquet")
             write_rankings(tmp / rankings_file("graph", split), run.qids, out.graph)
@@ -229,8 +230,9 @@ def ablations_step(components: Components) -> dict:
             served_plans = served["plan"].tolist()
             by_qid = read_rankings(eval_dir / rankings_file("graph", split))
             graph = [by_qid[q] for q in run.qids]  # the served planner's, as eval_metrics executed them
+            weights = served["graph_weight"].astype(float).tolist()  # the chooser's, as eval_metrics fused them
             for setting, key, _ in kept_planners(components):
-                run.add(setting, run.fused(graph) if key == name else run.answer(others[key]).fusion.rankings)
+                run.add(setting, run.fused(graph, weights) if key == name else run.answer(others[key]).fusion.rankings)
             if split == "test":  # the teacher taught the test queries only (never test-human)
                 missing = set(run.qids) - set(teacher.index)
                 if missing:

@@ -106,7 +106,8 @@ class PolicyData:
         def run(pairs):
             return [Executed(r, n) for r, n in self.outcomes.get([(qids[i], p) for i, p in pairs])]
 
-        lists = shortlists(logits, x, probs, [env.text[q] for q in qids], run, k, weights)
+        graph_weights = self.components.profile.chooser.graph_weights
+        lists = shortlists(logits, x, probs, [env.text[q] for q in qids], run, k, weights, graph_weights)
         labels = [fused_hit1_labels(s, env.text[q], env.gold[q], weights) for q, s in zip(qids, lists)]
         return lists, labels
 
@@ -179,8 +180,9 @@ def train_chooser(data: PolicyData) -> tuple[PlanChooser, dict]:
         held_lists, held_labels = data.shortlists(data.heldout_qids, asked, kmax)
     heldout = hit1(held_lists, held_labels, picks(booster, held_lists, k))
     oracle = 100.0 * float(np.mean([lab.max(initial=0) > 0 for lab in val_labels]))
-    return PlanChooser(booster, k, asked, ASKED_MAX_TOKENS), {
+    return PlanChooser(booster, k, cfg.graph_weights, asked, ASKED_MAX_TOKENS), {
         "chooser_k": k,
+        "chooser_graph_weights": list(cfg.graph_weights),
         "chooser_val_by_k": {str(key): round(v, 2) for key, v in by_k.items()},
         "chooser_val_fused_hit1": by_k[k],
         "chooser_heldout_fused_hit1": heldout,

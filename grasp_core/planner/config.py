@@ -191,6 +191,13 @@ class ChooserConfig:
         default=(1, 3, 5, 8),
         metadata={"help": "policy candidates executed per question, tried on validation (ABSTAIN is always added)"},
     )
+    graph_weights: tuple[float, ...] = field(
+        default=(0.5, 1.0, 2.0),
+        metadata={
+            "help": "RRF weights of the graph ranking the chooser picks among with each candidate (the text "
+            "ranking keeps reward.w_text); (1.0,): every question fused at the fixed weights"
+        },
+    )
     n_estimators: int = field(default=300, metadata={"help": "LightGBM boosting rounds"})
     num_leaves: int = field(default=7, metadata={"help": "LightGBM leaves per tree"})
     learning_rate: float = field(default=0.05, metadata={"help": "LightGBM learning rate"})

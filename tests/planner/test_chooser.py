@@ -11,14 +11,15 @@ from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityRow, EntityTable, Link
 from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
-from grasp_core.planner.config import CandidateConfig, ChooserConfig, PolicyConfig
+from grasp_core.planner.config import CandidateConfig, ChooserConfig, PolicyConfig, RewardConfig
 from grasp_core.planner.policy.chooser import Executed, PlanChooser, Shortlist, feature_names, shortlist, shortlists
 from grasp_core.planner.policy.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy.model import load_policy, new_policy, path_keys
 from grasp_core.planner.rounds import Gate
-from grasp_core.ranking import Ranking
+from grasp_core.ranking import Ranking, fusion
 
 NAMES = feature_names()
+WEIGHTS = (0.5, 2.0)
 COL = {n: i for i, n in enumerate(NAMES)}
 FAST = ChooserConfig(n_estimators=60, min_child_samples=5)
 
@@ -51,6 +52,17 @@ def test_the_chooser_trained_on_rewards_beats_the_one_trained_on_the_teachers_ch
     by_reward = hit1(test, test_rewards, picks(learned, test, 6))
     by_imitation = hit1(test, test_rewards, picks(imitated, test, 6))
     assert by_reward >= 90.0 and by_imitation <= 35.0  # chance is 1 in 6
+
+
+def test_an_option_is_labelled_by_fusion_at_its_own_graph_weight():
+    """The text branch misses the answer; the graph list has it first. At graph weight 0.5 fusion keeps the text
+    branch's first answer on top, at 2.0 the graph's: the same plan, two labels."""
+    text, graph = Ranking(np.array([10, 11]), np.array([2.0, 1.0], np.float32)), Ranking(np.array([7]), np.ones(1))
+    options = [Executed(graph, 1, graph_weight=w) for w in (0.5, 2.0)]
+    labels = fused_hit1_labels(Shortlist([0, 0], np.zeros((2, len(NAMES))), options), text, [7], RewardConfig())
+    assert labels.tolist() == [0.0, 1.0]
+    fused = fusion([text, text], [graph, graph], RewardConfig(), graph_weights=[0.5, 2.0])
+    assert [int(r.node_ids[0]) for r in fused] == [10, 7]
 
 
 def test_k_is_chosen_on_validation_and_the_smallest_wins_a_tie():
@@ -125,12 +137,16 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
             )
             return [Executed(r, t.candidates) for r, t in out]
 
-        lists = shortlists(logits, x, None, [env.text[q] for q in qids], run, 4, env.reward_cfg)
+        lists = shortlists(logits, x, None, [env.text[q] for q in qids], run, 4, env.reward_cfg, WEIGHTS)
         return lists, [fused_hit1_labels(s, env.text[q], world.gold[q], env.reward_cfg) for q, s in zip(qids, lists)]
 
     lists, labels = lists_of(world.train)
-    assert all(len(s.rows) <= 5 for s in lists) and sum(len(s.rows) for s in lists) > len(lists)
-    policy.chooser = PlanChooser(fit_chooser(lists, labels, FAST), 4, None, 64)
+    assert all(len(set(s.rows)) <= 5 for s in lists) and sum(len(s.rows) for s in lists) > len(lists)
+    for s in lists:  # every candidate with a result at each weight, an empty one once
+        for j in set(s.rows):
+            got = sorted(e.graph_weight for r, e in zip(s.rows, s.executed) if r == j)
+            assert got == (sorted(WEIGHTS) if len(s.executed[s.rows.index(j)].ranking) else [1.0])
+    policy.chooser = PlanChooser(fit_chooser(lists, labels, FAST), 4, WEIGHTS, None, 64)
     qids = world.val[:16]
     queries, tables = [world.queries[q] for q in qids], [world.tables[q] for q in qids]
     text = [env.text[q] for q in qids]
@@ -145,9 +161,10 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
     again = env.executor.execute_batch([a.text for a in attempts], queries, tables)
     for (ranking, _), c in zip(again, chosen):
         assert ranking.node_ids.tolist() == c.ranking.node_ids.tolist()
+        assert c.graph_weight in WEIGHTS or (c.graph_weight == 1.0 and not len(ranking))
     policy.save(tmp_path, cfg)
     loaded = load_policy(tmp_path, world.skb.schema, encoder)
-    assert loaded.chooser is not None and loaded.chooser.k == 4
+    assert loaded.chooser is not None and loaded.chooser.k == 4 and loaded.chooser.graph_weights == WEIGHTS
     assert [a.text for a in loaded.choose(queries, tables, text, run, env.reward_cfg)[0]] == [a.text for a in attempts]
 
 

@@ -4,9 +4,11 @@ The policy (:mod:`grasp_core.planner.policy.model`) scores every candidate plan 
 the policy's ``k`` best candidates plus :data:`ABSTAIN`, executes them, fuses each graph ranking with the
 question's text ranking, and picks one with a LightGBM lambdarank model over what each candidate *is* (the
 policy's score and the plan features) and what it *returns* (how long its graph list is, how sure its top node
-is, how much it agrees with the text branch, whether fusion keeps the text branch's first answer). The model is
-trained on the training questions' executed candidates labelled by their fused reward (gold first after fusion):
-the reward of executed plans, not imitation of the teacher.
+is, how much it agrees with the text branch, whether fusion keeps the text branch's first answer). Each executed
+candidate is offered at every graph weight of ``ChooserConfig.graph_weights`` (its graph ranking's RRF weight in
+fusion; ABSTAIN and an empty result once): the chooser picks a plan and how much its result counts against the
+text branch's. The model is trained on the training questions' executed options labelled by their fused reward
+(gold first after fusion at the option's weight): the reward of executed plans, not imitation of the teacher.
 
 The asked-type model (:mod:`grasp_core.rerank.asked_type`) gives each candidate the probability that the question
 asks for its target type: a feature, not a constraint (a constraint was measured lower on validation).
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.config import FEATURES
-from grasp_core.ranking import FusionWeights, Ranking, fuse
+from grasp_core.ranking import FusionWeights, Ranking, fuse, graph_weighted
 from grasp_core.rerank.asked_type import AskedType
 
 MODEL_FILE, META_FILE = "chooser.txt", "chooser.json"
@@ -49,22 +51,25 @@ RESULT_FEATURES = (
     "text_top1_in_graph",  # 1 / rank of the text top 1 in the graph list (0: absent)
     "graph_top1_in_text",  # 1 / rank of the graph top 1 in the text list (0: absent)
     "text_margin",  # the text branch's own top-1 margin (the same for every candidate of a question)
+    "graph_weight",  # the option's RRF weight of the graph ranking
 )
 
 
 @dataclass(frozen=True)
 class Executed:
-    """One executed candidate: its graph ranking, how many target nodes its traversal returned, and (serving) its
-    execution trace."""
+    """One executed candidate: its graph ranking, how many target nodes its traversal returned, (serving) its
+    execution trace, and the RRF weight its graph ranking is fused with (the chooser's pick)."""
 
     ranking: Ranking
     candidates: int
     trace: object = None
+    graph_weight: float = 1.0
 
 
 @dataclass(frozen=True)
 class Shortlist:
-    """One question's shortlisted candidates: their positions among its candidates, features and results."""
+    """One question's options: per option, its candidate's position among the question's candidates, its
+    features, and its candidate's result at the option's graph weight (``Executed.graph_weight``)."""
 
     rows: list[int]
     features: np.ndarray
@@ -99,9 +104,10 @@ def candidate_features(
     text: Ranking,
     weights: FusionWeights,
 ) -> np.ndarray:
-    """float32 [len(rows), F]: the features of one question's shortlisted candidates ``rows`` (columns:
-    :func:`feature_names`). ``logits``/``plan_feats``/``type_idx``/``path_idx`` are the policy's for every candidate
-    of the question; ``asked`` the asked-type probabilities [T]; ``executed`` one result per row."""
+    """float32 [len(rows), F]: the features of one question's options (columns: :func:`feature_names`).
+    ``logits``/``plan_feats``/``type_idx``/``path_idx`` are the policy's for every candidate of the question;
+    ``asked`` the asked-type probabilities [T]; ``rows`` and ``executed`` one candidate position and result (at its
+    graph weight) per option."""
     real = np.isfinite(logits)
     top = float(logits[real].max())
     probs = np.exp(logits[real] - top)
@@ -115,7 +121,7 @@ def candidate_features(
     out = np.zeros((len(rows), len(feature_names())), np.float32)
     for i, (j, result) in enumerate(zip(rows, executed, strict=True)):
         g = result.ranking
-        fused = fuse(text, g, weights)
+        fused = fuse(text, g, graph_weighted(weights, result.graph_weight))
         t = int(type_idx[j])
         policy = [float(logits[j]), float(logits[j]) - top, float(order[j]), prob_of[j]]
         graph_top1 = int(g.node_ids[0]) if len(g) else None
@@ -133,6 +139,7 @@ def candidate_features(
             _inverse_rank(g, text_top1),
             _inverse_rank(text, graph_top1),
             text_margin,
+            result.graph_weight,
         ]
         out[i] = policy + plan_feats[j].tolist() + result_feats
     return out
@@ -153,17 +160,25 @@ def shortlists(
     run: Run,
     k: int,
     weights: FusionWeights,
+    graph_weights: Sequence[float] = (1.0,),
 ) -> list[Shortlist]:
     """Shortlist, execute (one batch) and featurize every question of a featurized batch ``x``
     (:class:`~grasp_core.planner.policy.model.Featurized`) with the policy's ``logits`` [B, C] and asked-type
-    probabilities ``asked`` [B, T]."""
+    probabilities ``asked`` [B, T]: each executed candidate becomes one option per graph weight (one, at 1.0, when
+    its graph ranking is empty: the weight changes nothing)."""
     mask, feats = x.mask.numpy(), x.feats.numpy()
     type_idx, path_idx = x.type_idx.numpy(), x.path_idx[..., 0].numpy()
     rows = [shortlist(logits[i], mask[i], x.plans[i], k) for i in range(len(x.plans))]
     results = iter(run([(i, x.plans[i][j]) for i, r in enumerate(rows) for j in r]))
     out = []
     for i, r in enumerate(rows):
-        executed = [next(results) for _ in r]
+        options = [
+            (j, replace(e, graph_weight=w))
+            for j, e in zip(r, [next(results) for _ in r])
+            for w in (graph_weights if len(e.ranking) else (1.0,))
+        ]
+        r = [j for j, _ in options]
+        executed = [e for _, e in options]
         a = asked[i] if asked is not None else None
         f = candidate_features(logits[i], r, feats[i], type_idx[i], path_idx[i], a, executed, text[i], weights)
         out.append(Shortlist(r, f, executed))
@@ -172,10 +187,12 @@ def shortlists(
 
 @dataclass
 class PlanChooser:
-    """A trained chooser: the LightGBM model, how many of the policy's candidates it executes, the asked-type model."""
+    """A trained chooser: the LightGBM model, how many of the policy's candidates it executes, the graph weights it
+    offers each one at, the asked-type model."""
 
     booster: object  # lightgbm.Booster
     k: int
+    graph_weights: tuple[float, ...]
     asked: AskedType | None
     asked_max_tokens: int  # the query encoder's token limit the asked-type model was fit with
 
@@ -188,7 +205,12 @@ class PlanChooser:
         self.booster.save_model(str(Path(directory) / MODEL_FILE))  # type: ignore[attr-defined]
         write_json(
             Path(directory) / META_FILE,
-            {"k": self.k, "features": feature_names(), "asked_max_tokens": self.asked_max_tokens},
+            {
+                "k": self.k,
+                "graph_weights": list(self.graph_weights),
+                "features": feature_names(),
+                "asked_max_tokens": self.asked_max_tokens,
+            },
         )
         if self.asked is not None:
             self.asked.save(directory)
@@ -207,7 +229,8 @@ class PlanChooser:
                 f"{directory}: the plan chooser was trained on other features; rematerialize the planner rounds"
             )
         booster = load_booster(directory / MODEL_FILE, "planner")
-        return cls(booster, int(meta["k"]), AskedType.load(directory), int(meta["asked_max_tokens"]))
+        weights = tuple(float(w) for w in meta["graph_weights"])
+        return cls(booster, int(meta["k"]), weights, AskedType.load(directory), int(meta["asked_max_tokens"]))
 
     def asked_proba(self, encoder, queries: Sequence[str]) -> np.ndarray | None:
         """[B, T] asked-type probabilities of the questions (None without an asked-type model)."""

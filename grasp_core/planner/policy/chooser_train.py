@@ -1,7 +1,8 @@
 """Training the plan chooser (:mod:`grasp_core.planner.policy.chooser`) on the reward of executed plans.
 
-Every shortlisted candidate of a training question is executed and fused with the question's text ranking; its
-label is the fused reward the paper's RL optimizes at its sharpest: 1 when fusion puts a gold answer first, else 0.
+Every shortlisted candidate of a training question is executed and fused with the question's text ranking at each
+graph weight it is offered at; an option's label is the fused reward the paper's RL optimizes at its sharpest: 1
+when fusion puts a gold answer first, else 0.
 A LightGBM lambdarank model learns to put the rewarded candidates first. How many of the policy's candidates to
 execute (``k``) is chosen on the selecting validation queries, the smallest ``k`` on a tie (it is the latency).
 LightGBM runs on one thread with ``deterministic``: a rerun gives the same model.
@@ -16,12 +17,17 @@ import numpy as np
 
 from grasp_core.planner.config import ChooserConfig
 from grasp_core.planner.policy.chooser import Shortlist, feature_names
-from grasp_core.ranking import FusionWeights, fuse
+from grasp_core.ranking import FusionWeights, fuse, graph_weighted
 
 
 def fused_hit1_labels(shortlist: Shortlist, text, gold: Sequence[int], weights: FusionWeights) -> np.ndarray:
-    """1 for each shortlisted candidate whose fused ranking puts a gold answer first, else 0."""
-    return np.array([float(fuse(text, e.ranking, weights).rank_of(gold) == 1) for e in shortlist.executed])
+    """1 for each option whose fused ranking (at its graph weight) puts a gold answer first, else 0."""
+    return np.array(
+        [
+            float(fuse(text, e.ranking, graph_weighted(weights, e.graph_weight)).rank_of(gold) == 1)
+            for e in shortlist.executed
+        ]
+    )
 
 
 def within(shortlist: Shortlist, k: int) -> np.ndarray:

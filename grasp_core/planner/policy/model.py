@@ -273,14 +273,15 @@ class PlanPolicy:
         k: int | None = None,
     ) -> tuple[list[PlanAttempt], list[Executed]]:
         """Per query, the chooser's pick among the policy's ``k`` best candidates (default: the chooser's own k)
-        and ABSTAIN, executed by ``run``; the pick's result comes back with it (no second execution)."""
+        and ABSTAIN, executed by ``run``, each at the chooser's graph weights; the pick's result comes back with it
+        (no second execution), carrying the graph weight it is fused with."""
         if self.chooser is None:
             raise GraspError("this policy has no plan chooser: plan() it, or train it in an RL round")
         x = self.featurizer(queries, tables)
         with torch.no_grad():
             logits = self.head(x).numpy()
         asked = self.chooser.asked_proba(self.featurizer.encoder, queries)
-        lists = shortlists(logits, x, asked, text, run, k or self.chooser.k, weights)
+        lists = shortlists(logits, x, asked, text, run, k or self.chooser.k, weights, self.chooser.graph_weights)
         attempts, chosen = [], []
         for plans, s in zip(x.plans, lists):
             if not s.rows:
