@@ -1,0 +1,96 @@
+"""Which graph weights the plan chooser should pick among: the served planner's chooser retrained per weight grid.
+
+Run: ``python benchmarks/chooser_weights.py hpo --root dagster_home/artifacts [--grids 1 0.5,1,2 0,0.25,0.5,1,2,4]``;
+writes ``benchmarks/results/chooser_weights_<dataset>.json`` and prints a table.
+
+The served planner's policy shortlists every training, validation and test question (its chooser's ``k``, plus
+ABSTAIN); each shortlist is executed once (the build's executed plans are reused) and offered at each grid's
+graph weights (:func:`~grasp_core.planner.policy.chooser.shortlists`). For each grid a chooser is fit on the
+training questions exactly as an RL round fits it (``ChooserConfig``, labels: fused Hit@1 at the option's weight)
+and read on validation (where a grid is chosen) and test. Reported per grid: fused Hit@1 of its picks, and the
+oracle over its options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from harness import RESULTS, Run, load_components
+
+from grasp_core.pipeline.planner_policy import PolicyData
+from grasp_core.planner.policy.chooser import Executed, shortlists
+from grasp_core.planner.policy.chooser_train import fit_chooser, fused_hit1_labels, hit1, picks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", required=True, help="a finished pipeline's artifact root")
+    parser.add_argument("--grids", nargs="+", default=["1", "0.5,1,2", "0,0.25,0.5,1,2,4"])
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    run = Run(profile=args.profile)
+    components = load_components(args.dataset, args.root, args.profile)
+    label, path = components.final_planner()
+    policy = components.planner(path)
+    chooser = getattr(policy, "chooser", None)
+    if chooser is None:
+        raise SystemExit(f"the served planner of {args.dataset} ({label}) has no chooser: build the RL rounds first")
+    data = PolicyData(components, policy, path)
+    env, reward, cfg = data.env, components.profile.reward, components.profile.chooser
+    grids = [tuple(float(w) for w in g.split(",")) for g in args.grids]
+    every = tuple(sorted({w for g in grids for w in g}))
+    splits = {
+        "train": [int(q) for q in components.split("train")["qid"] if env.gold.get(int(q))],
+        "val": data.val_qids + data.heldout_qids,
+        "test": [int(q) for q in components.split("test")["qid"] if env.gold.get(int(q))],
+    }
+    t0 = time.perf_counter()
+    options = {}
+    for split, qids in splits.items():
+        texts = [env.queries[q] for q in qids]
+        x = policy.featurizer(texts, [env.tables[q] for q in qids])
+        with torch.no_grad():
+            logits = policy.head(x).numpy()
+        asked = chooser.asked_proba(policy.featurizer.encoder, texts)
+
+        def execute(pairs, qids=qids):
+            return [Executed(r, n) for r, n in data.outcomes.get([(qids[i], p) for i, p in pairs])]
+
+        options[split] = shortlists(logits, x, asked, [env.text[q] for q in qids], execute, chooser.k, reward, every)
+        print(f"{split}: {len(qids)} shortlists, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    def restricted(split: str, grid: tuple[float, ...]):
+        lists, labels = [], []
+        for q, s in zip(splits[split], options[split]):
+            keep = [i for i, e in enumerate(s.executed) if e.graph_weight in grid or not len(e.ranking)]
+            sub = type(s)([s.rows[i] for i in keep], s.features[keep], [s.executed[i] for i in keep])
+            lists.append(sub)
+            labels.append(fused_hit1_labels(sub, env.text[q], env.gold[q], reward))
+        return lists, labels
+
+    rows = []
+    for grid in grids:
+        booster = fit_chooser(*restricted("train", grid), cfg)
+        row: dict = {"graph_weights": list(grid)}
+        for split in ("val", "test"):
+            lists, labels = restricted(split, grid)
+            row[split] = round(hit1(lists, labels, picks(booster, lists, chooser.k)), 2)
+            row[f"{split}_oracle"] = round(100.0 * float(np.mean([lab.max(initial=0) > 0 for lab in labels])), 2)
+        rows.append(row)
+        print(row, flush=True)
+    out = {
+        "dataset": args.dataset,
+        "planner": label,
+        "k": chooser.k,
+        "queries": {s: len(q) for s, q in splits.items()},
+        "rows": rows,
+    }
+    run.write(RESULTS / f"chooser_weights_{args.dataset}.json", out, quiet=True)
+
+
+if __name__ == "__main__":
+    main()
