@@ -134,18 +134,16 @@ def measure(components: Components, planner_name: str, split: str) -> dict:
         "candidates_per_query": round(float(np.mean([len(s.rows) for s in lists])), 1),
         "winning_candidates_per_query": round(float(np.mean([lab.sum() for lab in labels])), 1),
         "fused_hit1": {
-            "text alone": rate(text_hit),
-            "policy greedy": rate([hit(i, c) for i, c in enumerate(greedy)]),
-            "planner (served choice)": rate([hit(i, c) for i, c in enumerate(chosen)]),
-            **{f"oracle within top {k}": oracle_within(k) for k in (1, 3, 5, 10)},
-            "oracle over all candidates (fixed weights)": rate(
-                [bool(lab[at_fixed(s)].any()) for s, lab in zip(lists, labels)]
-            ),
-            "oracle over all options": rate([bool(lab.any()) for lab in labels]),
+            "text_alone": rate(text_hit),
+            "policy_greedy": rate([hit(i, c) for i, c in enumerate(greedy)]),
+            "served_choice": rate([hit(i, c) for i, c in enumerate(chosen)]),
+            **{f"oracle_top_{k}": oracle_within(k) for k in (1, 3, 5, 10)},
+            "oracle_fixed_weights": rate([bool(lab[at_fixed(s)].any()) for s, lab in zip(lists, labels)]),
+            "oracle_options": rate([bool(lab.any()) for lab in labels]),
         },
         "chooser_k": chooser.k if chooser else None,
         "graph_weights": list(weights),
-        "losses_to_oracle": dict(causes.most_common()),
+        "losses_to_oracle": {cause.replace(" ", "_"): n for cause, n in causes.most_common()},
         "execute_seconds": round(seconds, 1),
     }
 
