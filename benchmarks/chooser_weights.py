@@ -17,12 +17,10 @@ import argparse
 import time
 
 import numpy as np
-import torch
 from harness import RESULTS, Run, load_components
 
 from grasp_core.pipeline.planner_policy import PolicyData
-from grasp_core.planner.policy.chooser import Executed, shortlists
-from grasp_core.planner.policy.chooser_train import fit_chooser, fused_hit1_labels, hit1, picks
+from grasp_core.planner.policy.chooser_train import fit_chooser, hit1, picks
 
 
 def main() -> None:
@@ -40,7 +38,7 @@ def main() -> None:
     if chooser is None:
         raise SystemExit(f"the served planner of {args.dataset} ({label}) has no chooser: build the RL rounds first")
     data = PolicyData(components, policy, path)
-    env, reward, cfg = data.env, components.profile.reward, components.profile.chooser
+    env, cfg = data.env, components.profile.chooser
     grids = [tuple(float(w) for w in g.split(",")) for g in args.grids]
     every = tuple(sorted({w for g in grids for w in g}))
     splits = {
@@ -51,25 +49,16 @@ def main() -> None:
     t0 = time.perf_counter()
     options = {}
     for split, qids in splits.items():
-        texts = [env.queries[q] for q in qids]
-        x = policy.featurizer(texts, [env.tables[q] for q in qids])
-        with torch.no_grad():
-            logits = policy.head(x).numpy()
-        asked = chooser.asked_proba(policy.featurizer.encoder, texts)
-
-        def execute(pairs, qids=qids):
-            return [Executed(r, n) for r, n in data.outcomes.get([(qids[i], p) for i, p in pairs])]
-
-        options[split] = shortlists(logits, x, asked, [env.text[q] for q in qids], execute, chooser.k, reward, every)
+        options[split] = data.shortlists(qids, chooser.asked, chooser.k, every)
         print(f"{split}: {len(qids)} shortlists, {time.perf_counter() - t0:.0f} s", flush=True)
 
     def restricted(split: str, grid: tuple[float, ...]):
+        """The options at ``grid``'s weights (an empty result's single option always) and their labels."""
         lists, labels = [], []
-        for q, s in zip(splits[split], options[split]):
+        for s, lab in zip(*options[split]):
             keep = [i for i, e in enumerate(s.executed) if e.graph_weight in grid or not len(e.ranking)]
-            sub = type(s)([s.rows[i] for i in keep], s.features[keep], [s.executed[i] for i in keep])
-            lists.append(sub)
-            labels.append(fused_hit1_labels(sub, env.text[q], env.gold[q], reward))
+            lists.append(type(s)([s.rows[i] for i in keep], s.features[keep], [s.executed[i] for i in keep]))
+            labels.append(lab[keep])
         return lists, labels
 
     rows = []

@@ -94,8 +94,11 @@ class PolicyData:
         """Greedy fused Hit@1 on the held-out validation queries (the gate's second reading)."""
         return validation_hit1(self.policy, self._featurize(self.heldout_qids), self.heldout_qids, self.outcomes)
 
-    def shortlists(self, qids: list[int], asked: AskedType, k: int) -> tuple[list[Shortlist], list[np.ndarray]]:
-        """The policy's shortlists of ``qids`` executed (each plan once, :class:`Outcomes`) and their labels."""
+    def shortlists(
+        self, qids: list[int], asked: AskedType, k: int, graph_weights: tuple[float, ...] | None = None
+    ) -> tuple[list[Shortlist], list[np.ndarray]]:
+        """The policy's shortlists of ``qids`` executed (each plan once, :class:`Outcomes`) and their labels, each
+        candidate offered at ``graph_weights`` (default: the profile's ``chooser.graph_weights``)."""
         env, weights = self.env, self.components.profile.reward
         x = self._featurize(qids)
         texts = [env.queries[q] for q in qids]
@@ -106,7 +109,7 @@ class PolicyData:
         def run(pairs):
             return [Executed(r, n) for r, n in self.outcomes.get([(qids[i], p) for i, p in pairs])]
 
-        graph_weights = self.components.profile.chooser.graph_weights
+        graph_weights = graph_weights or self.components.profile.chooser.graph_weights
         lists = shortlists(logits, x, probs, [env.text[q] for q in qids], run, k, weights, graph_weights)
         labels = [fused_hit1_labels(s, env.text[q], env.gold[q], weights) for q, s in zip(qids, lists)]
         return lists, labels
