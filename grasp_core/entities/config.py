@@ -27,6 +27,24 @@ class GazetteerConfig:
     max_ngram: int = field(default=6, metadata={"help": "Longest n-gram (tokens) looked up in the gazetteer."})
     min_chars: int = field(default=3, metadata={"help": "One-token names shorter than this are not matched."})
     max_types: int = field(default=2, metadata={"help": "Types assigned to a mention, from its matched nodes."})
+    head_words: tuple[str, ...] = field(
+        default=("syndrome", "disease", "disorder"),
+        metadata={
+            "help": "A name holding one of these words is also matched by what precedes it ('marfan' = 'Marfan "
+            "syndrome') and by the name up to it ('usher syndrome' = 'Usher syndrome, type I'), where no name is "
+            "the shorter string."
+        },
+    )
+    head_min_share: float = field(
+        default=0.5,
+        metadata={"help": "A head without its head word needs one after it in this share of the names holding it."},
+    )
+    typo_min_chars: int = field(
+        default=5,
+        metadata={
+            "help": "Query words of this many letters or more that no name holds are matched one edit away (0: off)."
+        },
+    )
     nested: bool = field(default=True, metadata={"help": "Keep matches nested in longer ones (with a parent)."})
     fuzzy: bool = field(default=True, metadata={"help": "Embed unmatched multi-word spans and search the name index."})
     fuzzy_min_tokens: int = field(default=2, metadata={"help": "Shortest span (tokens) tried by fuzzy matching."})

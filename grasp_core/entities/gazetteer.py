@@ -30,7 +30,11 @@ keeps it beside the entity tables for a process that answers questions). Extract
    (if a node name covers that span, that mention becomes the target). A numeric constraint (a comparator
    or currency before a number, or a unit after it: ``under $50``, ``at least 30 hours``) -> an ``attribute``
    row without links. Every other match -> ``anchor``.
-6. **Mention text.** An exact match is written the way the node's name is written (paper: "written the way a
+6. **Typos.** A query word of ``typo_min_chars`` letters or more that no name or alias holds is read as the
+   name word one edit away (a letter dropped, added, changed, or two swapped; the word most names hold wins), for
+   matches of two or more words ("gaucher disase", "usher syndrom") and for one word of seven letters or more
+   ("angelmn"); shorter single words are too often another English word.
+7. **Mention text.** An exact match is written the way the node's name is written (paper: "written the way a
    graph node name would be written"): the name of a matched node whose name normalizes to the span, else the
    highest-degree matched node's name (a synonym match). A fuzzy match keeps the query's wording, so its link
    similarity stays honest.
@@ -42,8 +46,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -105,11 +109,18 @@ class GazetteerExtractor:
         self.dictionary = dictionary if dictionary is not None else build_dictionary(skb, cfg)
         self._entries, self._symbol_keys = self.dictionary.entries, self.dictionary.symbols
         self._type_words = self._build_type_words()
+        self._speller = Speller(self._entries, cfg.typo_min_chars)
 
     def named(self, text: str) -> tuple[int, ...]:
-        """The nodes whose name or alias is the whole of ``text`` (normalized: case, Unicode form, plurals), most
-        connected first; empty when ``text`` is not exactly a name (a bare name typed as a question asks for it)."""
-        return self._entries.get(normalize(text), ())
+        """The nodes whose name, alias or head is the whole of ``text`` (normalized: case, Unicode form, plurals;
+        typos as in matching), most connected first; empty when ``text`` is not exactly a name (a bare name typed
+        as a question asks for it)."""
+        words = [t for t, _, _ in tokenize(text)]
+        found = self._entries.get(" ".join(words))
+        if found is not None:
+            return found
+        fixed = [self._speller.correct(w) for w in words]
+        return self._entries.get(" ".join(fixed), ()) if _typo_match_allowed(words, fixed) else ()
 
     @property
     def num_entries(self) -> int:
@@ -155,11 +166,15 @@ class GazetteerExtractor:
         tokens = tokenize(query)
         text = unicodedata.normalize("NFKC", query)
         norm = [t for t, _, _ in tokens]
+        fixed = [self._speller.correct(t) for t in norm]
         found = []
         for i in range(len(norm)):
             for n in range(min(self.cfg.max_ngram, len(norm) - i), 0, -1):
                 key = " ".join(norm[i : i + n])
                 ids = self._entries.get(key)
+                if ids is None and _typo_match_allowed(norm[i : i + n], fixed[i : i + n]):
+                    key = " ".join(fixed[i : i + n])
+                    ids = self._entries.get(key)
                 if ids is None:
                     continue
                 if key in self._symbol_keys and not any(c.isupper() for c in text[tokens[i][1] : tokens[i][2]]):
@@ -168,7 +183,8 @@ class GazetteerExtractor:
         return tokens, self._resolve(found)
 
     def _resolve(self, found: list[_Match]) -> list[_Match]:
-        """Longest match wins; matches wholly inside a winner are kept as nested (one level)."""
+        """Longest match wins; matches wholly inside a winner are kept as nested (one level), unless they name
+        only nodes the winner names (the head "marfan" inside "Marfan syndrome")."""
         found = sorted(found, key=lambda m: (-m.length, m.start))
         top: list[_Match] = []
         for m in found:
@@ -179,8 +195,9 @@ class GazetteerExtractor:
             for m in found:
                 if m in top:
                     continue
-                inside = any(t.start <= m.start and m.end <= t.end for t in top)
-                if inside and all(m.end <= o.start or m.start >= o.end for o in nested):
+                holders = [t for t in top if t.start <= m.start and m.end <= t.end]
+                same = any(set(m.node_ids) <= set(t.node_ids) for t in holders)  # a head inside its own name
+                if holders and not same and all(m.end <= o.start or m.start >= o.end for o in nested):
                     nested.append(m)
         return top + nested
 
@@ -342,6 +359,59 @@ class GazetteerExtractor:
         return [
             Mention(text, types, role, parent, exact) for (_, _, text, types, role, exact), parent in zip(rows, parents)
         ]
+
+
+class Speller:
+    """Query words one edit away from the words of the dictionary's strings (``docs/natural-questions.md``): the
+    index of every word's one-letter deletions is built on the first word that needs it."""
+
+    def __init__(self, strings: Iterable[str], min_chars: int):
+        self.counts = Counter(w for s in strings for w in set(s.split()))
+        self.min_chars = min_chars
+        self._index: dict[str, list[str]] | None = None
+
+    def correct(self, word: str) -> str:
+        """``word``, or the word of most strings one edit away from it (ties: the alphabetically first) when no
+        string holds ``word``, it has ``min_chars`` letters or more and is not a stopword."""
+        if not self.min_chars or len(word) < self.min_chars or word in self.counts or word in STOPWORDS:
+            return word
+        if not word.isalpha():
+            return word
+        index = self._deletions()
+        near = {w for d in (word, *_deletions(word)) for w in index.get(d, ()) if _one_edit(word, w)}
+        return min(near, key=lambda w: (-self.counts[w], w)) if near else word
+
+    def _deletions(self) -> dict[str, list[str]]:
+        if self._index is None:
+            index: dict[str, list[str]] = defaultdict(list)
+            for w in self.counts:
+                if len(w) >= self.min_chars - 1 and w.isalpha():
+                    for d in {w, *_deletions(w)}:
+                        index[d].append(w)
+            self._index = index
+        return self._index
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one letter dropped, added or changed, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :] or (a[i + 2 :] == b[i + 2 :] and a[i : i + 2] == b[i : i + 2][::-1])
+    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
+
+
+def _typo_match_allowed(said: Sequence[str], fixed: Sequence[str]) -> bool:
+    """A span read with corrected words matches when a word was corrected and it has two words or more, or is one
+    word of seven letters or more."""
+    if list(said) == list(fixed):
+        return False
+    return len(said) >= 2 or len(said[0]) >= 7
 
 
 def _trim(norm: list[str], start: int, end: int) -> tuple[int, int]:

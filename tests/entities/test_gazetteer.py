@@ -1,9 +1,11 @@
+import pandas as pd
 import pytest
 
 from grasp_core.entities.config import GazetteerConfig
 from grasp_core.entities.gazetteer import GazetteerExtractor
 from grasp_core.textnorm import normalize
-from tests.entities.conftest import CountingEncoder, ids
+from grasp_core.skb.format import SKB
+from tests.entities.conftest import SCHEMA, CountingEncoder, ids
 
 
 @pytest.fixture(scope="module")
@@ -120,4 +122,47 @@ def test_a_whole_question_that_is_a_name_or_alias_names_its_node(gazetteer, skb)
     assert gazetteer.named("  NYCTALOPIA ") == tuple(ids(skb, "Night blindness"))  # an alias, any case
     assert gazetteer.named("retinas") == tuple(ids(skb, "retina"))  # a plural
     assert gazetteer.named("which genes cause Marfan syndrome?") == ()  # a question naming it asks for others
-    assert gazetteer.named("Marfan") == ()
+    assert gazetteer.named("Marfan") == tuple(ids(skb, "Marfan syndrome"))  # its head (what precedes "syndrome")
+    assert gazetteer.named("marfan syndrom") == tuple(ids(skb, "Marfan syndrome"))  # one typo
+    assert gazetteer.named("nyctalopa") == tuple(ids(skb, "Night blindness"))  # a typo in one word of 7+ letters
+    assert gazetteer.named("retna") == ()  # a short word one edit from a name is not read as it
+    assert gazetteer.named("retinitis") == ()  # no head word: a name's first word alone names nothing
+
+
+def test_heads_and_typos_link_inside_a_question(gazetteer, skb):
+    rows = rows_by_mention(gazetteer.extract(["which genes cause marfan"])[0])
+    assert rows["Marfan syndrome"].links["disease"][0].node_id == ids(skb, "Marfan syndrome")[0]
+    rows = rows_by_mention(gazetteer.extract(["drugs for type 2 diabtes and nyctalopia"])[0])
+    assert rows["type 2 diabetes"].links["disease"][0].node_id == ids(skb, "type 2 diabetes")[0]
+
+
+def test_a_head_is_a_name_people_type_alone_and_not_an_english_word():
+    from grasp_core.entities.dictionary import build_dictionary
+
+    names = [
+        ("disease", "Marfan syndrome", None),
+        ("disease", "Wells syndrome", "Eosinophilic cellulitis, seen in adults as well as in children"),
+        ("disease", "Eye disease", None),
+        ("disease", "Usher syndrome, type I", None),
+        ("disease", "Usher syndrome, type II", None),
+        ("effect/phenotype", "Abnormality of the eye", None),
+        ("effect/phenotype", "Eye pain", "Pain in the eye, well localized"),
+    ]
+    nodes = pd.DataFrame(
+        {
+            "node_id": range(len(names)),
+            "key": [f"K{i}" for i in range(len(names))],
+            "type": [t for t, _, _ in names],
+            "name": [n for _, n, _ in names],
+            "synonyms": [s for _, _, s in names],
+        }
+    )
+    nodes["aliases"] = [[] for _ in names]
+    edges = pd.DataFrame({"src": [0], "rel": ["phenotype present"], "dst": [5]})
+    skb = SKB(SCHEMA, nodes, edges, pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []}))
+    entries = build_dictionary(skb, GazetteerConfig()).entries
+    assert entries["marfan"] == (0,)
+    assert "well" not in entries  # "well" is written in lower case in the text: an English word
+    assert "eye" not in entries  # most names holding "eye" have no head word after it
+    assert set(entries["usher syndrome"]) == set(entries["usher"]) == {3, 4}  # the name up to its head word
+    assert "marfan" not in build_dictionary(skb, GazetteerConfig(head_words=())).entries
