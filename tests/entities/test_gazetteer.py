@@ -3,8 +3,8 @@ import pytest
 
 from grasp_core.entities.config import GazetteerConfig
 from grasp_core.entities.gazetteer import GazetteerExtractor
-from grasp_core.textnorm import normalize
 from grasp_core.skb.format import SKB
+from grasp_core.textnorm import normalize
 from tests.entities.conftest import SCHEMA, CountingEncoder, ids
 
 
