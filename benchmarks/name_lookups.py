@@ -8,6 +8,7 @@ generators'), as a capability probe beside the evaluation splits, not a split of
 
 - ``head``: what comes before a name's first ``syndrome``/``disease``/``disorder`` (one or two words, four letters
   or more), lower-cased: "marfan", "ehlers danlos". Gold: every node whose name has that head.
+- ``head_asked``: the same heads inside a question ("what is marfan", "angelman info", "tell me about noonan").
 - ``typo``: a whole name of up to six words, lower-cased, with one slip in a word of five letters or more (a letter
   dropped, doubled or two swapped). Gold: the nodes of that name.
 - ``name``: the same names as typed correctly (the control: a bare name answered by its node).
@@ -35,6 +36,7 @@ from grasp_core.retriever import GraspRetriever  # noqa: E402
 from grasp_core.textnorm import tokens  # noqa: E402
 
 HEAD_WORDS = ("syndrome", "disease", "disorder")
+ASKED = ("what is {}", "{} info", "tell me about {}", "{}?")
 SETTINGS = {"text": {"branches": "text", "rerank": False}, "served": {}}
 
 
@@ -70,6 +72,7 @@ def questions(names: list[str], n: int, seed: str) -> dict[str, list[tuple[str, 
             heads.setdefault(head, set()).add(i)
     heads = {h: g for h, g in heads.items() if " ".join(tokens(h)) not in by_key}  # a name itself is no head
     head_qs = [(h, heads[h]) for h in r.sample(sorted(heads), min(n, len(heads)))]
+    asked_qs = [(r.choice(ASKED).format(h), gold) for h, gold in head_qs]
     pool = [
         i for i, x in enumerate(names) if len(x.split()) <= 6 and any(len(w) >= 5 and w.isalpha() for w in x.split())
     ]
@@ -81,7 +84,7 @@ def questions(names: list[str], n: int, seed: str) -> dict[str, list[tuple[str, 
         name_qs.append((" ".join(words), gold))
         words[j] = slip(words[j], r)
         typo_qs.append((" ".join(words), gold))
-    return {"head": head_qs, "typo": typo_qs, "name": name_qs}
+    return {"head": head_qs, "head_asked": asked_qs, "typo": typo_qs, "name": name_qs}
 
 
 def main() -> None:
@@ -104,7 +107,7 @@ def main() -> None:
             hits = [bool(r.answers) and r.answers[0].node_id in gold for r, (_, gold) in zip(results, qs)]
             out["hits"].setdefault(setting, {})[form] = hits
             out["hit@1"].setdefault(setting, {})[form] = round(100 * sum(hits) / max(len(hits), 1), 1)
-            print(f"{setting:7s} {form:5s} hit@1 {out['hit@1'][setting][form]}", file=sys.stderr)
+            print(f"{setting:7s} {form:10s} hit@1 {out['hit@1'][setting][form]}", file=sys.stderr)
     out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
     if args.against:
         before = read_result(RESULTS / f"name_lookups_{args.dataset}_{args.against}.json")
