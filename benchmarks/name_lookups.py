@@ -50,6 +50,8 @@ def head_of(name: str) -> str | None:
 
 
 def slip(word: str, r: random.Random) -> str:
+    """One slip in a word of five letters or more. The training generator's rule, kept here on purpose: the probe's
+    questions must not move when the generator (training data) changes."""
     i = r.randrange(1, len(word) - 1)
     kind = r.choice(("drop", "double", "swap"))
     if kind == "drop":
