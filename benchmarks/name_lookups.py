@@ -103,7 +103,7 @@ def main() -> None:
     forms = questions(names, args.n, f"name-lookups-{args.dataset}")
     out: dict = {"questions": {f: len(q) for f, q in forms.items()}, "examples": {}, "hit@1": {}, "hits": {}}
     for setting, options in SETTINGS.items():
-        retriever = served if not options else GraspRetriever.from_artifacts(args.dataset, args.root, **options)
+        retriever = served if not options else GraspRetriever(served.components, **options)  # loaded once
         for form, qs in forms.items():
             results = retriever.retrieve([q for q, _ in qs], k=5)
             hits = [bool(r.answers) and r.answers[0].node_id in gold for r, (_, gold) in zip(results, qs)]

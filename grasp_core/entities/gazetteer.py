@@ -59,7 +59,7 @@ from grasp_core.entities.dictionary import STOPWORDS, Dictionary, build_dictiona
 from grasp_core.entities.linking import Mention, NameHits, link_many
 from grasp_core.entities.table import EntityTable, Role
 from grasp_core.skb.format import SKB
-from grasp_core.textnorm import normalize, tokenize
+from grasp_core.textnorm import normalize, tokenize, tokens
 
 # Words that frame a question about a description rather than belong to it ("what is it called when …").
 FRAME_WORDS = frozenset("called call term terms word words name mean means meaning medical".split())
@@ -115,7 +115,7 @@ class GazetteerExtractor:
         """The nodes whose name, alias or head is the whole of ``text`` (normalized: case, Unicode form, plurals;
         typos as in matching), most connected first; empty when ``text`` is not exactly a name (a bare name typed
         as a question asks for it)."""
-        words = [t for t, _, _ in tokenize(text)]
+        words = tokens(text)
         found = self._entries.get(" ".join(words))
         if found is not None:
             return found
@@ -167,12 +167,13 @@ class GazetteerExtractor:
         text = unicodedata.normalize("NFKC", query)
         norm = [t for t, _, _ in tokens]
         fixed = [self._speller.correct(t) for t in norm]
+        typed = fixed != norm  # a word was read as another: spans holding it are looked up as corrected too
         found = []
         for i in range(len(norm)):
             for n in range(min(self.cfg.max_ngram, len(norm) - i), 0, -1):
                 key = " ".join(norm[i : i + n])
                 ids = self._entries.get(key)
-                if ids is None and _typo_match_allowed(norm[i : i + n], fixed[i : i + n]):
+                if ids is None and typed and _typo_match_allowed(norm[i : i + n], fixed[i : i + n]):
                     key = " ".join(fixed[i : i + n])
                     ids = self._entries.get(key)
                 if ids is None:
