@@ -45,6 +45,38 @@ class GazetteerConfig:
             "help": "Query words of this many letters or more that no name holds are matched one edit away (0: off)."
         },
     )
+    lookup_frames: tuple[str, ...] = field(
+        default=(
+            "what is {}",
+            "what are {}",
+            "what's {}",
+            "tell me about {}",
+            "tell me more about {}",
+            "info on {}",
+            "info about {}",
+            "information on {}",
+            "information about {}",
+            "define {}",
+            "definition of {}",
+            "meaning of {}",
+            "explain {}",
+            "describe {}",
+            "about {}",
+            "look up {}",
+            "search for {}",
+            "show me {}",
+            "{} info",
+            "{} information",
+            "{} definition",
+            "{} meaning",
+            "{} overview",
+        ),
+        metadata={
+            "help": "Wordings that ask for the node a name names ('{}' the name; a leading a/an/the and a node-type "
+            "word before or after the name are read too: 'what is a cataract', 'BRCA2 gene'): such a question is "
+            "answered with the named nodes first, as a bare name is."
+        },
+    )
     nested: bool = field(default=True, metadata={"help": "Keep matches nested in longer ones (with a parent)."})
     fuzzy: bool = field(default=True, metadata={"help": "Embed unmatched multi-word spans and search the name index."})
     fuzzy_min_tokens: int = field(default=2, metadata={"help": "Shortest span (tokens) tried by fuzzy matching."})

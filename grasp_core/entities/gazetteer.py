@@ -34,7 +34,10 @@ keeps it beside the entity tables for a process that answers questions). Extract
    name word one edit away (a letter dropped, added, changed, or two swapped; the word most names hold wins), for
    matches of two or more words ("gaucher disase", "usher syndrom") and for one word of seven letters or more
    ("angelmn"); shorter single words are too often another English word.
-7. **Mention text.** An exact match is written the way the node's name is written (paper: "written the way a
+7. **Look-ups** (:meth:`GazetteerExtractor.named`): a question that is a name, head or alias as a whole (typos read),
+   or one inside a wording of ``lookup_frames`` ("what is marfan") or beside a node-type word ("BRCA2 gene"), asks
+   for the nodes it names; the answer path puts them first.
+8. **Mention text.** An exact match is written the way the node's name is written (paper: "written the way a
    graph node name would be written"): the name of a matched node whose name normalizes to the span, else the
    highest-degree matched node's name (a synonym match). A fuzzy match keeps the query's wording, so its link
    similarity stays honest.
@@ -110,12 +113,30 @@ class GazetteerExtractor:
         self._entries, self._symbol_keys = self.dictionary.entries, self.dictionary.symbols
         self._type_words = self._build_type_words()
         self._speller = Speller(self._entries, cfg.typo_min_chars)
+        self._frames = [_frame(f) for f in cfg.lookup_frames]
 
     def named(self, text: str) -> tuple[int, ...]:
         """The nodes whose name, alias or head is the whole of ``text`` (normalized: case, Unicode form, plurals;
-        typos as in matching), most connected first; empty when ``text`` is not exactly a name (a bare name typed
-        as a question asks for it)."""
+        typos as in matching), most connected first, or is all of it but a look-up wording (``lookup_frames``:
+        "what is marfan", "angelman info") and a node-type word ("BRCA2 gene": then only that type's nodes); empty
+        when ``text`` is not a name asked for (a bare name typed as a question asks for it)."""
         words = tokens(text)
+        if not words:
+            return ()
+        for inner in _unframed(words, self._frames):  # the whole text first
+            found = self._name(inner)
+            if found:
+                return found
+            for typed, rest in ((inner[-1], inner[:-1]), (inner[0], inner[1:])):
+                node_type = self._type_words.get(typed)
+                if node_type is not None and rest:
+                    found = tuple(n for n in self._name(rest) if self._types[n] == node_type)
+                    if found:
+                        return found
+        return ()
+
+    def _name(self, words: list[str]) -> tuple[int, ...]:
+        """The nodes ``words`` (tokens) name as a whole, typos read; empty if none."""
         found = self._entries.get(" ".join(words))
         if found is not None:
             return found
@@ -405,6 +426,28 @@ def _one_edit(a: str, b: str) -> bool:
     if len(a) == len(b):
         return a[i + 1 :] == b[i + 1 :] or (a[i + 2 :] == b[i + 2 :] and a[i : i + 2] == b[i : i + 2][::-1])
     return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
+
+
+def _frame(wording: str) -> tuple[list[str], list[str]]:
+    """A look-up wording's tokens before and after its ``{}``."""
+    if wording.count("{}") != 1:
+        raise ValueError(f"GazetteerConfig.lookup_frames: {wording!r} must hold '{{}}' (the name) exactly once")
+    before, after = wording.split("{}")
+    return tokens(before), tokens(after)
+
+
+def _unframed(words: list[str], frames: Sequence[tuple[list[str], list[str]]]) -> list[list[str]]:
+    """What ``words`` ask for inside each look-up wording that frames them (a leading article dropped), and the
+    words themselves; those of no wording's shape are left out."""
+    out = [words]
+    for before, after in frames:
+        end = len(words) - len(after)
+        if end > len(before) and words[: len(before)] == before and words[end:] == after:
+            inner = words[len(before) : end]
+            if len(inner) > 1 and inner[0] in ("a", "an", "the"):
+                inner = inner[1:]
+            out.append(inner)
+    return out
 
 
 def _typo_match_allowed(said: Sequence[str], fixed: Sequence[str]) -> bool:

@@ -129,6 +129,25 @@ def test_a_whole_question_that_is_a_name_or_alias_names_its_node(gazetteer, skb)
     assert gazetteer.named("retinitis") == ()  # no head word: a name's first word alone names nothing
 
 
+def test_a_name_inside_a_look_up_wording_names_its_node(gazetteer, skb):
+    marfan = tuple(ids(skb, "Marfan syndrome"))
+    assert gazetteer.named("what is marfan?") == marfan  # a head inside a wording
+    assert gazetteer.named("Marfan syndrome info") == marfan
+    assert gazetteer.named("tell me about the marfan syndrom") == marfan  # an article and a typo
+    assert gazetteer.named("what is a retina") == tuple(ids(skb, "retina"))
+    assert gazetteer.named("FBN1 gene") == tuple(ids(skb, "FBN1"))  # a type word beside the name
+    assert gazetteer.named("gene FBN1") == tuple(ids(skb, "FBN1"))
+    assert gazetteer.named("marfan gene") == ()  # the type word names another type: not a look-up of it
+    assert gazetteer.named("what is the gene of marfan") == ()  # the rest of the wording is no name
+    assert gazetteer.named("marfan aorta") == ()  # two names are not one
+    assert gazetteer.named("what is") == ()
+
+
+def test_a_look_up_wording_without_its_place_for_the_name_is_refused(skb, index, encoder):
+    with pytest.raises(ValueError, match="exactly once"):
+        GazetteerExtractor(skb, index, encoder, GazetteerConfig(lookup_frames=("what is",)))
+
+
 def test_heads_and_typos_link_inside_a_question(gazetteer, skb):
     rows = rows_by_mention(gazetteer.extract(["which genes cause marfan"])[0])
     assert rows["Marfan syndrome"].links["disease"][0].node_id == ids(skb, "Marfan syndrome")[0]
