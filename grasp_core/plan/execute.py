@@ -23,6 +23,8 @@ Decisions the paper leaves open:
   or as the plan's Cypher query on the graph store (``traversal="store"``); both return the same rows, and
   the trace keeps the Cypher text either way (explanations show it, ``explain_paths`` runs on the store).
 - ``max_frontier`` (default None: exact) caps every main-chain hop in both (:mod:`grasp_core.plan.cypher`, point 4).
+- A ``"most"`` plan (partial matching) runs one query per path on the store, and its scores are added per node
+  (the trace's Cypher holds the queries, separated by ``;``).
 - Rescoring is exact (candidate document vectors times the relevance vector) for at most
   ``exact_rescore_max`` candidates; beyond that the target type's document index is searched to that same
   depth and only candidates found there are scored (the others' cosine is below the depth-th best anyway).
@@ -41,12 +43,12 @@ from grasp_core.entities.table import EntityTable
 from grasp_core.errors import GraphStoreError, PlanError
 from grasp_core.graph.adjacency import Adjacency
 from grasp_core.plan.config import ExecutionConfig
-from grasp_core.plan.cypher import compile_paths, compile_plan
+from grasp_core.plan.cypher import CompiledPlan, compile_paths, compile_plan
 from grasp_core.plan.model import ABSTAIN, Anchor, Plan
 from grasp_core.plan.parse import parse_plan
 from grasp_core.plan.relevance import relevance_text
 from grasp_core.plan.trace import Binding, Trace
-from grasp_core.plan.traverse import traverse
+from grasp_core.plan.traverse import add_branches, traverse
 from grasp_core.plan.validate import is_term_lookup, validate_plan
 from grasp_core.ranking import Ranking
 from grasp_core.skb.format import SKB
@@ -204,16 +206,16 @@ class PlanExecutor:
 
         start = time.perf_counter()
         pairs = {v: [(b.node_id, b.score) for b in bs] for v, bs in trace.bindings.items()}
-        compiled = compile_plan(
-            plan, self.skb.schema, pairs, dialect=self.store.dialect, max_frontier=self.cfg.max_frontier
-        )
-        trace.cypher, trace.params = compiled.text, compiled.params
+        queries = [  # a "most" plan: one query per path, their scores added per node (traverse.add_branches)
+            compile_plan(p, self.skb.schema, pairs, dialect=self.store.dialect, max_frontier=self.cfg.max_frontier)
+            for p in (plan.branches() if plan.partial else [plan])
+        ]
+        trace.cypher = ";\n".join(q.text for q in queries)
+        trace.params = queries[0].params if len(queries) == 1 else {str(i): q.params for i, q in enumerate(queries)}
         if self.adjacency is not None:
             ids, scores = traverse(plan, self.adjacency, pairs, self.cfg.max_frontier)
         else:
-            rows = self.store.run(compiled.text, compiled.params)
-            ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-            scores = np.fromiter((r[1] for r in rows), np.float64, len(rows))
+            ids, scores = add_branches([self._run_store(q) for q in queries])
         trace.seconds["traverse"] = time.perf_counter() - start
         trace.candidates = len(ids)
         if not len(ids):
@@ -225,6 +227,12 @@ class PlanExecutor:
         ranking = Ranking.from_scores(ids, anchor_scores + cosine, self.cfg.top_k)
         trace.seconds["rescore"] = time.perf_counter() - start
         return ranking
+
+    def _run_store(self, query: CompiledPlan) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.store.run(query.text, query.params)
+        return np.fromiter((r[0] for r in rows), np.int64, len(rows)), np.fromiter(
+            (r[1] for r in rows), np.float64, len(rows)
+        )
 
     def _look_up(self, trace: Trace, relevance: np.ndarray) -> Ranking:
         start = time.perf_counter()

@@ -17,6 +17,12 @@ Decisions where the design is silent:
   from its own ``type`` when given, else from the referenced entity row's first type (resolved by
   :func:`grasp_core.plan.validate.validate_plan`).
 - ``target`` is the reserved answer variable; no anchor may be called ``target``.
+- ``match`` (absent or ``"all"``: every path) says what a target node reached by several anchors' paths must
+  satisfy. ``"most"`` is partial matching ("findings X, Y and Z: which disease?"): a node reached by any of the
+  paths is an answer, scored by the sum over the paths that reach it, so one on all of them ranks above one on
+  fewer (each path adds its best binding score, a cosine near 1 for a good link). Its paths may only meet at
+  ``target`` (:func:`grasp_core.plan.validate.validate_plan` says ``bad_match`` otherwise); each is executed as
+  its own plan (:meth:`Plan.branches`) and their scores added per node.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ TARGET = "target"
 # empty ranking with reason ``abstain``, so the fused ranking is the text ranking.
 ABSTAIN = '{"abstain":true}'
 MatchMode = Literal["name", "doc"]
+Match = Literal["all", "most"]
 
 
 class _Strict(BaseModel):
@@ -73,6 +80,7 @@ class Plan(_Strict):
     anchors: tuple[Anchor, ...] = ()
     hops: tuple[Hop, ...] = ()
     relevance_text: str = ""
+    match: Match | None = None
 
     @field_validator("relevance_text", mode="before")
     @classmethod
@@ -81,6 +89,23 @@ class Plan(_Strict):
 
     def anchor(self, var: str) -> Anchor:
         return next(a for a in self.anchors if a.var == var)
+
+    @property
+    def partial(self) -> bool:
+        """A ``"most"`` plan with several paths into ``target``: executed as :meth:`branches`, scores added."""
+        return self.match == "most" and sum(h.to == TARGET for h in self.hops) > 1
+
+    def branches(self) -> list[Plan]:
+        """Each anchor's path to ``target`` as a plan of its own (the plan's paths must meet at ``target`` only)."""
+        out = []
+        for anchor in self.anchors:
+            hops, var = [], anchor.var
+            while var != TARGET:
+                hop = next(h for h in self.hops if h.from_ == var)
+                hops.append(hop)
+                var = hop.to
+            out.append(self.model_copy(update={"anchors": (anchor,), "hops": tuple(hops), "match": None}))
+        return out
 
     def to_json(self) -> dict:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

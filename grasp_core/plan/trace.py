@@ -21,8 +21,8 @@ class Binding:
 class Trace:
     plan: Plan | None = None  # the resolved plan (types filled in), None when it did not parse/validate
     bindings: dict[str, list[Binding]] = field(default_factory=dict)  # anchor var -> kept matches, best first
-    cypher: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
+    cypher: str = ""  # a "most" plan: one query per path, separated by ";"
+    params: dict[str, Any] = field(default_factory=dict)  # a "most" plan: each query's, by its position ("0", …)
     candidates: int = 0  # target nodes the traversal (or the zero-hop search) returned
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(EXECUTION_STAGES, 0.0))
     error: str | None = None  # reason code when the ranking is empty: a PlanError reason, no_bindings, ...

@@ -5,7 +5,9 @@ graph store: every reached target node with its anchor score, the sum of the bin
 a matching path, maximised over paths; undirected hops; the same ``max_frontier`` cap on main-chain
 variables, ties broken by the lower node id. Each variable holds a dense score vector (-inf = not reached); a
 hop takes, for every node of the hop's end type, the best score among its neighbours over the relation —
-(max,+) — and a variable entered by several hops (an intersection) adds them.
+(max,+) — and a variable entered by several hops (an intersection) adds them. A ``"most"`` plan (partial
+matching, :class:`~grasp_core.plan.model.Plan`) is traversed path by path and the paths' scores added per node
+(:func:`add_branches`), as the graph store runs it.
 
 A hop either pushes the frontier's scores to its neighbours (``np.maximum.at``; work = the frontier's degree
 sum) or pulls, for every node of the hop's end type, its best neighbour score (one gather over that type's
@@ -35,6 +37,8 @@ def traverse(
     """(target node ids ascending, their anchor scores as float64) of a resolved plan with at least one hop."""
     if max_frontier is not None and max_frontier < 1:
         raise ValueError(f"max_frontier must be >= 1 or None, not {max_frontier}")
+    if plan.partial:
+        return add_branches([traverse(b, adjacency, bindings, max_frontier) for b in plan.branches()])
     n = adjacency.num_nodes
     types = {TARGET: plan.target.type}
     for h in plan.hops:
@@ -71,6 +75,17 @@ def traverse(
     target = value(TARGET)
     ids = np.flatnonzero(target > -np.inf)
     return ids, target[ids]
+
+
+def add_branches(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """A ``"most"`` plan's result from its branches' (ids, scores): every node some branch reached, ascending, with
+    the sum of its scores over the branches that reached it."""
+    ids = np.concatenate([i for i, _ in parts]).astype(np.int64)
+    scores = np.concatenate([s for _, s in parts]).astype(np.float64)
+    out, at = np.unique(ids, return_inverse=True)
+    total = np.zeros(len(out))
+    np.add.at(total, at, scores)
+    return out, total
 
 
 def _hop(vec: np.ndarray, rel: Relation | None, node_type: str, n: int) -> np.ndarray:

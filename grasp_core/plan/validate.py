@@ -16,7 +16,8 @@
   anchor of a **term look-up**: no hops and one anchor of the target's type, whose bindings are the answers);
 - ``bad_hop_types``     no assignment of node types lets every hop's relation connect its two ends
   (edges are undirected, so either direction of a schema relation counts);
-- ``ambiguous_type``    an intermediate variable could have several types and none was given.
+- ``ambiguous_type``    an intermediate variable could have several types and none was given;
+- ``bad_match``         a ``"most"`` plan whose paths meet before ``target`` (partial matching adds whole paths).
 
 Intermediate variable types come from ``to_type`` when given; otherwise they are inferred by constraint
 propagation over the hops (each variable starts with every type, or its declared one, and each hop keeps
@@ -29,6 +30,8 @@ executor only ever see resolved plans.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.errors import PlanError
@@ -49,6 +52,12 @@ def validate_plan(plan: Plan, schema: Schema, entity_table: EntityTable | None =
             "hops looks up its one anchor, which must then have the target's type",
         )
     types = _infer_types(plan, schema, anchor_types)
+    if plan.match == "most":
+        entered = Counter(h.to for h in plan.hops if h.to != TARGET)
+        if joined := [v for v, n in entered.items() if n > 1]:
+            raise PlanError(
+                "bad_match", f"paths meet at {joined[0]!r}; a plan with match 'most' joins its paths at {TARGET!r} only"
+            )
     anchors = tuple(a.model_copy(update={"type": types[a.var]}) for a in plan.anchors)
     hops = tuple(h.model_copy(update={"to_type": types[h.to]}) for h in plan.hops)
     return plan.model_copy(update={"anchors": anchors, "hops": hops})

@@ -8,6 +8,8 @@ For each target type asked for (``docs/design.md``, "The cpu planner"):
 - **intersections**: every two, three … (up to ``max_intersection``) one-hop name-mode plans of different rows
   meeting at ``target``, among the first ``pair_anchors`` rows' first such plans ("both X and Y") and among the
   first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?");
+- **partial matches**: per relation with two or more such rows, the first ``max_intersection`` of them with
+  ``"match": "most"`` (a node on more of the findings ranks higher, one on some of them is still an answer);
 - the **zero-hop plan** (dense search of the target type by the query).
 
 Plans reference entity-table rows (``ref``), so they are the ordinary plan JSON. The policy adds one more choice,
@@ -143,6 +145,11 @@ def candidate_plans(
                 for combo in itertools.combinations(sources, size):
                     if (x := intersect(combo, query, table)) is not None:
                         groups.setdefault(json_text(x), x)
+        for ps in by_edge.values():
+            most = intersect(list(ps.values())[: cfg.max_intersection], query, table) if len(ps) > 1 else None
+            if most is not None:
+                most["match"] = "most"
+                groups.setdefault(json_text(most), most)
         out += singles + list(groups.values()) + [zero_hop_plan(query, target)]
     return out
 

@@ -172,6 +172,7 @@ FEATURES = (
     "mention_share",
     "verbal_cosine",
     "path_known",
+    "match_most",
 )
 
 

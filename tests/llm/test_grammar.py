@@ -47,7 +47,9 @@ def sentences(grammar: PlanGrammar, rule: str = "start") -> list[str]:
     for alt in grammar.rules[rule]:
         partial = [""]
         for item in alt:
-            parts = sentences(grammar, item) if item in grammar.rules else [item]
+            optional = item.endswith("?") and item[:-1] in grammar.rules  # a rule that may be left out
+            parts = ["", *sentences(grammar, item[:-1])] if optional else None
+            parts = parts or (sentences(grammar, item) if item in grammar.rules else [item])
             partial = [p + q for p in partial for q in parts]
         expansions += partial
     return expansions
@@ -105,6 +107,7 @@ def test_every_sentence_of_a_small_grammar_validates_and_is_canonical():
         assert len(refs) == len(set(refs))
         assert len(plan.anchors) <= 2 and len(plan.hops) <= 2 * len(plan.anchors)
     assert {len(parse_plan(t).hops) for t in all_plans} == {0, 1, 2, 3, 4}
+    assert {parse_plan(t).match for t in all_plans} == {None, "most"}  # partial matching is expressible
     assert g.max_bytes == max(len(t.encode()) for t in all_plans)
 
 

@@ -80,3 +80,68 @@ def test_a_hop_into_a_type_without_nodes_reaches_nothing():
     )
     ids, scores = traverse(plan, Adjacency.build(skb), {"a": [(int(skb.ids_of_type("gene/protein")[0]), 0.5)]})
     assert len(ids) == len(scores) == 0
+
+
+def test_partial_plans_equal_the_store_and_the_oracle_path_by_path(env):
+    """A "most" plan: every node some path reaches, scored by the sum over the paths reaching it; the store runs
+    one query per path and adds them the same way."""
+    from grasp_core.errors import PlanError
+    from grasp_core.plan.traverse import add_branches
+
+    skb, adj, store = env
+    rng, ref = np.random.default_rng(11), adjacency(skb)
+    partial = refused = 0
+    for _ in range(80):
+        plan = random_plan(skb.schema, rng).model_copy(update={"match": "most"})
+        try:
+            plan = validate_plan(plan, skb.schema)
+        except PlanError as err:  # paths that meet before the target
+            assert err.reason == "bad_match"
+            refused += 1
+            continue
+        bindings = random_bindings(skb, plan, rng)
+        ids, scores = traverse(plan, adj, bindings)
+        want: dict[int, float] = {}
+        for branch in plan.branches():
+            for node, score in oracle(skb, ref, branch, bindings).items():
+                want[node] = want.get(node, 0.0) + score
+        compiled = [compile_plan(b, skb.schema, bindings, dialect="ladybug") for b in plan.branches()]
+        parts = [store.run(c.text, c.params) for c in compiled]
+        got_ids, got = add_branches(
+            [(np.array([r[0] for r in p], np.int64), np.array([r[1] for r in p])) for p in parts]
+        )
+        assert ids.tolist() == sorted(want) == got_ids.tolist()
+        np.testing.assert_allclose(scores, [want[i] for i in ids.tolist()], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got, scores, rtol=0, atol=1e-12)
+        partial += plan.partial and len(want) > 0
+    assert partial >= 10 and refused >= 5
+
+
+def test_a_partial_plan_ranks_nodes_on_more_paths_higher():
+    """Findings f0, f1, f2: a disease with all three scores above one with two, above one with one; "all" keeps
+    only the first."""
+    schema = Schema(
+        "findings", {"disease": (), "phenotype": ()}, (Relation("phenotype present", "disease", "phenotype"),)
+    )
+    nodes = pd.DataFrame(
+        {
+            "node_id": range(6),
+            "key": [f"K{i}" for i in range(6)],
+            "type": ["phenotype"] * 3 + ["disease"] * 3,
+            "name": ["f0", "f1", "f2", "all three", "two", "one"],
+        }
+    )
+    edges = pd.DataFrame([(3, 0), (3, 1), (3, 2), (4, 0), (4, 1), (5, 2)], columns=["src", "dst"]).assign(
+        rel="phenotype present"
+    )[["src", "rel", "dst"]]
+    skb = SKB(schema, nodes, edges, pd.DataFrame({"qid": [], "split": [], "query": [], "answer_ids": []}))
+    anchors = tuple(Anchor(var=f"a{i}", type="phenotype", text=f"f{i}") for i in range(3))
+    hops = tuple(Hop(**{"from": f"a{i}", "rel": "phenotype present", "to": TARGET}) for i in range(3))
+    bindings = {f"a{i}": [(i, 0.9)] for i in range(3)}
+    adj = Adjacency.build(skb)
+    most = validate_plan(Plan(target=Target(type="disease"), anchors=anchors, hops=hops, match="most"), schema)
+    ids, scores = traverse(most, adj, bindings)
+    assert [int(i) for i in ids[np.argsort(-scores)]] == [3, 4, 5]
+    np.testing.assert_allclose(np.sort(scores)[::-1], [2.7, 1.8, 0.9])
+    every = validate_plan(Plan(target=Target(type="disease"), anchors=anchors, hops=hops), schema)
+    assert traverse(every, adj, bindings)[0].tolist() == [3]

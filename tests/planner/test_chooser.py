@@ -170,7 +170,8 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
 
 def test_a_three_finding_question_ranks_the_disease_with_all_three_above_one_with_two(world):
     """Three phenotypes in one question: the three-way intersection is a candidate, and executed it ranks a disease
-    that has all three above one that has two (which it leaves out)."""
+    that has all three above one that has two (which it leaves out); its partial match ("most") is one too, and
+    ranks the disease with all three above the one with two, which it keeps."""
     skb = world.skb
     types = skb.nodes["type"].astype(str).to_numpy()
     e = skb.edges[skb.edges["rel"] == "phenotype present"]
@@ -198,7 +199,11 @@ def test_a_three_finding_question_ranks_the_disease_with_all_three_above_one_wit
     plans = candidate_plans(skb.schema, table, query, ["disease"], CandidateConfig())
     triples = [p for p in plans if len(p["anchors"]) == 3]
     assert triples and all(check_plan(json_text(p), skb.schema, table) is None for p in triples)
-    present = next(p for p in triples if {h["rel"] for h in p["hops"]} == {"phenotype present"})
+    present = next(p for p in triples if {h["rel"] for h in p["hops"]} == {"phenotype present"} and "match" not in p)
     ranking, trace = world.executor.execute_batch([json_text(present)], [query], [table])[0]
     assert trace.error is None
     assert ranking.rank_of([disease]) is not None and ranking.rank_of([partial]) is None
+    most = next(p for p in triples if p.get("match") == "most" and p["hops"] == present["hops"])
+    ranking, trace = world.executor.execute_batch([json_text(most)], [query], [table])[0]
+    assert trace.error is None and len(trace.cypher.split(";\n")) == 3  # one query per finding
+    assert ranking.rank_of([disease]) < ranking.rank_of([partial])

@@ -15,6 +15,7 @@ accepts (:func:`grasp_core.planner.lm.prompt.canonical_plan_json` writes the sam
   paths are. The paths are listed from the last anchor's to the first's: anchors and paths then nest
   (``a1 a2 ] [ p2 p1``), so one rule carries an anchor's type to its path instead of every tuple of anchor
   types being carried across the anchor list;
+* the plan may end with ``"match":"most"`` (partial matching; the paths meet at ``target`` only anyway);
 * no anchors means no hops (dense search of the target type); ``relevance_text`` and text anchors are free
   text without double quotes, backslashes or control characters, of bounded length (a text anchor starts
   with a non-space character).
@@ -191,7 +192,7 @@ class PlanGrammar:
     """
 
     def __init__(self, schema: Schema, table: EntityTable | None = None, cfg: PlanGrammarConfig = PlanGrammarConfig()):
-        if list(Plan.model_fields) != ["target", "anchors", "hops", "relevance_text"]:
+        if list(Plan.model_fields) != ["target", "anchors", "hops", "relevance_text", "match"]:
             raise GraspError("plan grammar: Plan's fields changed; the grammar nests anchors right before hops")
         self.schema, self.cfg = schema, cfg
         self._shared = _schema_rules(schema, cfg)
@@ -231,7 +232,8 @@ class PlanGrammar:
         tail = [f'],{json.dumps(_key(Plan, "relevance_text"))}:"']
         if self.cfg.max_relevance_chars > 0:
             tail.append(_Rule(f"{self._terminal('REL', self.cfg.max_relevance_chars, _FREE)}?"))
-        tail.append('"}')
+        self.rules.setdefault("partial", [[f",{json.dumps(_key(Plan, 'match'))}:{json.dumps('most')}"]])
+        tail += ['"', _Rule("partial?"), "}"]
         self._add(f"body_{T}", body)
         return self._add(f"plan_{T}", [[*head, _Rule(f"body_{T}"), *tail]]) or ""
 

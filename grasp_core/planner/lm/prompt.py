@@ -26,7 +26,7 @@ from typing import Any
 
 from grasp_core.entities.table import EntityTable
 from grasp_core.llm.chat import Message
-from grasp_core.plan.model import TARGET, Anchor, Hop, Plan
+from grasp_core.plan.model import TARGET, Anchor, Hop, Match, Plan
 from grasp_core.skb.schema import Schema
 
 _FORMAT_HEADER = "Plan format:\n"
@@ -148,5 +148,8 @@ def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_releva
             )
             var, depth = h["to"], depth + 1
     relevance = grammar_safe_text(p.get("relevance_text") or "") if with_relevance else ""
-    canonical = Plan(target=p["target"], anchors=tuple(out_anchors), hops=tuple(out_hops), relevance_text=relevance)
+    match: Match | None = "most" if p.get("match") == "most" else None  # "all", the default, is left out
+    canonical = Plan(
+        target=p["target"], anchors=tuple(out_anchors), hops=tuple(out_hops), relevance_text=relevance, match=match
+    )
     return json.dumps(canonical.to_json(), separators=(",", ":"), ensure_ascii=False)

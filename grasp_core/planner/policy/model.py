@@ -7,7 +7,7 @@ as target, plus :data:`ABSTAIN` — of a score computed from the frozen offline 
 - a **verbalization** of each plan (target type, relation path, anchor type: ``"disease: phenotype phenotype
   of disease"``); it depends on the schema only, so its vector is encoded once per process and cached;
 - **plan features** (:data:`FEATURES`): link cosine and degree of the anchor's row, hops, anchors, match mode,
-  the row's role and share of the query, ``q · verbalization``.
+  partial matching (``"match": "most"``), the row's role and share of the query, ``q · verbalization``.
 
 Heads (:class:`PolicyConfig.head`), all trained on these frozen features:
 - ``features``: a linear function of the plan features and one bias per target type;
@@ -205,6 +205,7 @@ class Featurizer:
                 f[col["two_anchors"]] = float(len(plan["anchors"]) == 2)
                 f[col["doc_mode"]] = float(any(a["match_mode"] == "doc" for a in plan["anchors"]))
                 f[col["path_known"]] = float(all(self.paths.get(key, 0) for key in keys))
+                f[col["match_most"]] = float(plan.get("match") == "most")
                 if plan["anchors"]:
                     rows = [table.require_row(a["ref"]) for a in plan["anchors"]]
                     links = [r.links[a["type"]][0] for r, a in zip(rows, plan["anchors"])]
