@@ -10,6 +10,7 @@ import torch
 from grasp_core.embed.config import EncoderConfig
 from grasp_core.embed.encoder import load_encoder
 from grasp_core.entities.table import EntityTable
+from grasp_core.errors import GraspError
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
@@ -203,6 +204,17 @@ def test_a_saved_policy_plans_the_same_after_loading(world, executed, tmp_path):
     policy.save(tmp_path, world.teacher.cfg)
     loaded = load_policy(tmp_path, world.skb.schema, policy.featurizer.encoder)
     assert [a.text for a in loaded.plan(queries, tables)] == [a.text for a in policy.plan(queries, tables)]
+
+
+def test_a_policy_saved_by_code_with_other_plan_features_is_refused_in_one_line(world, executed, tmp_path):
+    from grasp_core.io import read_json, write_json  # noqa: PLC0415
+
+    policy = _policy(world, executed, "mlp")
+    policy.save(tmp_path, world.teacher.cfg)
+    meta = read_json(tmp_path / "policy.json")
+    write_json(tmp_path / "policy.json", {k: v for k, v in meta.items() if k != "features"})  # older code's file
+    with pytest.raises(GraspError, match="other plan features.*rematerialize the planner"):
+        load_policy(tmp_path, world.skb.schema, policy.featurizer.encoder)
 
 
 class ScriptedValidation:

@@ -302,6 +302,7 @@ class PlanPolicy:
             "config": asdict(self.cfg),
             "candidates": asdict(cand_cfg),
             "types": self.featurizer.types,
+            "features": list(FEATURES),
             "paths": list(self.featurizer.paths),
             **(extra or {}),
         }
@@ -325,6 +326,11 @@ def load_policy(path: str | Path, schema: Schema, encoder) -> PlanPolicy:
     meta = read_json(path / META)
     if meta["types"] != list(schema.node_types):
         raise GraspError(f"the policy at {path} was trained on another schema (types {meta['types']}); retrain it")
+    if meta.get("features") != list(FEATURES):  # a checkpoint of older code (no list, or another one)
+        raise GraspError(
+            f"the policy at {path} was trained on other plan features than this code computes; rematerialize the "
+            "planner assets (grasp pipeline <dataset>)"
+        )
     cfg, cand = PolicyConfig(**meta["config"]), CandidateConfig(**meta["candidates"])
     policy = new_policy(schema, encoder, cand, meta["paths"], cfg)
     policy.head.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
