@@ -1,8 +1,8 @@
 """RL on top of SFT at several SFT data sizes (the paper's Table A5 shape), from finished builds of the base and of
-variants that set ``policy_train.sft_queries`` (``experiments/sft-250.toml``, ``experiments/sft-500.toml``).
+variants that set ``policy_train.sft_queries`` (``experiments/sft-250.toml``, ``experiments/sft-1000.toml``).
 
-Run: ``python benchmarks/sft_size.py hpo --root dagster_home/artifacts --variants sft-250 sft-500 [--split test]``
-after ``grasp pipeline hpo --variant sft-250`` (and ``sft-500``); writes ``benchmarks/results/sft_size_<dataset>.json``
+Run: ``python benchmarks/sft_size.py hpo --root dagster_home/artifacts --variants sft-250 sft-1000 [--split test]``
+after ``grasp pipeline hpo --variant sft-250`` (and ``sft-1000``); writes ``benchmarks/results/sft_size_<dataset>.json``
 and prints a table.
 
 Per build, on every question of the split: fused Hit@1 (no reranker) of the SFT planner and of the served planner

@@ -83,10 +83,10 @@ class PolicyTrainingConfig:
         metadata={"help": "training queries taught with every candidate executed, in the SFT order (None: all)"},
     )
     sft_queries: int | None = field(
-        default=None,
+        default=500,
         metadata={
             "help": "taught queries SFT (and each round's RFT) imitates, the first in the SFT order; RL samples all "
-            "taught queries (None: all; the paper's Table A5 varies it)"
+            "taught queries (None: all; the paper imitates at most 500 and varies it in its Table A5)"
         },
     )
     epochs: int = field(default=30, metadata={"help": "SFT epochs over the training queries"})
