@@ -829,12 +829,20 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
     mlflow_db = tmp_path / "mlflow.db"
     result = dg.materialize(
         list(build_definitions(settings.get_profile()).assets),
-        selection=dg.AssetSelection.assets("graph_store", "eval_metrics"),
+        selection=dg.AssetSelection.assets("graph_store"),
         partition_key=DATASET,
         instance=instance,
         resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
     )
     assert result.success
+    evaluated = dg.materialize(  # a run of its own after the load (README, Known gaps: ArcadeDB right after a load)
+        list(build_definitions(settings.get_profile()).assets),
+        selection=dg.AssetSelection.assets("eval_metrics"),
+        partition_key=DATASET,
+        instance=instance,
+        resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
+    )
+    assert evaluated.success
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {"counts_match_skb": True}
     meta = result.asset_materializations_for_node("graph_store")[0].metadata
     assert meta["backend"].value == "neo4j" and meta["edges_per_second"].value > 0

@@ -145,7 +145,7 @@ def candidate_plans(
                 for combo in itertools.combinations(sources, size):
                     if (x := intersect(combo, query, table)) is not None:
                         groups.setdefault(json_text(x), x)
-        for ps in by_edge.values():
+        for ps in by_edge.values() if cfg.partial else ():
             most = intersect(list(ps.values())[: cfg.max_intersection], query, table) if len(ps) > 1 else None
             if most is not None:
                 most["match"] = "most"

@@ -220,6 +220,10 @@ class CandidateConfig:
     min_link_score: float = field(
         default=0.5, metadata={"help": "entity-table links below this cosine are not used as anchors"}
     )
+    partial: bool = field(
+        default=True,
+        metadata={"help": "offer partial matches ('match': 'most') of the findings over each relation as candidates"},
+    )
 
 
 @dataclass(frozen=True)
