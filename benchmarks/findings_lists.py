@@ -30,9 +30,8 @@ from collections import defaultdict
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from harness import RESULTS, Run, read_result  # noqa: E402
+from harness import RESULTS, Run, served_mcnemar  # noqa: E402
 
-from grasp_core.eval.significance import mcnemar  # noqa: E402
 from grasp_core.retriever import GraspRetriever  # noqa: E402
 from grasp_core.skb.format import SKB  # noqa: E402
 
@@ -115,10 +114,8 @@ def main() -> None:
             )
     out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
     if args.against:
-        before = read_result(RESULTS / f"findings_lists_{args.dataset}_{args.against}.json")
-        out["mcnemar_p_served_vs_" + args.against] = {
-            form: round(mcnemar(before["hits"]["served"][form], out["hits"]["served"][form])[1], 6) for form in forms
-        }
+        before = RESULTS / f"findings_lists_{args.dataset}_{args.against}.json"
+        out["mcnemar_p_served_vs_" + args.against] = served_mcnemar(out["hits"], before)
     run.write(RESULTS / f"findings_lists_{args.dataset}_{args.label}.json", out, quiet=True)
 
 

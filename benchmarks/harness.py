@@ -97,6 +97,15 @@ def read_result(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def served_mcnemar(hits: dict[str, dict[str, list[bool]]], before: Path) -> dict[str, float]:
+    """Per form, McNemar's p of the ``served`` hits against those of the results file ``before`` (a capability
+    probe's per-question hits: ``hits[setting][form]``)."""
+    from grasp_core.eval.significance import mcnemar
+
+    earlier = json.loads(Path(before).read_text())["hits"]["served"]
+    return {form: round(mcnemar(earlier[form], now)[1], 6) for form, now in hits["served"].items()}
+
+
 def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
     """Call ``fn`` ``warmup`` times untimed, then ``n`` times; the wall time of each timed call in milliseconds."""
     for _ in range(warmup):

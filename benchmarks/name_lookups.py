@@ -29,9 +29,8 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from harness import RESULTS, Run, read_result  # noqa: E402
+from harness import RESULTS, Run, served_mcnemar  # noqa: E402
 
-from grasp_core.eval.significance import mcnemar  # noqa: E402
 from grasp_core.retriever import GraspRetriever  # noqa: E402
 from grasp_core.textnorm import tokens  # noqa: E402
 
@@ -112,10 +111,8 @@ def main() -> None:
             print(f"{setting:7s} {form:10s} hit@1 {out['hit@1'][setting][form]}", file=sys.stderr)
     out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
     if args.against:
-        before = read_result(RESULTS / f"name_lookups_{args.dataset}_{args.against}.json")
-        out["mcnemar_p_served_vs_" + args.against] = {
-            form: round(mcnemar(before["hits"]["served"][form], out["hits"]["served"][form])[1], 6) for form in forms
-        }
+        before = RESULTS / f"name_lookups_{args.dataset}_{args.against}.json"
+        out["mcnemar_p_served_vs_" + args.against] = served_mcnemar(out["hits"], before)
     run.write(RESULTS / f"name_lookups_{args.dataset}_{args.label}.json", out, quiet=True)
 
 

@@ -827,22 +827,19 @@ def test_the_trained_system_on_a_bolt_server_store(trained, bolt_env, tmp_path, 
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("dataset", [DATASET])
     mlflow_db = tmp_path / "mlflow.db"
-    result = dg.materialize(
-        list(build_definitions(settings.get_profile()).assets),
-        selection=dg.AssetSelection.assets("graph_store"),
-        partition_key=DATASET,
-        instance=instance,
-        resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
-    )
+
+    def materialize(asset: str):
+        return dg.materialize(
+            list(build_definitions(settings.get_profile()).assets),
+            selection=dg.AssetSelection.assets(asset),
+            partition_key=DATASET,
+            instance=instance,
+            resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
+        )
+
+    result = materialize("graph_store")
     assert result.success
-    evaluated = dg.materialize(  # a run of its own after the load (README, Known gaps: ArcadeDB right after a load)
-        list(build_definitions(settings.get_profile()).assets),
-        selection=dg.AssetSelection.assets("eval_metrics"),
-        partition_key=DATASET,
-        instance=instance,
-        resources={"settings": settings, "mlflow": MLflowTracking(tracking_uri=f"sqlite:///{mlflow_db}")},
-    )
-    assert evaluated.success
+    assert materialize("eval_metrics").success  # a run of its own after the load (docs/bolt.md, "Known gaps")
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {"counts_match_skb": True}
     meta = result.asset_materializations_for_node("graph_store")[0].metadata
     assert meta["backend"].value == "neo4j" and meta["edges_per_second"].value > 0
