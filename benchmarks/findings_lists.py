@@ -25,18 +25,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 from collections import defaultdict
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from harness import RESULTS, Run, served_mcnemar  # noqa: E402
+from harness import RESULTS, Run, probe_forms, served_mcnemar  # noqa: E402
 
 from grasp_core.retriever import GraspRetriever  # noqa: E402
 from grasp_core.skb.format import SKB  # noqa: E402
 
 FRAMES = ("{f} - which {t}?", "which {t} has {f}", "{f}: what {t} could it be?", "{f}")
-SETTINGS = {"text": {"branches": "text", "rerank": False}, "served": {}}
 MAX_GOLD = 20
 
 
@@ -97,22 +95,7 @@ def main() -> None:
     run = Run(profile="cpu", pythonpath=os.environ.get("PYTHONPATH", ""))
     served = GraspRetriever.from_artifacts(args.dataset, args.root)
     forms = questions(served.components.skb, args.relation, args.target, args.n, f"findings-lists-{args.dataset}")
-    out: dict = {"questions": {f: len(q) for f, q in forms.items()}, "hit@1": {}, "hit@5": {}, "hits": {}}
-    for setting, options in SETTINGS.items():
-        retriever = served if not options else GraspRetriever(served.components, **options)  # loaded once
-        for form, qs in forms.items():
-            results = retriever.retrieve([q for q, _ in qs], k=5)
-            top = [[a.node_id for a in r.answers[:5]] for r in results]
-            hits = [bool(t) and t[0] in gold for t, (_, gold) in zip(top, qs)]
-            out["hits"].setdefault(setting, {})[form] = hits
-            out["hit@1"].setdefault(setting, {})[form] = round(100 * sum(hits) / max(len(hits), 1), 1)
-            at5 = sum(any(i in gold for i in t) for t, (_, gold) in zip(top, qs))
-            out["hit@5"].setdefault(setting, {})[form] = round(100 * at5 / max(len(qs), 1), 1)
-            print(
-                f"{setting:7s} {form:8s} hit@1 {out['hit@1'][setting][form]} hit@5 {out['hit@5'][setting][form]}",
-                file=sys.stderr,
-            )
-    out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
+    out = probe_forms(served, forms)
     if args.against:
         before = RESULTS / f"findings_lists_{args.dataset}_{args.against}.json"
         out["mcnemar_p_served_vs_" + args.against] = served_mcnemar(out["hits"], before)

@@ -97,6 +97,33 @@ def read_result(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+PROBE_SETTINGS = {"text": {"branches": "text", "rerank": False}, "served": {}}
+
+
+def probe_forms(served, forms: dict[str, list[tuple[str, set[int]]]]) -> dict[str, Any]:
+    """A capability probe's questions (form -> (question, gold ids)) answered by the text branch alone and by the
+    served system (``served``, a loaded ``GraspRetriever``; the text setting shares its components): per question
+    hits at 1 (``hits[setting][form]``), Hit@1 and Hit@5 in percent, and each form's first questions."""
+    from grasp_core.retriever import GraspRetriever
+
+    out: dict[str, Any] = {"questions": {f: len(q) for f, q in forms.items()}, "hit@1": {}, "hit@5": {}, "hits": {}}
+    for setting, options in PROBE_SETTINGS.items():
+        retriever = served if not options else GraspRetriever(served.components, **options)
+        for form, qs in forms.items():
+            top = [[a.node_id for a in r.answers[:5]] for r in retriever.retrieve([q for q, _ in qs], k=5)]
+            hits = [bool(t) and t[0] in gold for t, (_, gold) in zip(top, qs)]
+            at5 = sum(any(i in gold for i in t) for t, (_, gold) in zip(top, qs))
+            out["hits"].setdefault(setting, {})[form] = hits
+            out["hit@1"].setdefault(setting, {})[form] = round(100 * sum(hits) / max(len(qs), 1), 1)
+            out["hit@5"].setdefault(setting, {})[form] = round(100 * at5 / max(len(qs), 1), 1)
+            print(
+                f"{setting:7s} {form:10s} hit@1 {out['hit@1'][setting][form]} hit@5 {out['hit@5'][setting][form]}",
+                file=sys.stderr,
+            )
+    out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
+    return out
+
+
 def served_mcnemar(hits: dict[str, dict[str, list[bool]]], before: Path) -> dict[str, float]:
     """Per form, McNemar's p of the ``served`` hits against those of the results file ``before`` (a capability
     probe's per-question hits: ``hits[setting][form]``)."""

@@ -25,18 +25,16 @@ import argparse
 import os
 import random
 import re
-import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from harness import RESULTS, Run, served_mcnemar  # noqa: E402
+from harness import RESULTS, Run, probe_forms, served_mcnemar  # noqa: E402
 
 from grasp_core.retriever import GraspRetriever  # noqa: E402
 from grasp_core.textnorm import tokens  # noqa: E402
 
 HEAD_WORDS = ("syndrome", "disease", "disorder")
 ASKED = ("what is {}", "{} info", "tell me about {}", "{}?")
-SETTINGS = {"text": {"branches": "text", "rerank": False}, "served": {}}
 
 
 def head_of(name: str) -> str | None:
@@ -100,16 +98,7 @@ def main() -> None:
     served = GraspRetriever.from_artifacts(args.dataset, args.root)
     names = served.components.skb.nodes["name"].astype(str).tolist()
     forms = questions(names, args.n, f"name-lookups-{args.dataset}")
-    out: dict = {"questions": {f: len(q) for f, q in forms.items()}, "examples": {}, "hit@1": {}, "hits": {}}
-    for setting, options in SETTINGS.items():
-        retriever = served if not options else GraspRetriever(served.components, **options)  # loaded once
-        for form, qs in forms.items():
-            results = retriever.retrieve([q for q, _ in qs], k=5)
-            hits = [bool(r.answers) and r.answers[0].node_id in gold for r, (_, gold) in zip(results, qs)]
-            out["hits"].setdefault(setting, {})[form] = hits
-            out["hit@1"].setdefault(setting, {})[form] = round(100 * sum(hits) / max(len(hits), 1), 1)
-            print(f"{setting:7s} {form:10s} hit@1 {out['hit@1'][setting][form]}", file=sys.stderr)
-    out["examples"] = {f: [q for q, _ in qs[:8]] for f, qs in forms.items()}
+    out = probe_forms(served, forms)
     if args.against:
         before = RESULTS / f"name_lookups_{args.dataset}_{args.against}.json"
         out["mcnemar_p_served_vs_" + args.against] = served_mcnemar(out["hits"], before)

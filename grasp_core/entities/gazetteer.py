@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -436,18 +436,15 @@ def _frame(wording: str) -> tuple[list[str], list[str]]:
     return tokens(before), tokens(after)
 
 
-def _unframed(words: list[str], frames: Sequence[tuple[list[str], list[str]]]) -> list[list[str]]:
-    """What ``words`` ask for inside each look-up wording that frames them (a leading article dropped), and the
-    words themselves; those of no wording's shape are left out."""
-    out = [words]
+def _unframed(words: list[str], frames: Sequence[tuple[list[str], list[str]]]) -> Iterator[list[str]]:
+    """The words themselves, then what they ask for inside each look-up wording that frames them (a leading article
+    dropped), lazily: a bare name is found before any wording is tried."""
+    yield words
     for before, after in frames:
         end = len(words) - len(after)
         if end > len(before) and words[: len(before)] == before and words[end:] == after:
             inner = words[len(before) : end]
-            if len(inner) > 1 and inner[0] in ("a", "an", "the"):
-                inner = inner[1:]
-            out.append(inner)
-    return out
+            yield inner[1:] if len(inner) > 1 and inner[0] in ("a", "an", "the") else inner
 
 
 def _typo_match_allowed(said: Sequence[str], fixed: Sequence[str]) -> bool:
