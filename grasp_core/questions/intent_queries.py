@@ -10,8 +10,10 @@ sentences. People also ask:
 - **several findings -> which one**: two to four neighbours of one node, written as a list ("happy demeanor,
   seizures and a small head - which disease?"), each by an alias (a lay word, when it has one) or its name. The
   relation is the most frequent one between two types, the findings of the more numerous one (hpo: phenotypes,
-  ``phenotype present`` to diseases and ``associated with`` to genes); gold: every
-  node of the target type that has all the listed findings (at most ``MAX_GOLD``).
+  ``phenotype present`` to diseases and ``associated with`` to genes). In ``STRAY_SHARE`` of the lists of two or
+  three findings one more is named that the node lacks (one a patient has and the KB does not annotate), so the
+  strict intersection is empty or wrong and only a partial match answers. Gold: every node of the target type that
+  has the most of the listed findings (all of them, when one has all; at most ``MAX_GOLD``).
 
 These go to ``train`` and ``val`` only, never ``test``: they teach the planner and the reranker the intents, and
 the evaluation keeps the STaRK protocol's questions and the hand-written sets. Nothing here reads or paraphrases a
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -32,6 +35,7 @@ from grasp_core.textnorm import normalize
 
 MAX_NAME_WORDS = 6  # longer names are not typed as a bare look-up
 MAX_GOLD = 20
+STRAY_SHARE = 0.4  # findings lists that also name one finding the node lacks
 LOOKUP_FORMS = ("{x}", "{x}", "{x}?", "{x} {t}", "what is {x}", "{x} info", "tell me about {x}")
 FINDINGS_FORMS = (
     "{f} - which {t}?",
@@ -117,11 +121,17 @@ def _finding_relations(skb: SKB) -> list[tuple[str, str, str]]:
     return sorted((rel, x, y) for rel, x, y in pairs if size[x] > size[y])
 
 
-def findings_queries(
-    skb: SKB, n: int, r: random.Random, forms: tuple[str, ...] = FINDINGS_FORMS
-) -> list[tuple[str, list[int], str]]:
-    """``n`` "several findings -> which one?" questions: (text, gold, template); ``forms`` wrap the listed findings
-    ``{f}`` (or ``{p}``, joined by "+"; the target type word: ``{t}``)."""
+class FindingsList(NamedTuple):
+    findings: list[int]  # as listed
+    gold: list[int]
+    relation: str
+    target: str  # node type
+
+
+def findings_lists(skb: SKB, n: int, r: random.Random, stray: float = STRAY_SHARE) -> list[FindingsList]:
+    """``n`` findings lists as node ids. ``stray`` of the lists of two or three
+    findings of a node also name, at a random place, one finding of the same relation the node lacks; gold is every
+    target with the most of the listed findings."""
     relations = _finding_relations(skb)
     if not relations:
         return []
@@ -140,21 +150,39 @@ def findings_queries(
                 has[f].add(t)
         rich = sorted(t for t, fs in found.items() if len(fs) >= 3)
         if rich:
-            by_relation.append((rel, target, found, has, rich))
+            by_relation.append((rel, target, found, has, sorted(has), rich))
     out = []
     for _ in range(n):
         if not by_relation:
             break
-        rel, target, found, has, rich = r.choice(by_relation)
+        rel, target, found, has, findings, rich = r.choice(by_relation)
         node = r.choice(rich)
-        picked = r.sample(sorted(found[node]), r.randint(2, min(4, len(found[node]))))
-        gold = set.intersection(*(has[f] for f in picked))
-        if len(gold) > MAX_GOLD:
-            continue
-        said = [_spoken(skb, f, r) for f in picked]
-        listed = _join(said) if r.random() < 0.7 else ", ".join(said)
-        text = r.choice(forms).format(f=listed, p=" + ".join(said), t=target.split("/")[0])
-        out.append((text, sorted(gold), f"intent:findings>{target}"))
+        listed = r.sample(sorted(found[node]), r.randint(2, min(4, len(found[node]))))
+        if len(listed) < 4 and len(findings) > len(found[node]) and r.random() < stray:
+            extra = r.choice(findings)
+            while extra in found[node]:
+                extra = r.choice(findings)
+            listed.insert(r.randrange(len(listed) + 1), extra)
+        matched = Counter(t for f in listed for t in has[f])
+        most = max(matched.values())
+        gold = sorted(t for t, c in matched.items() if c == most)
+        if len(gold) <= MAX_GOLD:
+            out.append(FindingsList(listed, gold, rel, target))
+    return out
+
+
+def findings_queries(
+    skb: SKB, n: int, r: random.Random, forms: tuple[str, ...] = FINDINGS_FORMS
+) -> list[tuple[str, list[int], str]]:
+    """``n`` "several findings -> which one?" questions (:func:`findings_lists`): (text, gold, template); ``forms``
+    wrap the listed findings ``{f}`` (or ``{p}``, joined by "+"; the target type word: ``{t}``)."""
+    out = []
+    for listed, gold, _, target in findings_lists(skb, n, r):
+        said = [_spoken(skb, f, r) for f in listed]
+        text = r.choice(forms).format(
+            f=_join(said) if r.random() < 0.7 else ", ".join(said), p=" + ".join(said), t=target.split("/")[0]
+        )
+        out.append((text, gold, f"intent:findings>{target}"))
     return out
 
 

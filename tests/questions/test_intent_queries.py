@@ -1,10 +1,11 @@
 """Search-box training questions: bare-name look-ups and findings lists, generated from the KB, train/val only."""
 
+import random
 from difflib import SequenceMatcher
 
 import pytest
 
-from grasp_core.questions.intent_queries import intent_queries
+from grasp_core.questions.intent_queries import findings_lists, intent_queries
 from grasp_core.sources.synth import build_synth_skb
 from grasp_core.textnorm import normalize
 
@@ -46,3 +47,30 @@ def test_questions_are_seeded_train_and_val_only_and_answered_by_the_graph(skb):
 
 def test_no_questions_when_none_are_asked_for(skb):
     assert len(intent_queries(skb, 0, seed=0, first_qid=0)) == 0
+
+
+def test_a_list_with_a_finding_the_target_lacks_is_answered_by_the_targets_with_the_most(skb):
+    types = skb.nodes["type"].astype(str).to_numpy()
+    e = skb.edges
+
+    def over(relation: str) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for s, d in zip(e.loc[e["rel"] == relation, "src"], e.loc[e["rel"] == relation, "dst"]):
+            out.setdefault(int(s), set()).add(int(d))
+            out.setdefault(int(d), set()).add(int(s))
+        return out
+
+    lists = findings_lists(skb, 60, random.Random(0), stray=1.0)
+    assert lists
+    strays = 0
+    for listed, gold, relation, target in lists:
+        near = over(relation)
+        assert len(set(listed)) == len(listed) and all(types[g] == target for g in gold)
+        matched = {len(near[g] & set(listed)) for g in gold}
+        assert len(matched) == 1 and min(matched) >= 2  # every gold node has the same share, at least two
+        rivals = {t for f in listed for t in near.get(f, ()) if types[t] == target} - set(gold)
+        assert all(len(near[t] & set(listed)) < min(matched) for t in rivals)  # ... and the largest
+        strays += min(matched) < len(listed)
+    assert strays >= len(lists) // 2  # most lists name a finding no gold node has
+    for listed, gold, relation, _ in findings_lists(skb, 60, random.Random(0), stray=0.0):
+        assert all(set(listed) <= over(relation)[g] for g in gold)
