@@ -154,9 +154,6 @@ def _cpu() -> Profile:
         # cpu: the planner is the plan-selection policy on the frozen MiniLM (docs/design.md, "The cpu planner"); the
         # tiny from-scratch LM stays for tests of the LM path. Measured on hpo: docs/planner.md
         planner="policy",
-        # cpu: executing every candidate of a training query makes the teacher step the planner's largest cost on
-        # 2 cores (benchmarks/results/planner_policy_hpo.json, `seconds`): 1,000 of them (paper: all)
-        policy_train=PolicyTrainingConfig(train_queries=1000),
         # cpu: the policy's RFT continues from the round's start for 10 epochs at a third of the SFT's learning rate
         # (paper: retrain from the base for the SFT's epochs); every training query takes part (paper: all)
         rl=RLSamplingConfig(rft_from_base=False, rft_epochs=10.0, rft_learning_rate=1e-3),

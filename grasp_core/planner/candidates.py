@@ -7,7 +7,8 @@ For each target type asked for (``docs/design.md``, "The cpu planner"):
   mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type, term look-ups included);
 - **intersections**: every two, three … (up to ``max_intersection``) one-hop name-mode plans of different rows
   meeting at ``target``, among the first ``pair_anchors`` rows' first such plans ("both X and Y") and among the
-  first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?");
+  first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?"); a row nested in a longer
+  mention ("hypoglycemia" in "fasting hypoglycemia") comes after every row that is not;
 - **partial matches**: per relation with two or more such rows, the first ``max_intersection`` of them with
   ``"match": "most"`` (a node on more of the findings ranks higher, one on some of them is still an answer);
 - the **zero-hop plan** (dense search of the target type by the query).
@@ -131,7 +132,8 @@ def candidate_plans(
         singles = single_anchor_plans(schema, table, query, target, cfg)[: cfg.max_candidates]
         firsts: dict[str, dict] = {}  # row -> its first one-hop name-mode plan
         by_edge: dict[tuple[str, str], dict[str, dict]] = {}  # (anchor type, relation) -> row -> its plan
-        for p in singles:
+        # rows a longer mention holds ("hypoglycemia" in "fasting hypoglycemia") join intersections after the others
+        for p in sorted(singles, key=lambda p: table.require_row(p["anchors"][0]["ref"]).parent is not None):
             anchor = p["anchors"][0]
             if len(p["hops"]) == 1 and anchor["match_mode"] == "name":  # not a look-up
                 firsts.setdefault(anchor["ref"], p)

@@ -336,3 +336,30 @@ def test_sft_and_grpo_train_on_one_thread_so_a_rerun_gives_the_same_head(world, 
     assert set(threads) == {1}
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert any(not torch.equal(first[k], start[k]) for k in first)
+
+
+def test_findings_nested_in_a_longer_mention_join_intersections_last():
+    from grasp_core.entities.table import EntityRow, Link
+    from grasp_core.sources.hpo import HPO_SCHEMA
+
+    def row(i: int, mention: str, parent: int | None = None) -> EntityRow:
+        link = Link(100 + i, mention.capitalize(), 0.9, 5)
+        return EntityRow(f"E{i}", mention, "anchor", ("phenotype",), {"phenotype": (link,)}, parent)
+
+    table = EntityTable(
+        (
+            row(1, "fasting hypoglycemia"),
+            row(2, "hypoglycemia", parent=0),
+            row(3, "seizure"),
+            row(4, "adrenal hypoplasia"),
+            row(5, "short stature"),
+        )
+    )
+    query = "fasting hypoglycemia, seizure, adrenal hypoplasia and short stature - which disease?"
+    plans = candidate_plans(HPO_SCHEMA, table, query, ["disease"])
+    refs = lambda p: [a["ref"] for a in p["anchors"]]  # noqa: E731
+    (most,) = [p for p in plans if p.get("match") == "most" and p["hops"][0]["rel"] == "phenotype present"]
+    assert refs(most) == ["E1", "E3", "E4", "E5"]  # the four findings, not the word inside the first
+    joined = [p for p in plans if len(p["anchors"]) > 1]
+    assert joined and all("E2" not in refs(p) for p in joined)
+    assert any(refs(p) == ["E2"] for p in plans)  # the nested row still has its own plans
