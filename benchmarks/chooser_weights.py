@@ -23,24 +23,17 @@ from grasp_core.pipeline.planner_policy import PolicyData
 from grasp_core.planner.policy.chooser_train import fit_chooser, hit1, picks
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset")
-    parser.add_argument("--root", required=True, help="a finished pipeline's artifact root")
-    parser.add_argument("--grids", nargs="+", default=["1", "0.5,1,2", "0,0.25,0.5,1,2,4"])
-    parser.add_argument("--profile", default="cpu")
-    args = parser.parse_args()
-    run = Run(profile=args.profile)
-    components = load_components(args.dataset, args.root, args.profile)
+def served_shortlists(dataset: str, root: str, profile: str, weights: tuple[float, ...]):
+    """The served planner's label, chooser, its config and every training, validation and test question's
+    shortlist (its chooser's ``k`` plus ABSTAIN, each offered at ``weights``) with their fused Hit@1 labels."""
+    components = load_components(dataset, root, profile)
     label, path = components.final_planner()
     policy = components.planner(path)
     chooser = getattr(policy, "chooser", None)
     if chooser is None:
-        raise SystemExit(f"the served planner of {args.dataset} ({label}) has no chooser: build the RL rounds first")
+        raise SystemExit(f"the served planner of {dataset} ({label}) has no chooser: build the RL rounds first")
     data = PolicyData(components, policy, path)
-    env, cfg = data.env, components.profile.chooser
-    grids = [tuple(float(w) for w in g.split(",")) for g in args.grids]
-    every = tuple(sorted({w for g in grids for w in g}))
+    env = data.env
     splits = {
         "train": [int(q) for q in components.split("train")["qid"] if env.gold.get(int(q))],
         "val": data.val_qids + data.heldout_qids,
@@ -49,8 +42,22 @@ def main() -> None:
     t0 = time.perf_counter()
     options = {}
     for split, qids in splits.items():
-        options[split] = data.shortlists(qids, chooser.asked, chooser.k, every)
+        options[split] = data.shortlists(qids, chooser.asked, chooser.k, weights)
         print(f"{split}: {len(qids)} shortlists, {time.perf_counter() - t0:.0f} s", flush=True)
+    return label, chooser, components.profile.chooser, options
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--root", required=True, help="a finished pipeline's artifact root")
+    parser.add_argument("--grids", nargs="+", default=["1", "0.5,1,2", "0,0.25,0.5,1,2,4"])
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    run = Run(profile=args.profile)
+    grids = [tuple(float(w) for w in g.split(",")) for g in args.grids]
+    every = tuple(sorted({w for g in grids for w in g}))
+    label, chooser, cfg, options = served_shortlists(args.dataset, args.root, args.profile, every)
 
     def restricted(split: str, grid: tuple[float, ...]):
         """The options at ``grid``'s weights (an empty result's single option always) and their labels."""
@@ -71,14 +78,20 @@ def main() -> None:
             row[f"{split}_oracle"] = round(100.0 * float(np.mean([lab.max(initial=0) > 0 for lab in labels])), 2)
         rows.append(row)
         print(row, flush=True)
+    write_rows(run, "chooser_weights", args.dataset, label, chooser, options, rows)
+
+
+def write_rows(run: Run, name: str, dataset: str, label: str, chooser, options: dict, rows: list[dict]) -> None:
+    """Write ``benchmarks/results/<name>_<dataset>.json``: the served planner, its ``k``, the questions per split
+    and one row per refit chooser."""
     out = {
-        "dataset": args.dataset,
+        "dataset": dataset,
         "planner": label,
         "k": chooser.k,
-        "queries": {s: len(q) for s, q in splits.items()},
+        "queries": {s: len(o[0]) for s, o in options.items()},
         "rows": rows,
     }
-    run.write(RESULTS / f"chooser_weights_{args.dataset}.json", out, quiet=True)
+    run.write(RESULTS / f"{name}_{dataset}.json", out, quiet=True)
 
 
 if __name__ == "__main__":
