@@ -8,6 +8,7 @@ from grasp_assets.partitions import dataset_partitions, dataset_round_partitions
 from grasp_assets.run_records import step_seconds
 
 SLEEP = {"hpo": 1.0, "synth-mag": 0.0}
+REUSE = {"hpo": False}
 
 
 @dg.asset(partitions_def=dataset_partitions)
@@ -18,6 +19,16 @@ def slow(context: dg.AssetExecutionContext) -> None:
 @dg.asset_check(asset=slow)
 def slow_is_done() -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=True)
+
+
+@dg.asset(partitions_def=dataset_partitions)
+def built_once(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """Built (1 s) unless told to reuse, as a step of ``grasp_assets.steps`` does when code, inputs and settings
+    are unchanged (its materialization then says ``reused_from``)."""
+    if REUSE["hpo"]:
+        return dg.MaterializeResult(metadata={"reused_from": "hpo (digest)"})
+    time.sleep(1.0)
+    return dg.MaterializeResult()
 
 
 @dg.asset(partitions_def=dataset_round_partitions)
@@ -48,3 +59,16 @@ def test_asset_checks_are_not_steps_of_an_asset():
     result = dg.materialize([slow, slow_is_done], instance=instance, partition_key="hpo")
     assert result.success and result.get_asset_check_evaluations()
     assert set(step_seconds("hpo", instance)) == {"slow"}
+
+
+def test_a_reused_step_keeps_the_time_of_the_step_that_built_it():
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("dataset", ["hpo"])
+    REUSE["hpo"] = True  # reused with nothing built before it in this partition (a variant's hard link): its time
+    assert dg.materialize([built_once], instance=instance, partition_key="hpo").success
+    assert step_seconds("hpo", instance)["built_once"] < 1.0
+    REUSE["hpo"] = False
+    assert dg.materialize([built_once], instance=instance, partition_key="hpo").success
+    REUSE["hpo"] = True  # rematerialized unchanged: the build's time stays
+    assert dg.materialize([built_once], instance=instance, partition_key="hpo").success
+    assert step_seconds("hpo", instance)["built_once"] >= 1.0
