@@ -5,7 +5,7 @@ Run: ``python benchmarks/chooser_variants.py hpo --root dagster_home/artifacts``
 ``benchmarks/results/chooser_variants_<dataset>.json`` and prints a row per variant.
 
 The served planner's policy shortlists every training, validation and test question (its chooser's ``k``, plus
-ABSTAIN, at the chooser's graph weights; :func:`chooser_weights.served_shortlists`). Each variant is fit on the
+ABSTAIN, at the profile's chooser graph weights; :func:`chooser_weights.served_shortlists`). Each variant is fit on the
 training questions as an RL round fits the chooser and read on validation (where a variant would be chosen) and
 test, picking among the policy's first 3, 5 and ``k`` candidates. A dropped feature is set to 0 in every split
 (LightGBM never splits on a constant). ``p_vs_base``: McNemar of the test hits at ``k`` against the base refit.
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args()
     run = Run(profile=args.profile)
-    label, chooser, cfg, options = served_shortlists(args.dataset, args.root, args.profile, offered_weights(args))
+    label, chooser, cfg, options = served_shortlists(args.dataset, args.root, args.profile)
     names = feature_names()
 
     def masked(split: str, drop: tuple[str, ...]):
@@ -57,32 +57,24 @@ def main() -> None:
             lists.append(type(s)(s.rows, features, s.executed))
         return lists, options[split][1]
 
-    def hits(booster, split: str, drop: tuple[str, ...], k: int) -> np.ndarray:
-        lists, labels = masked(split, drop)
-        return np.array([c is not None and labels[i][c] > 0 for i, c in enumerate(picks(booster, lists, k))])
-
     ks = sorted({3, 5, chooser.k})
     rows, base = [], None
     for name, (drop, settings) in VARIANTS.items():
         booster = fit_chooser(*masked("train", drop), dataclasses.replace(cfg, **settings))
         row: dict = {"variant": name, "dropped": list(drop), "settings": settings}
+        hits = {}
         for split in ("val", "test"):
+            lists, labels = masked(split, drop)
             for k in ks:
-                h = hits(booster, split, drop, k)
-                row[f"{split}_at_{k}"] = round(100.0 * float(h.mean()), 2)
-        test = hits(booster, "test", drop, chooser.k)
+                chosen = picks(booster, lists, k)
+                hits[split, k] = np.array([c is not None and labels[i][c] > 0 for i, c in enumerate(chosen)])
+                row[f"{split}_at_{k}"] = round(100.0 * float(hits[split, k].mean()), 2)
+        test = hits["test", chooser.k]
         base = test if base is None else base
         row["p_vs_base"] = round(mcnemar(test, base)[1], 4)
         rows.append(row)
         print(row, flush=True)
     write_rows(run, "chooser_variants", args.dataset, label, chooser, options, rows)
-
-
-def offered_weights(args) -> tuple[float, ...]:
-    """The graph weights the served profile's chooser offers."""
-    from grasp_core.profiles import get_profile
-
-    return tuple(get_profile(args.profile).chooser.graph_weights)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,10 @@ from grasp_core.pipeline.planner_policy import PolicyData
 from grasp_core.planner.policy.chooser_train import fit_chooser, hit1, picks
 
 
-def served_shortlists(dataset: str, root: str, profile: str, weights: tuple[float, ...]):
+def served_shortlists(dataset: str, root: str, profile: str, weights: tuple[float, ...] | None = None):
     """The served planner's label, chooser, its config and every training, validation and test question's
-    shortlist (its chooser's ``k`` plus ABSTAIN, each offered at ``weights``) with their fused Hit@1 labels."""
+    shortlist (its chooser's ``k`` plus ABSTAIN, each offered at ``weights``; default: the profile's chooser's) with
+    their fused Hit@1 labels."""
     components = load_components(dataset, root, profile)
     label, path = components.final_planner()
     policy = components.planner(path)

@@ -128,12 +128,13 @@ def candidate_plans(
 ) -> list[dict]:
     """Every candidate plan for ``query`` with each of ``target_types`` as target: singles, intersections, zero-hop."""
     out = []
+    nested = {r.ref for r in table.rows if r.parent is not None}
     for target in target_types:
         singles = single_anchor_plans(schema, table, query, target, cfg)[: cfg.max_candidates]
         firsts: dict[str, dict] = {}  # row -> its first one-hop name-mode plan
         by_edge: dict[tuple[str, str], dict[str, dict]] = {}  # (anchor type, relation) -> row -> its plan
         # rows a longer mention holds ("hypoglycemia" in "fasting hypoglycemia") join intersections after the others
-        for p in sorted(singles, key=lambda p: table.require_row(p["anchors"][0]["ref"]).parent is not None):
+        for p in sorted(singles, key=lambda p: p["anchors"][0]["ref"] in nested):
             anchor = p["anchors"][0]
             if len(p["hops"]) == 1 and anchor["match_mode"] == "name":  # not a look-up
                 firsts.setdefault(anchor["ref"], p)
