@@ -13,10 +13,12 @@ stage           output                    what it does
 ``text``        :class:`TextStage`        the profile's text retriever (mFAR by default), top 100
 ``extraction``  :class:`ExtractionStage`  entity extraction + linking: one entity table per query
 ``planning``    :class:`PlanningStage`    one plan per query, on the query as the planner reads it
-``execution``   :class:`ExecutionStage`   the plan executed: the graph ranking and its trace
+``execution``   :class:`ExecutionStage`   the plan executed: the graph ranking and its trace (with a plan
+                                          chooser, also its candidate pool: what the reranker reads)
 ``fusion``      :class:`FusionStage`      RRF of the text and graph rankings (:func:`~grasp_core.ranking.fusion`),
                                           the graph's at the weight the plan chooser picked
-``reranking``   :class:`RerankingStage`   the reranker on the fused top K, RRF with the fused rank
+``reranking``   :class:`RerankingStage`   the reranker on the top K of the pool (else the fused list), RRF
+                                          with its rank
 ==============  ========================  ==========================================================
 
 :class:`AnswerOptions` says which branches (``text`` | ``graph`` | ``both``) and whether the reranker run, and
@@ -74,6 +76,8 @@ class AnswerOptions:
     rerank: bool = True  # the trained reranker on the fused list
     planner: str | None = None  # the planning checkpoint: "sft_adapter", "planner:<round>"; None: the served one
     parallel_branches: bool = False  # the text branch in a helper thread beside the graph branch
+    # the reranker's candidates (a plan chooser's pool) even without reranking: the reranker's training lists
+    reranker_candidates: bool = False
 
     def __post_init__(self) -> None:
         if self.branches not in BRANCHES:
@@ -102,6 +106,7 @@ class ExecutionStage:
     rankings: list[Ranking]
     traces: list[Trace]
     graph_weights: list[float] | None = None  # each ranking's RRF weight in fusion (the plan chooser's pick)
+    pools: list[Ranking] | None = None  # the plan chooser's candidate pools: what the reranker reads instead
 
 
 @dataclass(frozen=True)
@@ -149,10 +154,13 @@ class Answers:
         return [named_first(r, n) for r, n in zip(ranked, self.named, strict=True)]
 
     def rerank_inputs(self) -> list[RerankInput]:
-        """What the reranker knows of each query (also the reranker's training and validation lists)."""
+        """What the reranker knows of each query (also the reranker's training and validation lists): its candidates
+        are the plan chooser's pool when it made one, else the fused list."""
         traces = self.execution.traces if self.execution else [None] * len(self.queries)
         tables = self.extraction.tables if self.extraction else [None] * len(self.queries)
-        parts = zip(self.queries, self.fusion.rankings, self.text.rankings, self.graph, traces, tables, strict=True)
+        pools = self.execution.pools if self.execution else None
+        candidates = pools if pools is not None else self.fusion.rankings
+        parts = zip(self.queries, candidates, self.text.rankings, self.graph, traces, tables, strict=True)
         return [RerankInput.of(*p) for p in parts]
 
     def truncated(self, i: int) -> dict[str, str]:
@@ -334,12 +342,21 @@ class AnswerPath:
 
         t0 = time.perf_counter()
         cuts = [planner.read(q, t) for q, t in zip(queries, tables)]
-        attempts, chosen = planner.choose([c.text for c in cuts], tables, text, run, self.components.profile.reward)  # type: ignore[attr-defined]
+        attempts, chosen, pools = planner.choose(  # type: ignore[attr-defined]
+            [c.text for c in cuts],
+            tables,
+            text,
+            run,
+            self.components.profile.reward,
+            pool_temperature=self.components.profile.reranker_candidates.pool_temperature
+            if self.options.rerank or self.options.reranker_candidates
+            else None,
+        )
         clock.charge("planning", time.perf_counter() - t0 - executing)
         clock.charge("execution", executing)
         planning = PlanningStage(attempts, [c.note for c in cuts])
         rankings, traces = [c.ranking for c in chosen], [c.trace for c in chosen]
-        return planning, ExecutionStage(rankings, traces, [c.graph_weight for c in chosen])
+        return planning, ExecutionStage(rankings, traces, [c.graph_weight for c in chosen], pools)
 
     def named(self, query: str) -> tuple[int, ...]:
         """The nodes whose name or alias is the whole ``query`` (the gazetteer's dictionary): a look-up of them.
@@ -367,8 +384,8 @@ class AnswerPath:
             reranked = reranker.rerank(inputs, self.components.profile.rerank.top_k, explain=explain)
         scores: list[dict[int, float]] = []
         contributions: list[Mapping[int, list[tuple[str, float]]]] = []
-        for f, r in zip(answers.fusion.rankings, reranked):
-            ids = f.node_ids[: len(r.scores)].tolist()
+        for x, r in zip(inputs, reranked):
+            ids = x.fused.node_ids[: len(r.scores)].tolist()
             scores.append(dict(zip(ids, r.scores.tolist())))
             contributions.append(_ByNode(ids, r.contributions) if r.contributions is not None else {})
         return RerankingStage([r.ranking for r in reranked], scores, contributions, [c.note for c in cuts])

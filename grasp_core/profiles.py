@@ -51,6 +51,7 @@ from grasp_core.rerank.config import (
     FeatureConfig,
     LTRConfig,
     RerankConfig,
+    RerankerCandidatesConfig,
     RerankerTrainConfig,
 )
 from grasp_core.retrain_config import FeedbackConfig, RetrainConfig
@@ -102,6 +103,7 @@ class Profile:
     reranker_docs: DocumentConfig = field(default_factory=DocumentConfig)
     reranker_train: RerankerTrainConfig = field(default_factory=RerankerTrainConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    reranker_candidates: RerankerCandidatesConfig = field(default_factory=RerankerCandidatesConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     retrain: RetrainConfig = field(default_factory=RetrainConfig)  # the feedback sensor and the promotion guard
 

@@ -142,6 +142,52 @@ def test_no_trained_artifact_saw_a_held_out_query(trained):
     assert set(teacher["split"]) == {"train", "test"}
 
 
+def test_the_rerankers_training_lists_come_from_choosers_that_never_saw_their_questions(trained, monkeypatch):
+    """With a plan chooser, each fold of the training questions is answered by the served policy with its chooser
+    refit on the other folds only (a chooser fit on a question picks better for it than for a new one, and the
+    reranker would learn from lists better than those it reranks)."""
+    from grasp_core.components import Components
+    from grasp_core.pipeline import planner_policy
+    from grasp_core.profiles import get_profile
+
+    components = Components(Artifacts.for_dataset(DATASET, trained[0] / "artifacts"), get_profile("smoke"))
+    _, checkpoint = components.final_planner()
+    policy = components.planner(checkpoint)
+    assert policy.chooser is not None  # the smoke build's served planner is an RL round with a chooser
+    fitted_on: list[int] = []
+    fit = planner_policy.fit_chooser
+    monkeypatch.setattr(planner_policy, "fit_chooser", lambda lists, *a: fitted_on.append(len(lists)) or fit(lists, *a))
+    train = components.split("train")["qid"].astype(int).tolist()
+    folds = planner_policy.out_of_fold_planners(components, policy, checkpoint, train, 3)
+    assert sorted(q for qids, _ in folds for q in qids) == sorted(train)
+    with_gold = {q for q in train if components.answers([q])[0]}
+    for (qids, planner), n in zip(folds, fitted_on, strict=True):
+        assert n == len(with_gold - set(qids))  # every training question with an answer, but this fold's
+        assert planner.head is policy.head and planner.chooser.booster is not policy.chooser.booster
+        assert planner.chooser.k == policy.chooser.k
+
+
+def test_the_reranker_reads_the_choosers_pool_and_the_fused_answer_stays_the_chosen_plans(trained):
+    """The reranker's candidates are the chooser's pool; the answer without the reranker is unchanged by it."""
+    from grasp_core.answer import AnswerOptions, AnswerPath
+    from grasp_core.components import Components
+    from grasp_core.profiles import get_profile
+
+    components = Components(Artifacts.for_dataset(DATASET, trained[0] / "artifacts"), get_profile("smoke"))
+    queries = components.split("test")["query"].head(8).tolist()
+    pooled = AnswerPath(components, AnswerOptions(rerank=False, reranker_candidates=True)).answer(queries)
+    plain = AnswerPath(components, AnswerOptions(rerank=False)).answer(queries)
+    assert pooled.execution is not None and pooled.execution.pools is not None
+    assert plain.execution is not None and plain.execution.pools is None
+    for x, pool in zip(pooled.rerank_inputs(), pooled.execution.pools, strict=True):
+        assert x.fused.node_ids.tolist() == pool.node_ids.tolist()
+    for a, b in zip(pooled.fusion.rankings, plain.fusion.rankings, strict=True):
+        assert a.node_ids.tolist() == b.node_ids.tolist()
+    # the pool holds the chosen plan's fused list, and more where a runner-up returns other nodes
+    for fused, pool in zip(pooled.fusion.rankings, pooled.execution.pools, strict=True):
+        assert set(fused.node_ids[:5].tolist()) <= set(pool.node_ids.tolist())
+
+
 def test_rl_runs_nest_under_a_parent_run_per_round(trained):
     """In the dataset's MLflow experiment, the build of `grasp pipeline` is one parent run; the asset runs nest under
     it, the RL steps under a parent run per round nested under it."""

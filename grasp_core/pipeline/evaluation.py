@@ -146,7 +146,10 @@ def _summary(components: Components, rows: pd.DataFrame, step: str) -> dict:
     }
 
 
-@step("eval_metrics", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
+@step(
+    "eval_metrics",
+    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reranker_candidates", "reward"),
+)
 def eval_metrics_step(components: Components) -> dict:
     """The served system with and without the reranker (the answer path ``grasp retrieve`` runs), its graph branch
     alone, and every text retriever."""
@@ -259,7 +262,10 @@ def ablations_step(components: Components) -> dict:
     return _summary(components, pd.concat([served_rows, *frames], ignore_index=True), "ablations")
 
 
-@step("latency", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "eval", "rerank", "reward"))
+@step(
+    "latency",
+    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "eval", "rerank", "reranker_candidates", "reward"),
+)
 def latency_step(components: Components) -> dict:
     """Per-stage latency of single queries through the product API (paper Table A3)."""
     from grasp_core.retriever import GraspRetriever

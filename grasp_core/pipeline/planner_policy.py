@@ -8,6 +8,7 @@ teacher never ran; the listwise SFT targets read them on training queries only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -195,6 +196,29 @@ def train_chooser(data: PolicyData) -> tuple[PlanChooser, dict]:
         "chooser_seconds": round(time.perf_counter() - t0, 1),
         **asked_metrics,
     }
+
+
+def out_of_fold_planners(
+    components: Components, policy: PlanPolicy, checkpoint: Path, qids: list[int], folds: int
+) -> list[tuple[list[int], PlanPolicy]]:
+    """``qids`` (training questions) in ``folds`` folds (every ``folds``-th question), each with the served
+    ``policy`` whose chooser is refit, as :func:`train_chooser` fits it, on the other folds' training questions
+    only: its picks for the fold are as good as its picks for a question it never saw (the in-sample chooser's are
+    better, and a reranker trained on them learns to trust the graph list more than it should)."""
+    chooser = policy.chooser
+    if chooser is None or chooser.asked is None:
+        raise GraspError("out-of-fold planners need a plan chooser with its asked-type model (the RL rounds train one)")
+    data = PolicyData(components, policy, checkpoint)
+    train = [int(q) for q in components.split("train")["qid"] if data.env.gold.get(int(q))]
+    lists, labels = data.shortlists(train, chooser.asked, max(components.profile.chooser.shortlist))
+    fold_of = {q: i % folds for i, q in enumerate(qids)}
+    out = []
+    for f in range(folds):
+        rest = [i for i, q in enumerate(train) if fold_of.get(q) != f]
+        booster = fit_chooser([lists[i] for i in rest], [labels[i] for i in rest], components.profile.chooser)
+        planner = PlanPolicy(policy.head, policy.featurizer, dataclasses.replace(chooser, booster=booster))
+        out.append(([q for q in qids if fold_of[q] == f], planner))
+    return out
 
 
 class PolicyKind:

@@ -70,7 +70,20 @@ def decide(candidate: dict[str, float], served: dict[str, float] | None, toleran
     return True, f"not worse than the served release beyond {points} ({pairs})"
 
 
-@step("release", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "rerank", "retrain", "reward"))
+@step(
+    "release",
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "rerank",
+        "reranker_candidates",
+        "retrain",
+        "reward",
+    ),
+)
 def release_step(components: Components) -> dict[str, Any]:
     """Answer the guard's questions with the build and with the served release; promote the build when it is not
     worse (see the module)."""

@@ -13,6 +13,7 @@ import dataclasses
 import math
 import shutil
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +30,7 @@ from grasp_core.rerank.features import FeatureBuilder, RerankInput
 from grasp_core.rerank.weights import RRF_FILE
 
 if TYPE_CHECKING:
+    from grasp_core.planner.interface import Planner
     from grasp_core.rerank.asked_type import AskedType
 
 LISTS_FILE = "lists.parquet"  # the training queries' reranker inputs (ltr)
@@ -37,16 +39,32 @@ VAL_LISTS_FILE = "val_lists.parquet"  # the first ``LTRConfig.val_queries`` val 
 
 def served_inputs(components: Components, split: str, cap: int | None = None):
     """The served planner's name, the split's first ``cap`` query ids (None: all), their reranker inputs (the answer
-    path up to fusion, on the stored text rankings and entity tables) and gold answers."""
+    path up to fusion, on the stored text rankings and entity tables) and gold answers. On ``train``, a planner with a
+    plan chooser answers each fold of ``reranker_candidates.chooser_folds`` with a chooser fit without it
+    (:func:`~grasp_core.pipeline.planner_policy.out_of_fold_planners`)."""
     part = components.split(split).head(cap)
     qids = part["qid"].astype(int).tolist()
-    path = AnswerPath(components, AnswerOptions(rerank=False))
-    out = path.answer(
-        part["query"].tolist(),
-        text=[components.text_rankings[q] for q in qids],
-        tables=[components.entity_tables[q] for q in qids],
-    )
-    return path.planner_name, qids, out.rerank_inputs(), components.answers(qids)
+    name, checkpoint = components.final_planner()
+    served = components.planner(checkpoint)
+    folds = components.profile.reranker_candidates.chooser_folds
+    groups: Sequence[tuple[list[int], Planner]] = [(qids, served)]
+    if split == "train" and folds > 1 and getattr(served, "chooser", None) is not None:
+        from grasp_core.pipeline.planner_policy import out_of_fold_planners
+
+        groups = out_of_fold_planners(components, served, checkpoint, qids, folds)  # type: ignore[arg-type]
+        name = f"{name}, chooser out of fold ({folds} folds)"
+    queries = dict(zip(qids, part["query"]))
+    inputs: dict[int, RerankInput] = {}
+    for group, planner in groups:
+        options = AnswerOptions(rerank=False, reranker_candidates=True)
+        path = AnswerPath(components, options, planner=planner)
+        out = path.answer(
+            [queries[q] for q in group],
+            text=[components.text_rankings[q] for q in group],
+            tables=[components.entity_tables[q] for q in group],
+        )
+        inputs.update(zip(group, out.rerank_inputs()))
+    return name, qids, [inputs[q] for q in qids], components.answers(qids)
 
 
 def _train_cap(components: Components) -> int | None:
@@ -57,7 +75,20 @@ def _train_cap(components: Components) -> int | None:
 
 @step(
     "reranker_hard_negatives",
-    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "ltr", "rerank", "reward", "rl"),
+    reads=(
+        *EXECUTOR,
+        *EXTRACTOR,
+        *PLANNER,
+        *FUSED_TEXT,
+        *RERANKER,
+        "chooser",
+        "grpo",
+        "ltr",
+        "rerank",
+        "reranker_candidates",
+        "reward",
+        "rl",
+    ),
 )
 def hard_negatives_step(components: Components) -> dict:
     """The served planner's fused lists the reranker learns from: the training questions' (and their hard
@@ -130,6 +161,7 @@ def _inputs_of(components: Components, frame: pd.DataFrame) -> tuple[list[int], 
         "grpo",
         "ltr",
         "rerank",
+        "reranker_candidates",
         "reranker_train",
         "reward",
     ),

@@ -94,6 +94,28 @@ class RerankConfig:
 
 
 @dataclass(frozen=True)
+class RerankerCandidatesConfig:
+    """What the reranker reads when the planner has a plan chooser (``docs/reranker.md``, "Candidates")."""
+
+    pool_temperature: float | None = field(
+        default=0.5,
+        metadata={
+            "help": "With a plan chooser: the reranker reads the pool of every shortlisted plan's fused list, "
+            "weighted by the softmax of the chooser's scores at this temperature (benchmarks/reranker_pool.py); "
+            "None: the chosen plan's fused list alone."
+        },
+    )
+    chooser_folds: int = field(
+        default=5,
+        metadata={
+            "help": "With a plan chooser: the training questions' reranker lists come from choosers fit on the "
+            "other folds' questions, so they are as good as a new question's (1: the served chooser's in-sample "
+            "picks)."
+        },
+    )
+
+
+@dataclass(frozen=True)
 class RerankerTrainConfig:
     group_size: int = field(
         default=24, metadata={"help": "G: candidates per query per step (1 positive + G-1 hard negatives)."}

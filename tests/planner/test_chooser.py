@@ -12,11 +12,19 @@ from grasp_core.entities.table import EntityRow, EntityTable, Link
 from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.planner.config import CandidateConfig, ChooserConfig, PolicyConfig, RewardConfig
-from grasp_core.planner.policy.chooser import Executed, PlanChooser, Shortlist, feature_names, shortlist, shortlists
+from grasp_core.planner.policy.chooser import (
+    Executed,
+    PlanChooser,
+    Shortlist,
+    candidate_pool,
+    feature_names,
+    shortlist,
+    shortlists,
+)
 from grasp_core.planner.policy.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy.model import load_policy, new_policy, path_keys
 from grasp_core.planner.rounds import Gate
-from grasp_core.ranking import Ranking, fusion
+from grasp_core.ranking import Ranking, fuse, fusion, graph_weighted
 
 NAMES = feature_names()
 WEIGHTS = (0.5, 2.0)
@@ -157,15 +165,36 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
         )
         return [Executed(r, t.candidates, t) for r, t in out]
 
-    attempts, chosen = policy.choose(queries, tables, text, run, env.reward_cfg)
+    attempts, chosen, pools = policy.choose(queries, tables, text, run, env.reward_cfg, pool_temperature=1e-4)
     again = env.executor.execute_batch([a.text for a in attempts], queries, tables)
-    for (ranking, _), c in zip(again, chosen):
+    assert pools is not None and len(pools) == len(queries)
+    for (ranking, _), c, pool, t in zip(again, chosen, pools, text):
         assert ranking.node_ids.tolist() == c.ranking.node_ids.tolist()
         assert c.graph_weight in WEIGHTS or (c.graph_weight == 1.0 and not len(ranking))
+        # a cold pool is the chosen option's fused list (the runners-up weigh under POOL_MIN_WEIGHT)
+        chosen_fused = fuse(t, c.ranking, graph_weighted(env.reward_cfg, c.graph_weight))
+        assert pool.node_ids.tolist() == chosen_fused.node_ids.tolist()
+    assert policy.choose(queries, tables, text, run, env.reward_cfg)[2] is None
     policy.save(tmp_path, cfg)
     loaded = load_policy(tmp_path, world.skb.schema, encoder)
     assert loaded.chooser is not None and loaded.chooser.k == 4 and loaded.chooser.graph_weights == WEIGHTS
     assert [a.text for a in loaded.choose(queries, tables, text, run, env.reward_cfg)[0]] == [a.text for a in attempts]
+
+
+def test_the_candidate_pool_weighs_each_option_by_the_choosers_confidence():
+    """Two options besides ABSTAIN: a cold pool is the best-scored option's fused list; a warm one adds the
+    runner-up's answers, and a node both options return ranks above one that only the runner-up returns."""
+    weights = RewardConfig()
+    text = Ranking(np.array([1, 2, 3]), np.array([3.0, 2.0, 1.0], np.float32))
+    first = Executed(Ranking(np.array([4, 5]), np.array([0.9, 0.8], np.float32)), 2)
+    second = Executed(Ranking(np.array([5, 6]), np.array([0.9, 0.8], np.float32)), 2)
+    options = Shortlist([0, 1], np.zeros((2, len(NAMES)), np.float32), [first, second])
+    scores = np.array([2.0, 1.0])
+    cold = candidate_pool(text, options, scores, weights, 0.01)
+    assert cold.node_ids.tolist() == fuse(text, first.ranking, weights).node_ids.tolist()
+    warm = candidate_pool(text, options, scores, weights, 2.0)
+    assert set(warm.node_ids.tolist()) == {1, 2, 3, 4, 5, 6}
+    assert warm.rank_of([5]) < warm.rank_of([4]) and warm.rank_of([4]) < warm.rank_of([6])
 
 
 def test_a_three_finding_question_ranks_the_disease_with_all_three_above_one_with_two(world):

@@ -10,6 +10,9 @@ fusion; ABSTAIN and an empty result once): the chooser picks a plan and how much
 text branch's. The model is trained on the training questions' executed options labelled by their fused reward
 (gold first after fusion at the option's weight): the reward of executed plans, not imitation of the teacher.
 
+The shortlist also gives the reranker its candidates (:func:`candidate_pool`): every option's fused list, weighted by
+the chooser's confidence in it, so an answer that only a runner-up plan returns can still be reranked first.
+
 The asked-type model (:mod:`grasp_core.rerank.asked_type`) gives each candidate the probability that the question
 asks for its target type: a feature, not a constraint (a constraint was measured lower on validation).
 
@@ -31,7 +34,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.config import FEATURES
-from grasp_core.ranking import FusionWeights, Ranking, fuse, graph_weighted
+from grasp_core.ranking import FusionWeights, Ranking, fuse, graph_weighted, rrf
 from grasp_core.rerank.asked_type import AskedType
 
 MODEL_FILE, META_FILE = "chooser.txt", "chooser.json"
@@ -185,6 +188,26 @@ def shortlists(
     return out
 
 
+POOL_MIN_WEIGHT = 1e-3  # options the softmax gives less than this are left out of the pool
+POOL_SIZE = 100  # candidates a pool keeps (the fused lists' length)
+
+
+def candidate_pool(
+    text: Ranking, shortlist: Shortlist, scores: np.ndarray, weights: FusionWeights, temperature: float
+) -> Ranking:
+    """The reranker's candidates for one question: RRF of every option's fused list (text fused with its graph
+    ranking at its graph weight), each weighted by the softmax of the chooser's ``scores`` at ``temperature``
+    (small: the chosen option's list with the runners-up's answers below it; large: the options vote equally)."""
+    z = (np.asarray(scores, np.float64) - float(np.max(scores))) / temperature
+    p = np.exp(z) / np.exp(z).sum()
+    keep = np.flatnonzero(p >= POOL_MIN_WEIGHT)
+    lists = [
+        fuse(text, shortlist.executed[i].ranking, graph_weighted(weights, shortlist.executed[i].graph_weight))
+        for i in keep
+    ]
+    return rrf(lists, [float(p[i]) for i in keep], k=weights.rrf_k, top=POOL_SIZE)
+
+
 @dataclass
 class PlanChooser:
     """A trained chooser: the LightGBM model, how many of the policy's candidates it executes, the graph weights it
@@ -196,10 +219,13 @@ class PlanChooser:
     asked: AskedType | None
     asked_max_tokens: int  # the query encoder's token limit the asked-type model was fit with
 
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """The chooser's score of each option (rows of ``features``)."""
+        return np.asarray(self.booster.predict(features, num_threads=1))  # type: ignore[attr-defined]
+
     def pick(self, features: np.ndarray) -> int:
         """Position (in the shortlist) of the chosen candidate: the highest score, the earliest on a tie."""
-        scores = np.asarray(self.booster.predict(features, num_threads=1))  # type: ignore[attr-defined]
-        return int(np.argmax(scores))
+        return int(np.argmax(self.scores(features)))
 
     def save(self, directory: Path) -> None:
         self.booster.save_model(str(Path(directory) / MODEL_FILE))  # type: ignore[attr-defined]

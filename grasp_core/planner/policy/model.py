@@ -41,8 +41,8 @@ from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.attempt import PlanAttempt
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.planner.config import FEATURES, HEADS, CandidateConfig, PolicyConfig
-from grasp_core.planner.policy.chooser import Executed, PlanChooser, Run, shortlists
-from grasp_core.ranking import FusionWeights, Ranking
+from grasp_core.planner.policy.chooser import Executed, PlanChooser, Run, candidate_pool, shortlists
+from grasp_core.ranking import FusionWeights, Ranking, fuse
 from grasp_core.skb.schema import Schema
 from grasp_core.truncation import Cut
 
@@ -272,10 +272,12 @@ class PlanPolicy:
         run: Run,
         weights: FusionWeights,
         k: int | None = None,
-    ) -> tuple[list[PlanAttempt], list[Executed]]:
+        pool_temperature: float | None = None,
+    ) -> tuple[list[PlanAttempt], list[Executed], list[Ranking] | None]:
         """Per query, the chooser's pick among the policy's ``k`` best candidates (default: the chooser's own k)
         and ABSTAIN, executed by ``run``, each at the chooser's graph weights; the pick's result comes back with it
-        (no second execution), carrying the graph weight it is fused with."""
+        (no second execution), carrying the graph weight it is fused with. With a ``pool_temperature``, each
+        query's :func:`~grasp_core.planner.policy.chooser.candidate_pool` comes third (else None)."""
         if self.chooser is None:
             raise GraspError("this policy has no plan chooser: plan() it, or train it in an RL round")
         x = self.featurizer(queries, tables)
@@ -283,16 +285,20 @@ class PlanPolicy:
             logits = self.head(x).numpy()
         asked = self.chooser.asked_proba(self.featurizer.encoder, queries)
         lists = shortlists(logits, x, asked, text, run, k or self.chooser.k, weights, self.chooser.graph_weights)
-        attempts, chosen = [], []
-        for plans, s in zip(x.plans, lists):
+        attempts, chosen, pools = [], [], []
+        for plans, s, t in zip(x.plans, lists, text):
             if not s.rows:
                 attempts.append(PlanAttempt("", False, "no_candidates", 1))
                 chosen.append(Executed(Ranking.empty(), 0))
+                pools.append(fuse(t, Ranking.empty(), weights))  # the text list alone, as fusion gives
                 continue
-            pick = self.chooser.pick(s.features)
+            scores = self.chooser.scores(s.features)
+            pick = int(np.argmax(scores))
             attempts.append(PlanAttempt(plans[s.rows[pick]], True, None, 1))
             chosen.append(s.executed[pick])
-        return attempts, chosen
+            if pool_temperature is not None:
+                pools.append(candidate_pool(t, s, scores, weights, pool_temperature))
+        return attempts, chosen, (pools if pool_temperature is not None else None)
 
     def save(self, out_dir: Path, cand_cfg: CandidateConfig, extra: dict | None = None) -> None:
         """Write the head and what rebuilds its featurizer (the caller writes ``out_dir`` atomically)."""
