@@ -212,7 +212,10 @@ def kept_planners(components: Components) -> list[tuple[str, str, str]]:
     ]
 
 
-@step("ablations", reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reward"))
+@step(
+    "ablations",
+    reads=(*EXECUTOR, *EXTRACTOR, *PLANNER, *FUSED_TEXT, *RERANKER, "name", "rerank", "reranker_candidates", "reward"),
+)
 def ablations_step(components: Components) -> dict:
     """Each planner of the progression (SFT, RL rounds), the oracle-guided teacher, and the ablations of paper
     Table 2 / ``docs/design.md`` "Evaluation", fused with the text list without the reranker."""

@@ -84,6 +84,7 @@ TRAINING_READS = (  # every training step runs through its planner kind, whose r
     "policy",
     "policy_train",
     "rerank",
+    "reranker_candidates",
     "reward",
     "rl",
     "sft",
