@@ -54,7 +54,7 @@ def main() -> None:
         for s in options[split][0]:
             features = s.features.copy()
             features[:, columns] = 0.0
-            lists.append(type(s)(s.rows, features, s.executed))
+            lists.append(dataclasses.replace(s, features=features))
         return lists, options[split][1]
 
     ks = sorted({3, 5, chooser.k})

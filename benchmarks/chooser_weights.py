@@ -65,7 +65,7 @@ def main() -> None:
         lists, labels = [], []
         for s, lab in zip(*options[split]):
             keep = [i for i, e in enumerate(s.executed) if e.graph_weight in grid or not len(e.ranking)]
-            lists.append(type(s)([s.rows[i] for i in keep], s.features[keep], [s.executed[i] for i in keep]))
+            lists.append(s.subset(keep))
             labels.append(lab[keep])
         return lists, labels
 

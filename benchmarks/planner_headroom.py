@@ -87,7 +87,7 @@ def measure(components: Components, planner_name: str, split: str) -> dict:
     t0 = time.perf_counter()
     weights = chooser.graph_weights if chooser else (1.0,)
     lists = shortlists(logits, x, asked, [env.text[q] for q in qids], run, ALL, components.profile.reward, weights)
-    labels = [fused_hit1_labels(s, env.text[q], env.gold[q], components.profile.reward) for q, s in zip(qids, lists)]
+    labels = [fused_hit1_labels(s, env.gold[q]) for q, s in zip(qids, lists)]
     seconds = time.perf_counter() - t0
     rank_col, abstain_col = feature_names().index("policy_rank"), feature_names().index("plan_abstain")
     fixed_w = components.profile.reward.w_graph

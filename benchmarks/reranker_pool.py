@@ -5,7 +5,8 @@ Run: ``python benchmarks/reranker_pool.py hpo --root dagster_home/artifacts [--t
 writes ``benchmarks/results/reranker_pool_<dataset>.json`` and prints a table.
 
 On a finished build (its served planner must have a chooser): every training, validation and test question's
-shortlist is executed once (the build's executed plans are reused) and scored by the served chooser (training
+shortlist is executed (the build's executed plans are reused; the training questions' shortlists are executed twice,
+once inside ``served_inputs``' fold choosers and once here: a benchmark-only cost) and scored by the served chooser (training
 questions: by the chooser of their fold, as ``reranker_hard_negatives`` does). Per row, the reranker is trained on
 the training questions' lists exactly as the ``reranker`` step trains it (early stopping and its (w, k) on the
 build's validation questions) and read on the whole test split: Hit@1 of the reranked lists, recall@K of its
@@ -28,7 +29,7 @@ from grasp_core.pipeline.planner_policy import PolicyData, out_of_fold_planners
 from grasp_core.pipeline.reranker import served_inputs
 from grasp_core.planner.policy.chooser import candidate_pool
 from grasp_core.planner.policy.chooser_train import within
-from grasp_core.ranking import fuse, graph_weighted
+from grasp_core.ranking import fuse
 from grasp_core.rerank.inference import ValItem, fuse_reranked, select_rrf_params
 from grasp_core.rerank.ltr import labels_of, train_ranker
 
@@ -78,7 +79,7 @@ def main() -> None:
             for q, s in zip(qids, lists):
                 allowed = within(s, chooser.k)
                 booster = fold_booster[q] if key == "train" else chooser.booster
-                sub = type(s)([s.rows[i] for i in allowed], s.features[allowed], [s.executed[i] for i in allowed])
+                sub = s.subset(allowed)
                 options[key].append((sub, np.asarray(booster.predict(sub.features, num_threads=1))))
         print(f"{split}: {len(qids)} shortlists", flush=True)
 
@@ -89,10 +90,9 @@ def main() -> None:
             if not len(s.rows):
                 pool = fuse(text, type(x.graph).empty(), weights)
             elif temperature is None:
-                e = s.executed[int(np.argmax(scores))]
-                pool = fuse(text, e.ranking, graph_weighted(weights, e.graph_weight))
+                pool = s.fused[int(np.argmax(scores))]
             else:
-                pool = candidate_pool(text, s, scores, weights, temperature)
+                pool = candidate_pool(s, scores, weights.rrf_k, temperature)
             out.append(dataclasses.replace(x, fused=pool))
         return out
 

@@ -112,7 +112,7 @@ class PolicyData:
 
         graph_weights = graph_weights or self.components.profile.chooser.graph_weights
         lists = shortlists(logits, x, probs, [env.text[q] for q in qids], run, k, weights, graph_weights)
-        labels = [fused_hit1_labels(s, env.text[q], env.gold[q], weights) for q, s in zip(qids, lists)]
+        labels = [fused_hit1_labels(s, env.gold[q]) for q, s in zip(qids, lists)]
         return lists, labels
 
     def sft_targets(self) -> tuple[torch.Tensor, list[int]]:

@@ -18,6 +18,7 @@ from grasp_core.planner.policy.chooser import (
     Shortlist,
     candidate_pool,
     feature_names,
+    fused_lists,
     shortlist,
     shortlists,
 )
@@ -46,7 +47,7 @@ def _task(n: int, seed: int) -> tuple[list[Shortlist], list[np.ndarray], list[np
         f[:, COL["text_top1_in_graph"]] = rng.uniform(0.0, 0.4, 6)
         win = int(rng.integers(6))
         f[win, COL["text_top1_in_graph"]] = 1.0
-        lists.append(Shortlist(list(range(6)), f, [Executed(Ranking.empty(), 0)] * 6))
+        lists.append(Shortlist(list(range(6)), f, [Executed(Ranking.empty(), 0)] * 6, [Ranking.empty()] * 6))
         rewards.append(np.eye(6)[win])
         teacher.append(np.eye(6)[int(np.argmax(f[:, COL["plan_link_cosine"]]))])
     return lists, rewards, teacher
@@ -67,7 +68,8 @@ def test_an_option_is_labelled_by_fusion_at_its_own_graph_weight():
     branch's first answer on top, at 2.0 the graph's: the same plan, two labels."""
     text, graph = Ranking(np.array([10, 11]), np.array([2.0, 1.0], np.float32)), Ranking(np.array([7]), np.ones(1))
     options = [Executed(graph, 1, graph_weight=w) for w in (0.5, 2.0)]
-    labels = fused_hit1_labels(Shortlist([0, 0], np.zeros((2, len(NAMES))), options), text, [7], RewardConfig())
+    fused = fused_lists(text, options, RewardConfig())
+    labels = fused_hit1_labels(Shortlist([0, 0], np.zeros((2, len(NAMES))), options, fused), [7])
     assert labels.tolist() == [0.0, 1.0]
     fused = fusion([text, text], [graph, graph], RewardConfig(), graph_weights=[0.5, 2.0])
     assert [int(r.node_ids[0]) for r in fused] == [10, 7]
@@ -146,7 +148,7 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
             return [Executed(r, t.candidates) for r, t in out]
 
         lists = shortlists(logits, x, None, [env.text[q] for q in qids], run, 4, env.reward_cfg, WEIGHTS)
-        return lists, [fused_hit1_labels(s, env.text[q], world.gold[q], env.reward_cfg) for q, s in zip(qids, lists)]
+        return lists, [fused_hit1_labels(s, world.gold[q]) for q, s in zip(qids, lists)]
 
     lists, labels = lists_of(world.train)
     assert all(len(set(s.rows)) <= 5 for s in lists) and sum(len(s.rows) for s in lists) > len(lists)
@@ -188,11 +190,12 @@ def test_the_candidate_pool_weighs_each_option_by_the_choosers_confidence():
     text = Ranking(np.array([1, 2, 3]), np.array([3.0, 2.0, 1.0], np.float32))
     first = Executed(Ranking(np.array([4, 5]), np.array([0.9, 0.8], np.float32)), 2)
     second = Executed(Ranking(np.array([5, 6]), np.array([0.9, 0.8], np.float32)), 2)
-    options = Shortlist([0, 1], np.zeros((2, len(NAMES)), np.float32), [first, second])
+    executed = [first, second]
+    options = Shortlist([0, 1], np.zeros((2, len(NAMES)), np.float32), executed, fused_lists(text, executed, weights))
     scores = np.array([2.0, 1.0])
-    cold = candidate_pool(text, options, scores, weights, 0.01)
+    cold = candidate_pool(options, scores, weights.rrf_k, 0.01)
     assert cold.node_ids.tolist() == fuse(text, first.ranking, weights).node_ids.tolist()
-    warm = candidate_pool(text, options, scores, weights, 2.0)
+    warm = candidate_pool(options, scores, weights.rrf_k, 2.0)
     assert set(warm.node_ids.tolist()) == {1, 2, 3, 4, 5, 6}
     assert warm.rank_of([5]) < warm.rank_of([4]) and warm.rank_of([4]) < warm.rank_of([6])
 

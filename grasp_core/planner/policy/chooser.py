@@ -72,11 +72,28 @@ class Executed:
 @dataclass(frozen=True)
 class Shortlist:
     """One question's options: per option, its candidate's position among the question's candidates, its
-    features, and its candidate's result at the option's graph weight (``Executed.graph_weight``)."""
+    features, its candidate's result at the option's graph weight (``Executed.graph_weight``), and that result
+    fused with the question's text ranking (:func:`fused_lists`: what the reward and the pool read)."""
 
     rows: list[int]
     features: np.ndarray
     executed: list[Executed]
+    fused: list[Ranking]
+
+    def subset(self, positions: Sequence[int]) -> Shortlist:
+        """The options at ``positions`` (in this shortlist), in that order."""
+        keep = list(positions)
+        return Shortlist(
+            [self.rows[i] for i in keep],
+            self.features[keep],
+            [self.executed[i] for i in keep],
+            [self.fused[i] for i in keep],
+        )
+
+
+def fused_lists(text: Ranking, executed: Sequence[Executed], weights: FusionWeights) -> list[Ranking]:
+    """Each executed option's graph ranking fused with the question's ``text`` ranking at the option's weight."""
+    return [fuse(text, e.ranking, graph_weighted(weights, e.graph_weight)) for e in executed]
 
 
 def shortlist(logits: np.ndarray, mask: np.ndarray, plans: Sequence[str], k: int) -> list[int]:
@@ -104,13 +121,13 @@ def candidate_features(
     path_idx: np.ndarray,
     asked: np.ndarray | None,
     executed: Sequence[Executed],
+    fused: Sequence[Ranking],
     text: Ranking,
-    weights: FusionWeights,
 ) -> np.ndarray:
     """float32 [len(rows), F]: the features of one question's options (columns: :func:`feature_names`).
     ``logits``/``plan_feats``/``type_idx``/``path_idx`` are the policy's for every candidate of the question;
-    ``asked`` the asked-type probabilities [T]; ``rows`` and ``executed`` one candidate position and result (at its
-    graph weight) per option."""
+    ``asked`` the asked-type probabilities [T]; ``rows``, ``executed`` and ``fused`` one candidate position, result
+    (at its graph weight) and fused list (:func:`fused_lists`) per option."""
     real = np.isfinite(logits)
     top = float(logits[real].max())
     probs = np.exp(logits[real] - top)
@@ -122,9 +139,8 @@ def candidate_features(
     text_margin = float(text.scores[0] - text.scores[1]) if len(text) > 1 else 0.0
     asked_top = int(np.argmax(asked)) if asked is not None else -1
     out = np.zeros((len(rows), len(feature_names())), np.float32)
-    for i, (j, result) in enumerate(zip(rows, executed, strict=True)):
+    for i, (j, result, answer) in enumerate(zip(rows, executed, fused, strict=True)):
         g = result.ranking
-        fused = fuse(text, g, graph_weighted(weights, result.graph_weight))
         t = int(type_idx[j])
         policy = [float(logits[j]), float(logits[j]) - top, float(order[j]), prob_of[j]]
         graph_top1 = int(g.node_ids[0]) if len(g) else None
@@ -138,7 +154,7 @@ def candidate_features(
             float(g.scores[0]) if len(g) else 0.0,
             float(g.scores[0] - g.scores[1]) if len(g) > 1 else 0.0,
             len(text_top10 & set(g.node_ids[:10].tolist())) / 10.0,
-            float(len(fused) > 0 and text_top1 is not None and int(fused.node_ids[0]) == text_top1),
+            float(len(answer) > 0 and text_top1 is not None and int(answer.node_ids[0]) == text_top1),
             _inverse_rank(g, text_top1),
             _inverse_rank(text, graph_top1),
             text_margin,
@@ -183,8 +199,9 @@ def shortlists(
         r = [j for j, _ in options]
         executed = [e for _, e in options]
         a = asked[i] if asked is not None else None
-        f = candidate_features(logits[i], r, feats[i], type_idx[i], path_idx[i], a, executed, text[i], weights)
-        out.append(Shortlist(r, f, executed))
+        fused = fused_lists(text[i], executed, weights)
+        f = candidate_features(logits[i], r, feats[i], type_idx[i], path_idx[i], a, executed, fused, text[i])
+        out.append(Shortlist(r, f, executed, fused))
     return out
 
 
@@ -192,20 +209,14 @@ POOL_MIN_WEIGHT = 1e-3  # options the softmax gives less than this are left out 
 POOL_SIZE = 100  # candidates a pool keeps (the fused lists' length)
 
 
-def candidate_pool(
-    text: Ranking, shortlist: Shortlist, scores: np.ndarray, weights: FusionWeights, temperature: float
-) -> Ranking:
-    """The reranker's candidates for one question: RRF of every option's fused list (text fused with its graph
-    ranking at its graph weight), each weighted by the softmax of the chooser's ``scores`` at ``temperature``
-    (small: the chosen option's list with the runners-up's answers below it; large: the options vote equally)."""
-    z = (np.asarray(scores, np.float64) - float(np.max(scores))) / temperature
-    p = np.exp(z) / np.exp(z).sum()
+def candidate_pool(shortlist: Shortlist, scores: np.ndarray, rrf_k: float, temperature: float) -> Ranking:
+    """The reranker's candidates for one question: RRF (constant ``rrf_k``) of every option's fused list, each
+    weighted by the softmax of the chooser's ``scores`` at ``temperature`` (small: the chosen option's list with the
+    runners-up's answers below it; large: the options vote equally)."""
+    e = np.exp((np.asarray(scores, np.float64) - float(np.max(scores))) / temperature)
+    p = e / e.sum()
     keep = np.flatnonzero(p >= POOL_MIN_WEIGHT)
-    lists = [
-        fuse(text, shortlist.executed[i].ranking, graph_weighted(weights, shortlist.executed[i].graph_weight))
-        for i in keep
-    ]
-    return rrf(lists, [float(p[i]) for i in keep], k=weights.rrf_k, top=POOL_SIZE)
+    return rrf([shortlist.fused[i] for i in keep], [float(p[i]) for i in keep], k=rrf_k, top=POOL_SIZE)
 
 
 @dataclass

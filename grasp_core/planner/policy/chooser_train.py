@@ -17,17 +17,11 @@ import numpy as np
 
 from grasp_core.planner.config import ChooserConfig
 from grasp_core.planner.policy.chooser import Shortlist, feature_names
-from grasp_core.ranking import FusionWeights, fuse, graph_weighted
 
 
-def fused_hit1_labels(shortlist: Shortlist, text, gold: Sequence[int], weights: FusionWeights) -> np.ndarray:
+def fused_hit1_labels(shortlist: Shortlist, gold: Sequence[int]) -> np.ndarray:
     """1 for each option whose fused ranking (at its graph weight) puts a gold answer first, else 0."""
-    return np.array(
-        [
-            float(fuse(text, e.ranking, graph_weighted(weights, e.graph_weight)).rank_of(gold) == 1)
-            for e in shortlist.executed
-        ]
-    )
+    return np.array([float(f.rank_of(gold) == 1) for f in shortlist.fused])
 
 
 def within(shortlist: Shortlist, k: int) -> np.ndarray:

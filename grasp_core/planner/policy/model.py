@@ -297,7 +297,7 @@ class PlanPolicy:
             attempts.append(PlanAttempt(plans[s.rows[pick]], True, None, 1))
             chosen.append(s.executed[pick])
             if pool_temperature is not None:
-                pools.append(candidate_pool(t, s, scores, weights, pool_temperature))
+                pools.append(candidate_pool(s, scores, weights.rrf_k, pool_temperature))
         return attempts, chosen, (pools if pool_temperature is not None else None)
 
     def save(self, out_dir: Path, cand_cfg: CandidateConfig, extra: dict | None = None) -> None:
