@@ -26,7 +26,7 @@ from grasp_core.planner.policy.chooser_train import fit_chooser, hit1, picks
 def served_shortlists(dataset: str, root: str, profile: str, weights: tuple[float, ...] | None = None):
     """The served planner's label, chooser, its config and every training, validation and test question's
     shortlist (its chooser's ``k`` plus ABSTAIN, each offered at ``weights``; default: the profile's chooser's) with
-    their fused Hit@1 labels."""
+    their fused Hit@1 labels and the questions' gold answers: per split, (shortlists, labels, gold)."""
     components = load_components(dataset, root, profile)
     label, path = components.final_planner()
     policy = components.planner(path)
@@ -43,7 +43,7 @@ def served_shortlists(dataset: str, root: str, profile: str, weights: tuple[floa
     t0 = time.perf_counter()
     options = {}
     for split, qids in splits.items():
-        options[split] = data.shortlists(qids, chooser.asked, chooser.k, weights)
+        options[split] = (*data.shortlists(qids, chooser.asked, chooser.k, weights), [env.gold[q] for q in qids])
         print(f"{split}: {len(qids)} shortlists, {time.perf_counter() - t0:.0f} s", flush=True)
     return label, chooser, components.profile.chooser, options
 
@@ -63,7 +63,7 @@ def main() -> None:
     def restricted(split: str, grid: tuple[float, ...]):
         """The options at ``grid``'s weights (an empty result's single option always) and their labels."""
         lists, labels = [], []
-        for s, lab in zip(*options[split]):
+        for s, lab in zip(*options[split][:2]):
             keep = [i for i, e in enumerate(s.executed) if e.graph_weight in grid or not len(e.ranking)]
             lists.append(s.subset(keep))
             labels.append(lab[keep])

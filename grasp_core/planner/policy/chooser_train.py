@@ -32,12 +32,16 @@ def within(shortlist: Shortlist, k: int) -> np.ndarray:
     return np.flatnonzero((f[:, rank] < k) | (f[:, abstain] > 0))
 
 
-def fit_chooser(lists: Sequence[Shortlist], labels: Sequence[np.ndarray], cfg: ChooserConfig) -> lgb.Booster:
-    """A lambdarank model over the shortlists (one group per question); questions with no candidate left out."""
+def fit_chooser(
+    lists: Sequence[Shortlist], labels: Sequence[np.ndarray], cfg: ChooserConfig, names: Sequence[str] | None = None
+) -> lgb.Booster:
+    """A lambdarank model over the shortlists (one group per question); questions with no candidate left out.
+    ``names``: the feature columns' names (default :func:`feature_names`; a study may append columns)."""
     keep = [i for i, s in enumerate(lists) if len(s.rows)]
     x = np.concatenate([lists[i].features for i in keep])
     y = np.concatenate([labels[i] for i in keep])
-    data = lgb.Dataset(x, y, group=[len(lists[i].rows) for i in keep], feature_name=feature_names())
+    names = list(names) if names is not None else feature_names()
+    data = lgb.Dataset(x, y, group=[len(lists[i].rows) for i in keep], feature_name=names)
     params = {
         "objective": "lambdarank",
         "lambdarank_truncation_level": 3,
