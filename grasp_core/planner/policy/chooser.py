@@ -34,7 +34,7 @@ from grasp_core.errors import CorruptArtifactError
 from grasp_core.io import read_json, write_json
 from grasp_core.plan.model import ABSTAIN
 from grasp_core.planner.config import FEATURES
-from grasp_core.ranking import FusionWeights, Ranking, fuse, graph_weighted, rrf
+from grasp_core.ranking import FusionWeights, Ranking, fusion, rrf
 from grasp_core.rerank.asked_type import AskedType
 
 MODEL_FILE, META_FILE = "chooser.txt", "chooser.json"
@@ -93,7 +93,9 @@ class Shortlist:
 
 def fused_lists(text: Ranking, executed: Sequence[Executed], weights: FusionWeights) -> list[Ranking]:
     """Each executed option's graph ranking fused with the question's ``text`` ranking at the option's weight."""
-    return [fuse(text, e.ranking, graph_weighted(weights, e.graph_weight)) for e in executed]
+    return fusion(
+        [text] * len(executed), [e.ranking for e in executed], weights, graph_weights=[e.graph_weight for e in executed]
+    )
 
 
 def shortlist(logits: np.ndarray, mask: np.ndarray, plans: Sequence[str], k: int) -> list[int]:
