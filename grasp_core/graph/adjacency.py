@@ -2,7 +2,9 @@
 
 Built from :func:`~grasp_core.graph.store.edge_groups`, the same edges both graph stores load (an edge whose
 endpoint types match no declared pair of its relation is in neither). Each edge is listed under both of its
-ends, so walking a node's list is an undirected hop. Node ids are row numbers (``SKB.nodes.node_id`` is
+ends, so walking a node's list is an undirected hop. A relation with edges between nodes of one type also gets
+two directed lists of those edges, ``(rel, "out")`` (each node's destinations: for ``parent-child``, a term's
+children) and ``(rel, "in")`` (its sources), for the hops that take a ``dir``. Node ids are row numbers (``SKB.nodes.node_id`` is
 ``0..n-1``). The lists are laid out by node type, then node id, so the lists of one type's nodes are one
 contiguous block: a hop into a type reads only that block. The arrays are built once per executor, before the
 first question; their size and build time at Prime's scale are in ``benchmarks/results/plan_execution.json``
@@ -11,7 +13,7 @@ first question; their size and build time at Prime's scale are in ``benchmarks/r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -44,6 +46,13 @@ class Adjacency:
     num_nodes: int
     relations: dict[str, Relation]
     of_type: dict[str, np.ndarray]  # node type -> bool [n]
+    # (relation, "out" | "in") -> the relation's same-type edges from each node to its destinations / sources
+    directed: dict[tuple[str, str], Relation] = field(default_factory=dict)
+
+    def relation(self, rel: str, direction: str | None = None) -> Relation | None:
+        """The undirected lists of ``rel`` (``direction`` None), or its same-type edges towards destinations
+        (``"out"``) or sources (``"in"``); None when the graph has no such edge."""
+        return self.relations.get(rel) if direction is None else self.directed.get((rel, direction))
 
     @classmethod
     def build(cls, skb: SKB) -> Adjacency:
@@ -55,15 +64,23 @@ class Adjacency:
         rank = np.empty(n, np.int64)
         rank[by_type] = np.arange(n)
         ends: dict[str, list[np.ndarray]] = {}
-        for rel, _, _, src, dst in edge_groups(skb):
+        same_type: dict[str, list[np.ndarray]] = {}
+        for rel, a, b, src, dst in edge_groups(skb):
             ends.setdefault(rel, []).append(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])]))
-        relations = {}
-        for rel, parts in ends.items():
-            end, other = np.concatenate(parts, axis=1)
+            if a == b:
+                same_type.setdefault(rel, []).append(np.stack([src, dst]))
+
+        def lists(end: np.ndarray, other: np.ndarray) -> Relation:
             degree = np.bincount(end, minlength=n)
             start = np.empty(n, np.int64)
             start[by_type] = np.concatenate([[0], np.cumsum(degree[by_type])[:-1]])
             nbr = other[np.argsort(rank[end], kind="stable")].astype(np.int32)
             rows = {t: np.flatnonzero(mask & (degree > 0)) for t, mask in of_type.items()}
-            relations[rel] = Relation(start, degree, nbr, rows)
-        return cls(n, relations, of_type)
+            return Relation(start, degree, nbr, rows)
+
+        relations = {rel: lists(*np.concatenate(parts, axis=1)) for rel, parts in ends.items()}
+        directed = {}
+        for rel, parts in same_type.items():
+            src, dst = np.concatenate(parts, axis=1)
+            directed[rel, "out"], directed[rel, "in"] = lists(src, dst), lists(dst, src)
+        return cls(n, relations, of_type, directed)

@@ -86,8 +86,9 @@ def relation_pairs(schema: Schema) -> dict[str, list[tuple[str, str]]]:
 def edge_groups(skb: SKB) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
     """(relation, src type, dst type, src ids, dst ids) per declared type pair, in schema order.
 
-    An edge whose endpoint types match a declared pair only in reverse is given reversed: traversals are
-    undirected, so direction carries no meaning, and stores can keep one table per declared pair.
+    An edge whose endpoint types match a declared pair only in reverse is given reversed: between two types the
+    types fix a hop's direction, so stores can keep one table per declared pair. An edge between two nodes of one
+    type keeps its stored direction (a hop with ``dir`` follows it, :mod:`grasp_core.plan.model`).
     """
     type_codes, type_names = pd.factorize(skb.nodes["type"])
     code = {t: i for i, t in enumerate(type_names)}

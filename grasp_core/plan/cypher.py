@@ -2,7 +2,8 @@
 
 A plan is a tree rooted at ``target`` whose leaves are anchors (see :mod:`grasp_core.plan.validate`).
 Semantics: a target node's anchor score is the sum of the binding scores of the anchors on a matching
-path (one binding per anchor), maximised over paths; edges are undirected and may be walked more than once
+path (one binding per anchor), maximised over paths; edges are undirected (unless a hop has ``dir``) and may be
+walked more than once
 (every hop is its own ``MATCH`` clause, so neither engine applies relationship uniqueness across hops).
 
 Query shape, chosen for the embedded engine's planner (an ``UNWIND $b MATCH ({id: b.id})`` form is a cross
@@ -148,7 +149,8 @@ class _Compiler:
         return hops
 
     def hop_match(self, known: str, hop: Hop, where: str = "", extend: bool = False) -> str:
-        """An undirected MATCH from the already bound ``known`` end of ``hop`` to its other end.
+        """A MATCH from the already bound ``known`` end of ``hop`` to its other end (undirected unless the hop has
+        ``dir``).
 
         ``extend``: in the ladybug dialect, add the join hint that makes the engine extend from ``known``
         (main-chain hops; see the module doc). Side-branch hops are left to its planner, which starts them
@@ -157,7 +159,15 @@ class _Compiler:
         other = hop.to if known == hop.from_ else hop.from_
         rel, a, b = quote(self.tables.rel[hop.rel]), self.name[known], self.name[other]
         edge = f"e{self.plan.hops.index(hop)}"
-        text = f"MATCH ({a})-[{edge}:{rel}]-({b}:{self.label(other)})" + (f" WHERE {where}" if where else "")
+        # a directed hop's edge leaves its source: ``from`` for "out", ``to`` for "in"
+        left, right = (
+            ("-", "-")
+            if hop.dir is None
+            else ("-", "->")
+            if (hop.dir == "out") == (known == hop.from_)
+            else ("<-", "-")
+        )
+        text = f"MATCH ({a}){left}[{edge}:{rel}]{right}({b}:{self.label(other)})" + (f" WHERE {where}" if where else "")
         if extend and self.dialect == "ladybug":
             text += f" HINT ({a} JOIN {edge}) JOIN {b}"
         return text

@@ -23,6 +23,10 @@ Decisions where the design is silent:
   fewer (each path adds its best binding score, a cosine near 1 for a good link). Its paths may only meet at
   ``target`` (:func:`grasp_core.plan.validate.validate_plan` says ``bad_match`` otherwise); each is executed as
   its own plan (:meth:`Plan.branches`) and their scores added per node.
+- A hop is undirected unless it has ``dir``: ``"out"`` walks its relation's edges from their stored source to their
+  destination (``from`` is the source: for HPO's ``parent-child``, from a term to its children), ``"in"`` the other
+  way (to its parents). Only a hop whose two ends have the same type takes one (between two types the types
+  already fix the direction; :func:`grasp_core.plan.validate.validate_plan` says ``bad_direction`` otherwise).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ TARGET = "target"
 ABSTAIN = '{"abstain":true}'
 MatchMode = Literal["name", "doc"]
 Match = Literal["all", "most"]
+Direction = Literal["out", "in"]
 
 
 class _Strict(BaseModel):
@@ -73,6 +78,7 @@ class Hop(_Strict):
     rel: str
     to: str = Field(min_length=1)
     to_type: str | None = None
+    dir: Direction | None = None
 
 
 class Plan(_Strict):

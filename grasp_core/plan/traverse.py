@@ -2,7 +2,7 @@
 
 It returns exactly what the plan's Cypher query (:func:`grasp_core.plan.cypher.compile_plan`) returns from a
 graph store: every reached target node with its anchor score, the sum of the binding scores of the anchors on
-a matching path, maximised over paths; undirected hops; the same ``max_frontier`` cap on main-chain
+a matching path, maximised over paths; undirected hops unless a hop has ``dir``; the same ``max_frontier`` cap on main-chain
 variables, ties broken by the lower node id. Each variable holds a dense score vector (-inf = not reached); a
 hop takes, for every node of the hop's end type, the best score among its neighbours over the relation —
 (max,+) — and a variable entered by several hops (an intersection) adds them. A ``"most"`` plan (partial
@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from grasp_core.graph.adjacency import Adjacency, Relation
-from grasp_core.plan.model import TARGET, Plan
+from grasp_core.graph.adjacency import Adjacency
+from grasp_core.plan.model import TARGET, Hop, Plan
 
 PULL_PER_PUSH = 2  # a pulled list entry costs about half a pushed one (a timing on synth-prime full)
 
@@ -62,9 +62,9 @@ def traverse(
             return vec
         # the main-chain hop first, then side branches (the Cypher query's order of addition)
         hops = sorted(entering[var], key=lambda h: h.from_ not in main)
-        vec = _hop(value(hops[0].from_), adjacency.relations.get(hops[0].rel), types[var], n)
+        vec = _hop(value(hops[0].from_), hops[0], adjacency, types[var], n)
         for hop in hops[1:]:
-            vec += _hop(value(hop.from_), adjacency.relations.get(hop.rel), types[var], n)
+            vec += _hop(value(hop.from_), hop, adjacency, types[var], n)
         vec[~adjacency.of_type[types[var]]] = -np.inf
         if max_frontier is not None and var in main:
             live = np.flatnonzero(vec > -np.inf)
@@ -88,19 +88,25 @@ def add_branches(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
     return out, total
 
 
-def _hop(vec: np.ndarray, rel: Relation | None, node_type: str, n: int) -> np.ndarray:
-    """Every ``node_type`` node's best neighbour score over ``rel`` (-inf: no scored neighbour; other types may
-    hold scores too, the caller masks them)."""
+_REVERSE = {"out": "in", "in": "out"}
+
+
+def _hop(vec: np.ndarray, hop: Hop, adjacency: Adjacency, node_type: str, n: int) -> np.ndarray:
+    """Every ``node_type`` node's best neighbour score over ``hop``'s relation (-inf: no scored neighbour; other
+    types may hold scores too, the caller masks them). A directed hop pushes along the frontier's edges in its
+    direction and pulls along the reached nodes' edges in the other."""
     out = np.full(n, -np.inf)
     live = np.flatnonzero(vec > -np.inf)
-    if rel is None or not len(live):
+    push = adjacency.relation(hop.rel, hop.dir)
+    pull = push if hop.dir is None else adjacency.relation(hop.rel, _REVERSE[hop.dir])
+    if push is None or pull is None or not len(live):
         return out
-    deg = rel.degree[live]
+    deg = push.degree[live]
     work = int(deg.sum())
-    rows, first, end = rel.block(node_type)
+    rows, first, end = pull.block(node_type)
     if work * PULL_PER_PUSH < end - first:  # push the frontier's scores along its edges
-        offsets = np.arange(work) + np.repeat(rel.start[live] - (np.cumsum(deg) - deg), deg)
-        np.maximum.at(out, rel.nbr[offsets], np.repeat(vec[live], deg))
+        offsets = np.arange(work) + np.repeat(push.start[live] - (np.cumsum(deg) - deg), deg)
+        np.maximum.at(out, push.nbr[offsets], np.repeat(vec[live], deg))
     elif len(rows):  # pull: every node of the type takes its best neighbour's score
-        out[rows] = np.maximum.reduceat(vec[rel.nbr[first:end]], rel.start[rows] - first)
+        out[rows] = np.maximum.reduceat(vec[pull.nbr[first:end]], pull.start[rows] - first)
     return out

@@ -17,6 +17,7 @@
 - ``bad_hop_types``     no assignment of node types lets every hop's relation connect its two ends
   (edges are undirected, so either direction of a schema relation counts);
 - ``ambiguous_type``    an intermediate variable could have several types and none was given;
+- ``bad_direction``     a hop with ``dir`` joins two different types (only a same-type hop takes a direction);
 - ``bad_match``         a ``"most"`` plan whose paths meet before ``target`` (partial matching adds whole paths).
 
 Intermediate variable types come from ``to_type`` when given; otherwise they are inferred by constraint
@@ -164,4 +165,12 @@ def _infer_types(plan: Plan, schema: Schema, anchor_types: dict[str, str]) -> di
     for var, types in domain.items():
         if len(types) > 1:
             raise PlanError("ambiguous_type", f"variable {var!r} could be any of {sorted(types)}; give its 'to_type'")
-    return {var: next(iter(types)) for var, types in domain.items()}
+    resolved = {var: next(iter(types)) for var, types in domain.items()}
+    for i, h in enumerate(plan.hops):
+        if h.dir is not None and resolved[h.from_] != resolved[h.to]:
+            raise PlanError(
+                "bad_direction",
+                f"hop {i} ({h.from_} -[{h.rel}]- {h.to}) has 'dir' but joins {resolved[h.from_]!r} to "
+                f"{resolved[h.to]!r}; only a hop between two nodes of one type takes a direction",
+            )
+    return resolved

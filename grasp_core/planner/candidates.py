@@ -5,6 +5,9 @@ For each target type asked for (``docs/design.md``, "The cpu planner"):
   name-mode bindings, for "what is the term for …" questions);
 - **single-anchor metapath plans**: one per (entity-table row, linked type, metapath to the target type), in name
   mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type, term look-ups included);
+  a metapath with one hop within a type (HPO's ``parent-child``) also comes with that hop directed each way, in
+  name mode ("the parents of X", "the kinds of X", "diseases with any kind of X"), after every row's undirected
+  plans (so that the cap keeps those first);
 - **intersections**: every two, three … (up to ``max_intersection``) one-hop name-mode plans of different rows
   meeting at ``target``, among the first ``pair_anchors`` rows' first such plans ("both X and Y") and among the
   first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?"); a row nested in a longer
@@ -42,8 +45,9 @@ __all__ = [
 ]
 
 
-def _chain(var: str, path: Metapath, next_index: int) -> list[dict]:
-    """Hops along ``path`` from ``var`` to ``target``, naming intermediates x<next_index>, …"""
+def _chain(var: str, path: Metapath, next_index: int, dirs: Sequence[str | None] = ()) -> list[dict]:
+    """Hops along ``path`` from ``var`` to ``target``, naming intermediates x<next_index>, …; ``dirs`` the hops'
+    directions (none given: all undirected)."""
     hops, current = [], var
     for i, (rel, node_type) in enumerate(path):
         last = i == len(path) - 1
@@ -52,17 +56,31 @@ def _chain(var: str, path: Metapath, next_index: int) -> list[dict]:
         if not last:
             hop["to_type"] = node_type
             next_index += 1
+        if i < len(dirs) and (direction := dirs[i]) is not None:
+            hop["dir"] = direction
         hops.append(hop)
         current = to
     return hops
+
+
+def directed_variants(start: str, path: Metapath) -> list[tuple[str | None, ...]]:
+    """The hop directions of ``path``'s directed variants: when exactly one hop stays within a type (``start`` is
+    the anchor's type), that hop ``"out"`` and ``"in"``; none otherwise (two such hops would be four variants of
+    paths nobody asks for)."""
+    types = [start, *(t for _, t in path)]
+    within = [i for i in range(len(path)) if types[i] == types[i + 1]]
+    if len(within) != 1:
+        return []
+    return [tuple(d if i == within[0] else None for i in range(len(path))) for d in ("out", "in")]
 
 
 def single_anchor_plans(
     schema: Schema, table: EntityTable, query: str, target_type: str, cfg: CandidateConfig = CandidateConfig()
 ) -> list[dict]:
     """Per entity row: its term look-up (a row linked to the target type), then one plan per (linked type, metapath
-    to the target type), name and doc modes."""
-    plans = []
+    to the target type), name and doc modes; then the directed variants of every row's paths."""
+    plans: list[dict] = []
+    directed: list[dict] = []  # after every row's undirected plans (``max_candidates`` keeps these first)
     for row in table.rows:
         if row.role == "attribute":
             continue
@@ -73,17 +91,22 @@ def single_anchor_plans(
             if node_type == target_type:
                 plans.append(term_lookup_plan(row.ref, target_type, rel_text))
             for path in metapaths(schema, node_type, target_type, cfg.max_hops, cfg.paths_per_anchor):
-                hops = _chain("a1", path, 1)
-                for mode in ("name", "doc") if len(path) == 1 else ("name",):
-                    plans.append(
-                        {
-                            "target": {"type": target_type},
-                            "anchors": [{"var": "a1", "ref": row.ref, "type": node_type, "match_mode": mode}],
-                            "hops": hops,
-                            "relevance_text": rel_text,
-                        }
-                    )
-    return plans
+                variants = [(_chain("a1", path, 1), ("name", "doc") if len(path) == 1 else ("name",), plans)]
+                variants += [
+                    (_chain("a1", path, 1, dirs), ("name",), directed) for dirs in directed_variants(node_type, path)
+                ]
+                for hops, modes, out in variants:
+                    for mode in modes:
+                        anchor = {"var": "a1", "ref": row.ref, "type": node_type, "match_mode": mode}
+                        out.append(
+                            {
+                                "target": {"type": target_type},
+                                "anchors": [anchor],
+                                "hops": hops,
+                                "relevance_text": rel_text,
+                            }
+                        )
+    return plans + directed
 
 
 def intersect(plans: Sequence[dict], query: str, table: EntityTable) -> dict | None:
@@ -136,7 +159,7 @@ def candidate_plans(
         # rows a longer mention holds ("hypoglycemia" in "fasting hypoglycemia") join intersections after the others
         for p in sorted(singles, key=lambda p: p["anchors"][0]["ref"] in nested):
             anchor = p["anchors"][0]
-            if len(p["hops"]) == 1 and anchor["match_mode"] == "name":  # not a look-up
+            if len(p["hops"]) == 1 and anchor["match_mode"] == "name" and "dir" not in p["hops"][0]:
                 firsts.setdefault(anchor["ref"], p)
                 by_edge.setdefault((anchor["type"], p["hops"][0]["rel"]), {}).setdefault(anchor["ref"], p)
         groups: dict[str, dict] = {}

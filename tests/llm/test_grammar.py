@@ -166,3 +166,20 @@ def test_grammar_size_on_the_synthetic_prime_schema(lltok):
     g = PlanGrammar(schema, TABLE)
     assert matcher(g, lltok) is not None
     assert len(g.rules) < 5000
+
+
+def test_a_hop_within_one_type_may_carry_a_direction_and_no_other_hop_may(lltok):
+    g = PlanGrammar(SCHEMA, TABLE)
+    anchor = {"var": "a1", "ref": "E2", "type": "gene/protein", "match_mode": "name"}
+    ppi = {
+        "target": {"type": "gene/protein"},
+        "anchors": [anchor],
+        "hops": [{"from": "a1", "rel": "ppi", "to": "target", "dir": "in"}],
+        "relevance_text": "",
+    }
+    assert accepts(g, lltok, canonical_plan_json(ppi))
+    assert '"dir":"in"' in canonical_plan_json(ppi)
+    disease = {**ppi, "target": {"type": "disease"}, "hops": [{"from": "a1", "rel": "associated with", "to": "target"}]}
+    undirected = canonical_plan_json(disease)
+    assert accepts(g, lltok, undirected)
+    assert not accepts(g, lltok, undirected.replace('"to":"target"}', '"to":"target","dir":"in"}'))

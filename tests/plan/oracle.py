@@ -1,7 +1,8 @@
 """Test support: a random Prime-like SKB, random valid plans, and the reference evaluator (the oracle).
 
 The oracle evaluates a plan with scipy.sparse adjacency matrices, one per relation and symmetric (edges are
-undirected): an anchor's vector holds its binding scores (-inf elsewhere); a hop propagates a vector with
+undirected), and per relation its edges as stored (``(rel, "out")``) and reversed (``(rel, "in")``) for the hops
+with a ``dir``: an anchor's vector holds its binding scores (-inf elsewhere); a hop propagates a vector with
 (max,+) — each node takes the best score among its neighbours over the relation — restricted to the hop's
 end type; a variable reached by several hops sums them (intersection). The target's finite entries are the
 expected ``{node id: anchor score}``.
@@ -70,7 +71,9 @@ def random_plan(schema: Schema, rng: np.random.Generator, max_anchors: int = 3, 
             rel, prev_type = options[int(rng.integers(len(options)))]
             var = f"a{a}" if d == depth - 1 else f"x{a}_{d}"
             types[var] = prev_type
-            hops.append(Hop(**{"from": var, "rel": rel, "to": cur, "to_type": types[cur]}))
+            # a hop within one type is directed two times in three
+            direction = [None, "out", "in"][int(rng.integers(3))] if prev_type == types[cur] else None
+            hops.append(Hop(**{"from": var, "rel": rel, "to": cur, "to_type": types[cur], "dir": direction}))
             if d < depth - 1:
                 joinable.append(var)
             cur = var
@@ -86,17 +89,18 @@ def random_bindings(skb: SKB, plan: Plan, rng: np.random.Generator, k: int = 4) 
     return out
 
 
-def adjacency(skb: SKB) -> dict[str, sp.csr_matrix]:
+def adjacency(skb: SKB) -> dict[str | tuple[str, str], sp.csr_matrix]:
     n, out = skb.num_nodes, {}
     for rel, group in skb.edges.groupby("rel"):
         m = sp.coo_matrix((np.ones(len(group)), (group["src"], group["dst"])), shape=(n, n))
         out[rel] = ((m + m.T) > 0).tocsr()
+        out[rel, "out"], out[rel, "in"] = (m > 0).tocsr(), (m.T > 0).tocsr()
     return out
 
 
 def oracle(
     skb: SKB,
-    adj: dict[str, sp.csr_matrix],
+    adj: dict[str | tuple[str, str], sp.csr_matrix],
     plan: Plan,
     bindings: dict[str, list[tuple[int, float]]],
     max_frontier: int | None = None,
@@ -128,7 +132,8 @@ def oracle(
         vec[:] = 0.0
         of_type = types == (plan.target.type if var == TARGET else next(h.to_type for h in plan.hops if h.to == var))
         for hop in (h for h in plan.hops if h.to == var):
-            part = propagate(value(hop.from_), adj.get(hop.rel, sp.csr_matrix((n, n))))
+            key = hop.rel if hop.dir is None else (hop.rel, hop.dir)
+            part = propagate(value(hop.from_), adj.get(key, sp.csr_matrix((n, n))))
             part[~of_type] = -np.inf
             vec += part
         return cap(vec) if max_frontier is not None and var in main else vec

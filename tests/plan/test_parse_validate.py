@@ -142,6 +142,10 @@ INVALID = [
         },
         "ambiguous_type",
     ),
+    (
+        {"hops": [{**GOOD["hops"][0], "dir": "out"}, GOOD["hops"][1]]},  # anatomy -> gene/protein: types fix it
+        "bad_direction",
+    ),
 ]
 
 
@@ -156,3 +160,15 @@ def test_ref_anchor_without_type_needs_a_table():
     plan = parse_plan(json.dumps(dict(GOOD, anchors=[{"var": "a1", "ref": "E1"}])))
     with pytest.raises(PlanError, match="unknown_ref"):
         validate_plan(plan, PRIME_LIKE)
+
+
+def test_a_hop_within_one_type_takes_a_direction():
+    plan = {
+        "target": {"type": "gene/protein"},
+        "anchors": [{"var": "a1", "type": "gene/protein", "text": "TP53"}],
+        "hops": [{"from": "a1", "rel": "ppi", "to": "target", "dir": "in"}],
+    }
+    resolved = validate_plan(parse_plan(json.dumps(plan)), PRIME_LIKE)
+    assert resolved.hops[0].dir == "in"
+    with pytest.raises(PlanError):  # only "out" and "in"
+        parse_plan(json.dumps({**plan, "hops": [{**plan["hops"][0], "dir": "up"}]}))

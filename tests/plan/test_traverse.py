@@ -30,14 +30,15 @@ def env(request, tmp_path_factory):
 @pytest.mark.parametrize("hop", ["either", "push", "pull"])
 @pytest.mark.parametrize("cap", [None, 3])
 def test_random_plans_equal_the_store_and_the_oracle(env, hop, cap, monkeypatch):
-    """Pushing, pulling or either (by work), with or without a cap: the same rows as the store and the oracle."""
+    """Pushing, pulling or either (by work), with or without a cap, hops undirected or directed: the same rows as
+    the store and the oracle."""
     skb, adj, store = env
     monkeypatch.setattr(
         traverse_module, "PULL_PER_PUSH", {"either": traverse_module.PULL_PER_PUSH, "push": 0, "pull": 10**9}[hop]
     )
     rng, ref = np.random.default_rng(5), adjacency(skb)
-    reached = multi_anchor = capped = 0
-    for _ in range(50):
+    reached = multi_anchor = capped = directed = 0
+    for _ in range(80):
         plan = validate_plan(random_plan(skb.schema, rng), skb.schema)
         bindings = random_bindings(skb, plan, rng)
         ids, scores = traverse(plan, adj, bindings, cap)
@@ -50,7 +51,8 @@ def test_random_plans_equal_the_store_and_the_oracle(env, hop, cap, monkeypatch)
         reached += bool(want)
         multi_anchor += bool(want) and len(plan.anchors) > 1
         capped += cap is not None and want != oracle(skb, ref, plan, bindings)
-    assert reached >= 25 and multi_anchor >= 5 and (cap is None or capped >= 5)
+        directed += bool(want) and any(h.dir is not None for h in plan.hops)
+    assert reached >= 25 and multi_anchor >= 5 and directed >= 3 and (cap is None or capped >= 5)
 
 
 def test_edges_outside_the_declared_type_pairs_are_not_walked():

@@ -13,6 +13,7 @@ from grasp_core.planner.attempt import check_plan
 from grasp_core.planner.candidates import candidate_plans, json_text
 from grasp_core.planner.config import CandidateConfig, ChooserConfig, PolicyConfig, RewardConfig
 from grasp_core.planner.policy.chooser import (
+    POOL_SIZE,
     Executed,
     PlanChooser,
     Shortlist,
@@ -25,7 +26,7 @@ from grasp_core.planner.policy.chooser import (
 from grasp_core.planner.policy.chooser_train import choose_k, fit_chooser, fused_hit1_labels, hit1, picks
 from grasp_core.planner.policy.model import load_policy, new_policy, path_keys
 from grasp_core.planner.rounds import Gate
-from grasp_core.ranking import Ranking, fuse, fusion, graph_weighted
+from grasp_core.ranking import Ranking, fuse, fusion, graph_weighted, rrf
 
 NAMES = feature_names()
 WEIGHTS = (0.5, 2.0)
@@ -173,9 +174,11 @@ def test_a_policy_with_a_chooser_picks_an_executed_candidate_and_reloads_the_sam
     for (ranking, _), c, pool, t in zip(again, chosen, pools, text):
         assert ranking.node_ids.tolist() == c.ranking.node_ids.tolist()
         assert c.graph_weight in WEIGHTS or (c.graph_weight == 1.0 and not len(ranking))
-        # a cold pool is the chosen option's fused list (the runners-up weigh under POOL_MIN_WEIGHT)
-        chosen_fused = fuse(t, c.ranking, graph_weighted(env.reward_cfg, c.graph_weight))
-        assert pool.node_ids.tolist() == chosen_fused.node_ids.tolist()
+        # a cold pool is the chosen option's fused list (the runners-up weigh under POOL_MIN_WEIGHT), or, where the
+        # chooser scores the chosen plan the same at both graph weights (an exact tie), both of its fused lists
+        fused = {w: fuse(t, c.ranking, graph_weighted(env.reward_cfg, w)) for w in (*WEIGHTS, c.graph_weight)}
+        tie = rrf([fused[w] for w in WEIGHTS], [0.5, 0.5], k=env.reward_cfg.rrf_k, top=POOL_SIZE)
+        assert pool.node_ids.tolist() in (fused[c.graph_weight].node_ids.tolist(), tie.node_ids.tolist())
     assert policy.choose(queries, tables, text, run, env.reward_cfg)[2] is None
     policy.save(tmp_path, cfg)
     loaded = load_policy(tmp_path, world.skb.schema, encoder)

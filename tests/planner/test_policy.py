@@ -363,3 +363,23 @@ def test_findings_nested_in_a_longer_mention_join_intersections_last():
     joined = [p for p in plans if len(p["anchors"]) > 1]
     assert joined and all("E2" not in refs(p) for p in joined)
     assert any(refs(p) == ["E2"] for p in plans)  # the nested row still has its own plans
+
+
+def test_a_hierarchy_hop_is_offered_undirected_and_each_way_after_every_rows_undirected_plans():
+    from grasp_core.entities.table import EntityRow, Link
+    from grasp_core.sources.hpo import HPO_SCHEMA
+
+    rows = tuple(
+        EntityRow(f"E{i}", m, "anchor", ("phenotype",), {"phenotype": (Link(100 + i, m, 0.9, 5),)})
+        for i, m in enumerate(("polydactyly", "short stature"), 1)
+    )
+    plans = candidate_plans(HPO_SCHEMA, EntityTable(rows), "polydactyly is a kind of what", ["phenotype"])
+    one_hop = [p["hops"][0].get("dir") for p in plans if len(p["hops"]) == 1 and p["hops"][0]["rel"] == "parent-child"]
+    assert {None, "out", "in"} <= set(one_hop)
+    first_directed = next(i for i, p in enumerate(plans) if any("dir" in h for h in p["hops"]))
+    assert all(not any("dir" in h for h in p["hops"]) for p in plans[:first_directed])
+    assert {p["anchors"][0]["ref"] for p in plans[:first_directed] if p["anchors"]} == {"E1", "E2"}
+    assert all(len(p["anchors"]) == 1 for p in plans if any("dir" in h for h in p["hops"]))  # no intersections
+    assert path_keys(next(p for p in plans if p["hops"] and p["hops"][0].get("dir") == "in")) == [
+        "phenotype|parent-child:in>phenotype"
+    ]

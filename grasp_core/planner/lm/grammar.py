@@ -12,7 +12,7 @@ accepts (:func:`grasp_core.planner.lm.prompt.canonical_plan_json` writes the sam
 * each anchor has one path of hops to ``target`` of at most ``max_hops`` hops whose every (type, rel, type) is
   a schema triple (either direction), through fresh intermediate variables, each with its ``to_type``: the
   one ``d`` hops down anchor ``aj``'s path is ``xj_d``, so a path's names do not depend on how long the other
-  paths are. The paths are listed from the last anchor's to the first's: anchors and paths then nest
+  paths are; a hop between two nodes of one type may carry ``"dir"`` (``out`` or ``in``). The paths are listed from the last anchor's to the first's: anchors and paths then nest
   (``a1 a2 ] [ p2 p1``), so one rule carries an anchor's type to its path instead of every tuple of anchor
   types being carried across the anchor list;
 * the plan may end with ``"match":"most"`` (partial matching; the paths meet at ``target`` only anyway);
@@ -135,12 +135,16 @@ class _SchemaRules:
         var = _str(anchor_var(j) if depth == 0 else path_var(j, depth))
         alts: list[_Alt] = []
         for t2 in self._next[t]:
-            hop = {"from_": var, "rel": self._rels(t, t2)}
-            if length == 1 and t2 == target:
-                alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
-            elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
-                to = {"to": _str(path_var(j, depth + 1)), "to_type": self.type_name(t2)}
-                alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
+            # a hop within one type may also carry a direction
+            directions: list[dict[str, list[str]]] = [{}]
+            directions += [{"dir": _str(d)} for d in ("out", "in")] if t2 == t else []
+            for direction in directions:
+                hop = {"from_": var, "rel": self._rels(t, t2), **direction}
+                if length == 1 and t2 == target:
+                    alts.append(_object(Hop, {**hop, "to": _str(TARGET)}))
+                elif length > 1 and (rest := self._path(j, depth + 1, t2, target, length - 1)) is not None:
+                    to = {"to": _str(path_var(j, depth + 1)), "to_type": self.type_name(t2)}
+                    alts.append([*_object(Hop, {**hop, **to}), ",", _Rule(rest)])
         return self._add(name, alts)
 
     def _rels(self, t: str, t2: str) -> list[str]:

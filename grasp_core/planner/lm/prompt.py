@@ -144,7 +144,15 @@ def canonical_plan_json(plan: Any, table: EntityTable | None = None, with_releva
                 rename[h["to"]] = path_var(j, depth + 1)
             to_type = h.get("to_type") if h["to"] != TARGET else None
             out_hops.append(
-                Hop.model_validate({"from": rename[var], "rel": h["rel"], "to": rename[h["to"]], "to_type": to_type})
+                Hop.model_validate(
+                    {
+                        "from": rename[var],
+                        "rel": h["rel"],
+                        "to": rename[h["to"]],
+                        "to_type": to_type,
+                        "dir": h.get("dir"),
+                    }
+                )
             )
             var, depth = h["to"], depth + 1
     relevance = grammar_safe_text(p.get("relevance_text") or "") if with_relevance else ""

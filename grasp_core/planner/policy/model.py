@@ -24,6 +24,7 @@ This module is the serving path: it imports no training code (that is :mod:`gras
 from __future__ import annotations
 
 import math
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -51,8 +52,8 @@ WEIGHTS = "policy.pt"
 
 
 def path_keys(plan: dict) -> list[str]:
-    """One key per anchor: ``anchor type|rel>type|…`` from the anchor to ``target``; a zero-hop plan: ``|target``;
-    a term look-up: ``type|self``."""
+    """One key per anchor: ``anchor type|rel>type|…`` from the anchor to ``target`` (a directed hop's relation as
+    ``rel:out`` or ``rel:in``); a zero-hop plan: ``|target``; a term look-up: ``type|self``."""
     if not plan["anchors"]:
         return [f"|{plan['target']['type']}"]
     if not plan["hops"]:
@@ -63,9 +64,14 @@ def path_keys(plan: dict) -> list[str]:
         while var != "target":
             hop = next(h for h in plan["hops"] if h["from"] == var)
             var = hop["to"]
-            parts.append(f"{hop['rel']}>{types[var] or plan['target']['type']}")
+            rel = f"{hop['rel']}:{hop['dir']}" if hop.get("dir") else hop["rel"]
+            parts.append(f"{rel}>{types[var] or plan['target']['type']}")
         keys.append("|".join(parts))
     return keys
+
+
+_DIRECTED = re.compile(r":(out|in)>")  # a directed hop's relation in a path key
+_WORDS = {"out": " forward>", "in": " backward>"}
 
 
 def verbalize(plan: dict) -> str:
@@ -76,7 +82,8 @@ def verbalize(plan: dict) -> str:
     paths = []
     for key in path_keys(plan):
         start, *steps = key.split("|")
-        paths.append(" ".join([start] + [s.replace(">", " ") if s != "self" else "itself" for s in steps]).strip())
+        words = [_DIRECTED.sub(lambda m: _WORDS[m[1]], s).replace(">", " ") for s in steps]
+        paths.append(" ".join([start] + [w if w != "self" else "itself" for w in words]).strip())
     return f"{target}: " + " and ".join(paths)
 
 
