@@ -7,7 +7,7 @@ For each target type asked for (``docs/design.md``, "The cpu planner"):
   mode, and in doc mode too for one-hop paths (at most ``max_candidates`` per target type, term look-ups included);
   a metapath with one hop within a type (HPO's ``parent-child``) also comes with that hop directed each way, in
   name mode ("the parents of X", "the kinds of X", "diseases with any kind of X"), after every row's undirected
-  plans (so that the cap keeps those first);
+  plans and capped apart from them (``max_directed``), so a question keeps every candidate it had without them;
 - **intersections**: every two, three … (up to ``max_intersection``) one-hop name-mode plans of different rows
   meeting at ``target``, among the first ``pair_anchors`` rows' first such plans ("both X and Y") and among the
   first ``pair_anchors`` rows over each one relation ("X, Y and Z: which disease?"); a row nested in a longer
@@ -78,9 +78,10 @@ def single_anchor_plans(
     schema: Schema, table: EntityTable, query: str, target_type: str, cfg: CandidateConfig = CandidateConfig()
 ) -> list[dict]:
     """Per entity row: its term look-up (a row linked to the target type), then one plan per (linked type, metapath
-    to the target type), name and doc modes; then the directed variants of every row's paths."""
+    to the target type), name and doc modes (the first ``max_candidates``); then the directed variants of every
+    row's paths (the first ``max_directed``)."""
     plans: list[dict] = []
-    directed: list[dict] = []  # after every row's undirected plans (``max_candidates`` keeps these first)
+    directed: list[dict] = []  # after every row's undirected plans, capped apart from them
     for row in table.rows:
         if row.role == "attribute":
             continue
@@ -106,7 +107,7 @@ def single_anchor_plans(
                                 "relevance_text": rel_text,
                             }
                         )
-    return plans + directed
+    return plans[: cfg.max_candidates] + directed[: cfg.max_directed]
 
 
 def intersect(plans: Sequence[dict], query: str, table: EntityTable) -> dict | None:
@@ -153,7 +154,7 @@ def candidate_plans(
     out = []
     nested = {r.ref for r in table.rows if r.parent is not None}
     for target in target_types:
-        singles = single_anchor_plans(schema, table, query, target, cfg)[: cfg.max_candidates]
+        singles = single_anchor_plans(schema, table, query, target, cfg)
         firsts: dict[str, dict] = {}  # row -> its first one-hop name-mode plan
         by_edge: dict[tuple[str, str], dict[str, dict]] = {}  # (anchor type, relation) -> row -> its plan
         # rows a longer mention holds ("hypoglycemia" in "fasting hypoglycemia") join intersections after the others

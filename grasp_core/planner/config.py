@@ -211,6 +211,13 @@ class CandidateConfig:
     max_hops: int = field(default=3, metadata={"help": "longest metapath enumerated"})
     paths_per_anchor: int = field(default=6, metadata={"help": "metapaths tried per (entity row, node type)"})
     max_candidates: int = field(default=40, metadata={"help": "single-anchor plans kept per target type"})
+    max_directed: int = field(
+        default=8,
+        metadata={
+            "help": "directed variants of paths with a hop within one type ('parents of X', 'kinds of X') kept per "
+            "target type, besides max_candidates"
+        },
+    )
     pair_anchors: int = field(
         default=4, metadata={"help": "rows whose one-hop plans are combined into intersections (pairs and larger)"}
     )

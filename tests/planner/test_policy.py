@@ -367,6 +367,7 @@ def test_findings_nested_in_a_longer_mention_join_intersections_last():
 
 def test_a_hierarchy_hop_is_offered_undirected_and_each_way_after_every_rows_undirected_plans():
     from grasp_core.entities.table import EntityRow, Link
+    from grasp_core.planner.config import CandidateConfig
     from grasp_core.sources.hpo import HPO_SCHEMA
 
     rows = tuple(
@@ -383,3 +384,9 @@ def test_a_hierarchy_hop_is_offered_undirected_and_each_way_after_every_rows_und
     assert path_keys(next(p for p in plans if p["hops"] and p["hops"][0].get("dir") == "in")) == [
         "phenotype|parent-child:in>phenotype"
     ]
+    # a cap on the undirected plans leaves the directed ones alone, and theirs applies to them
+    small = candidate_plans(
+        HPO_SCHEMA, EntityTable(rows), "polydactyly", ["phenotype"], CandidateConfig(max_candidates=4, max_directed=3)
+    )
+    directed = [p for p in small if any("dir" in h for h in p["hops"])]
+    assert len(directed) == 3 and len([p for p in small if len(p["anchors"]) == 1 and p not in directed]) == 4
