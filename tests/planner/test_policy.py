@@ -374,7 +374,11 @@ def test_a_hierarchy_hop_is_offered_undirected_and_each_way_after_every_rows_und
         EntityRow(f"E{i}", m, "anchor", ("phenotype",), {"phenotype": (Link(100 + i, m, 0.9, 5),)})
         for i, m in enumerate(("polydactyly", "short stature"), 1)
     )
-    plans = candidate_plans(HPO_SCHEMA, EntityTable(rows), "polydactyly is a kind of what", ["phenotype"])
+    query = "polydactyly is a kind of what"
+    assert not any(
+        "dir" in h for p in candidate_plans(HPO_SCHEMA, EntityTable(rows), query, ["phenotype"]) for h in p["hops"]
+    )
+    plans = candidate_plans(HPO_SCHEMA, EntityTable(rows), query, ["phenotype"], CandidateConfig(max_directed=8))
     one_hop = [p["hops"][0].get("dir") for p in plans if len(p["hops"]) == 1 and p["hops"][0]["rel"] == "parent-child"]
     assert {None, "out", "in"} <= set(one_hop)
     first_directed = next(i for i, p in enumerate(plans) if any("dir" in h for h in p["hops"]))
